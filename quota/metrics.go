@@ -1,0 +1,88 @@
+package quota
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// MeterName is the name of the OpenTelemetry meter every admit package uses.
+const MeterName = "github.com/admitgo/admit"
+
+// Outcomes of admit.quota.decisions.
+const (
+	OutcomeAllowed      = "allowed"
+	OutcomeRefused      = "refused"
+	OutcomeFailedOpen   = "failed_open"
+	OutcomeFailedClosed = "failed_closed"
+)
+
+var outcomes = [...]string{OutcomeAllowed, OutcomeRefused, OutcomeFailedOpen, OutcomeFailedClosed}
+
+// Metrics records a store's decisions as the admit.quota.decisions counter
+// (attributes admit.quota.store and admit.quota.outcome) and the
+// admit.quota.latency histogram in seconds (attribute admit.quota.store).
+// Caller errors are not decisions and are not counted. A nil *Metrics records
+// nothing. It is safe for concurrent use.
+type Metrics struct {
+	decisions metric.Int64Counter
+	latency   metric.Float64Histogram
+	// Attribute options are built once so recording does not allocate.
+	outcomeOpts [len(outcomes)][]metric.AddOption
+	storeOpts   []metric.RecordOption
+}
+
+// NewMetrics creates the instruments for the store named store ("memory",
+// "postgres", "redis") on mp; a nil mp means the global meter provider.
+func NewMetrics(mp metric.MeterProvider, store string) (*Metrics, error) {
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	meter := mp.Meter(MeterName)
+	decisions, err := meter.Int64Counter("admit.quota.decisions",
+		metric.WithDescription("Shared-quota decisions by store and outcome."),
+		metric.WithUnit("{decision}"))
+	if err != nil {
+		return nil, err
+	}
+	latency, err := meter.Float64Histogram("admit.quota.latency",
+		metric.WithDescription("Time a store took to decide, failures included."),
+		metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1))
+	if err != nil {
+		return nil, err
+	}
+	m := &Metrics{decisions: decisions, latency: latency}
+	storeAttr := attribute.String("admit.quota.store", store)
+	for i, o := range outcomes {
+		set := attribute.NewSet(storeAttr, attribute.String("admit.quota.outcome", o))
+		m.outcomeOpts[i] = []metric.AddOption{metric.WithAttributeSet(set)}
+	}
+	m.storeOpts = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(storeAttr))}
+	return m, nil
+}
+
+// Record counts one decision that took elapsed. err is the error the store
+// returned with d.
+func (m *Metrics) Record(ctx context.Context, d Decision, err error, elapsed time.Duration) {
+	if m == nil || errors.Is(err, ErrRule) || errors.Is(err, ErrSubject) {
+		return
+	}
+	i := 0
+	switch {
+	case err == nil && d.Allowed:
+		i = 0
+	case err == nil:
+		i = 1
+	case d.Allowed:
+		i = 2
+	default:
+		i = 3
+	}
+	m.decisions.Add(ctx, 1, m.outcomeOpts[i]...)
+	m.latency.Record(ctx, elapsed.Seconds(), m.storeOpts...)
+}
