@@ -1,0 +1,5 @@
+//go:build !race
+
+package clientip
+
+const raceEnabled = false
