@@ -1,0 +1,135 @@
+package admit
+
+import (
+	"fmt"
+	"net/http"
+	"net/netip"
+	"runtime"
+	"strings"
+	"testing"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+)
+
+// discard is a ResponseWriter that keeps nothing, so benchmarks and
+// allocation counts measure the door alone. Like many test writers, it does
+// not support read deadlines.
+type discard struct{ h http.Header }
+
+func (d *discard) Header() http.Header         { return d.h }
+func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discard) WriteHeader(int)             {}
+
+// benchDoor returns the webhook group of a door with metrics recorded by a
+// real SDK, answering 200 (so charge-on-failure never runs dry).
+func benchDoor(tb testing.TB) http.Handler {
+	tb.Helper()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	d, err := New(Config{MeterProvider: mp})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d.Wrap(GroupWebhook, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+	}), nil)
+}
+
+// requests returns n requests from distinct IPv4 peers.
+func requests(n int, method string) []*http.Request {
+	rs := make([]*http.Request, n)
+	for i := range rs {
+		r, _ := http.NewRequest(method, "http://example.com/hooks/x", nil)
+		a := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+		r.RemoteAddr = netip.AddrPortFrom(a, 40000).String()
+		rs[i] = r
+	}
+	return rs
+}
+
+func TestAllowedPathAllocations(t *testing.T) {
+	if testing.CoverMode() != "" || raceEnabled {
+		t.Skip("allocation counts differ under -race and -cover; the benchmark run checks them")
+	}
+	h := benchDoor(t)
+	w := &discard{h: http.Header{}}
+	get := requests(1, "GET")[0]
+	if got := testing.AllocsPerRun(1000, func() { h.ServeHTTP(w, get) }); got != 1 {
+		t.Errorf("GET: got %v allocations, want 1 (the status-recording writer)", got)
+	}
+	post := requests(1, "POST")[0]
+	body := strings.NewReader("{}")
+	if got := testing.AllocsPerRun(1000, func() {
+		body.Reset("{}")
+		post.Body, post.ContentLength = noopCloser{body}, 2
+		h.ServeHTTP(w, post)
+	}); got != 2 {
+		t.Errorf("POST with a body: got %v allocations, want 2 (writer and body cap)", got)
+	}
+}
+
+type noopCloser struct{ *strings.Reader }
+
+func (noopCloser) Close() error { return nil }
+
+// BenchmarkDoor measures the allowed path of the webhook group, writer and
+// metrics included, for 1, 1,024 and 65,536 rotating clients; the last
+// exceeds the 16,384-entry table, so it exercises eviction and the shared
+// bucket.
+func BenchmarkDoor(b *testing.B) {
+	for _, clients := range []int{1, 1024, 65536} {
+		rs := requests(clients, "GET")
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			h := benchDoor(b)
+			w := &discard{h: http.Header{}}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				h.ServeHTTP(w, rs[i%clients])
+				i++
+			}
+		})
+		b.Run(fmt.Sprintf("clients=%d/parallel", clients), func(b *testing.B) {
+			h := benchDoor(b)
+			b.ReportAllocs()
+			var next atomicCounter
+			b.RunParallel(func(pb *testing.PB) {
+				w := &discard{h: http.Header{}}
+				i := int(next.add(7919)) // spread goroutines over the key set
+				for pb.Next() {
+					h.ServeHTTP(w, rs[i%clients])
+					i++
+				}
+			})
+		})
+	}
+}
+
+// TestMemoryStaysBounded sends one request from each of 1,048,576 distinct
+// addresses through one group and reports the heap growth; it must stay
+// under 8 MiB.
+func TestMemoryStaysBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends a million requests")
+	}
+	const n = 1 << 20
+	h := benchDoor(t)
+	w := &discard{h: http.Header{}}
+	r, _ := http.NewRequest("GET", "http://example.com/hooks/x", nil)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		a := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+		r.RemoteAddr = netip.AddrPortFrom(a, 40000).String()
+		h.ServeHTTP(w, r)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(h)
+	growth := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("heap growth after %d distinct clients: %.2f MiB (%d bytes per tracked client, %d tracked)",
+		n, float64(growth)/(1<<20), growth/DefaultMaxClients, DefaultMaxClients)
+	if growth > 8<<20 {
+		t.Fatalf("heap grew %d bytes, want under 8 MiB", growth)
+	}
+}

@@ -1,0 +1,57 @@
+// Package admit is the door of a service's anonymous routes: it decides, per
+// request and before the handler runs, whether a client may come in.
+//
+// Routes are wired to a [Group] (webhook, link, health, or your own), each with
+// a [Budget]:
+//
+//   - Token buckets per client, refilled continuously at Rate up to Burst. A
+//     request spends one token on entry, or, for a ChargeOnFailure group such
+//     as signed webhooks, only when the handler answers 4xx: a provider that
+//     delivers a burst of valid events is never dropped, while a caller with
+//     bad signatures pays for each attempt.
+//   - In-flight caps per client and per group, so a client that opens many slow
+//     requests is stopped as surely as one that sends many fast ones.
+//   - A read deadline and a size cap for request bodies.
+//
+// A request over budget gets 503 with Retry-After: 1 when its group is at its
+// in-flight cap, 429 with Retry-After: 1 when its client is, and 429 with
+// Retry-After set to the whole seconds until a token frees when it has no
+// token. An overflow handler can serve such requests instead (the server
+// serves a cached health status to probes that way).
+//
+// # Bounded memory
+//
+// Each group keeps its client buckets in an LRU table of MaxClients entries:
+// it tracks limits precisely for the most recently seen clients. A newcomer
+// that finds the table full probes the 8 oldest entries and takes over the
+// first one whose bucket is full and whose client has nothing in flight (an
+// entry in that state decides exactly as a fresh one would); probed entries
+// that do not qualify move to the front. When none qualifies, the newcomer
+// spends from the group's shared bucket under the same caps. Memory therefore
+// stays bounded whatever the number of source addresses, and an attacker who
+// wants to pin the table must keep every entry drained: Rate x MaxClients
+// requests a second.
+//
+// # Client keys
+//
+// The key of a request is, by default, its TCP peer masked to /32 for IPv4 and
+// /64 for IPv6. Behind proxies, use package clientip: it reads forwarding
+// headers only from the proxies you list.
+//
+// # Shadow mode and metrics
+//
+// With Config.Disabled the same arithmetic runs but nothing is rejected: a
+// request that would have been rejected proceeds without taking a slot or a
+// token, and counts as would_rate_limited, would_client_concurrency or
+// would_group_concurrency. Every request counts exactly one [Outcome] in the
+// OpenTelemetry counter admit.door.requests; the door also reports
+// admit.door.inflight, admit.door.clients, admit.door.evictions and
+// admit.door.untrusted_xff. Attributes are the group and the outcome only,
+// never a client address.
+//
+// # Shared stores
+//
+// A Budget with a Store decides client tokens in a shared quota store (see
+// package quota), so several replicas enforce one budget; in-flight caps stay
+// per process.
+package admit

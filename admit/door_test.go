@@ -1,0 +1,227 @@
+package admit
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRateLimitsLinkClients(t *testing.T) {
+	clk := newClock()
+	d := newDoor(t, clk, Config{})
+	h := d.Wrap(GroupLink, status(http.StatusOK), nil)
+
+	for range DefaultLinkBurst {
+		allowed(t, h, "192.0.2.1:1000", http.StatusOK)
+	}
+	// One token refills per second at 1/s: the next is a second away.
+	rejected(t, h, "192.0.2.1:1000", http.StatusTooManyRequests, "1")
+	allowed(t, h, "192.0.2.2:1000", http.StatusOK)
+
+	clk.advance(999 * time.Millisecond)
+	rejected(t, h, "192.0.2.1:1001", http.StatusTooManyRequests, "1")
+	clk.advance(time.Millisecond)
+	allowed(t, h, "192.0.2.1:1002", http.StatusOK)
+}
+
+func TestRetryAfterCountsSecondsUntilAToken(t *testing.T) {
+	clk := newClock()
+	d := newDoor(t, clk, Config{Budgets: map[Group]Budget{GroupLink: func() Budget {
+		b := DefaultBudgets()[GroupLink]
+		b.Rate, b.Burst = 0.1, 1 // one token every 10 s
+		return b
+	}()}})
+	h := d.Wrap(GroupLink, status(http.StatusOK), nil)
+	allowed(t, h, "192.0.2.1:1", http.StatusOK)
+	rejected(t, h, "192.0.2.1:1", http.StatusTooManyRequests, "10")
+	clk.advance(2500 * time.Millisecond)
+	rejected(t, h, "192.0.2.1:1", http.StatusTooManyRequests, "8")
+}
+
+func TestChargeOnFailure(t *testing.T) {
+	const peer = "198.51.100.7:443"
+	t.Run("failures spend tokens", func(t *testing.T) {
+		d := newDoor(t, newClock(), Config{})
+		h := d.Wrap(GroupWebhook, status(http.StatusBadRequest), nil)
+		for range DefaultWebhookBurst {
+			allowed(t, h, peer, http.StatusBadRequest)
+		}
+		rejected(t, h, peer, http.StatusTooManyRequests, "1")
+	})
+	t.Run("successes spend nothing", func(t *testing.T) {
+		d := newDoor(t, newClock(), Config{})
+		h := d.Wrap(GroupWebhook, status(http.StatusOK), nil)
+		for range 2 * DefaultWebhookBurst {
+			allowed(t, h, peer, http.StatusOK)
+		}
+	})
+	t.Run("a held token is not lent twice", func(t *testing.T) {
+		d := newDoor(t, newClock(), Config{})
+		fail := d.Wrap(GroupWebhook, status(http.StatusUnauthorized), nil)
+		for range DefaultWebhookBurst - 1 {
+			allowed(t, fail, peer, http.StatusUnauthorized)
+		}
+		b := newBlocker(http.StatusOK)
+		h := d.Wrap(GroupWebhook, b, nil)
+		release := hold(t, h, b, peer, 1) // holds the last token
+		rejected(t, h, peer, http.StatusTooManyRequests, "1")
+		release()
+		// The held request answered 200, so its token is back.
+		allowed(t, fail, peer, http.StatusUnauthorized)
+		rejected(t, fail, peer, http.StatusTooManyRequests, "1")
+	})
+}
+
+func TestConcurrencyCaps(t *testing.T) {
+	t.Run("client cap", func(t *testing.T) {
+		d := newDoor(t, newClock(), Config{})
+		b := newBlocker(http.StatusOK)
+		h := d.Wrap(GroupLink, b, nil)
+		release := hold(t, h, b, "192.0.2.1:1", DefaultLinkPerClient)
+		defer release()
+		rejected(t, h, "192.0.2.1:2", http.StatusTooManyRequests, "1")
+	})
+	t.Run("group cap", func(t *testing.T) {
+		d := newDoor(t, newClock(), Config{})
+		b := newBlocker(http.StatusOK)
+		h := d.Wrap(GroupLink, b, nil)
+		r1 := hold(t, h, b, "192.0.2.1:1", DefaultLinkPerClient)
+		defer r1()
+		b2 := &blocker{entered: b.entered, release: make(chan struct{}), code: http.StatusOK}
+		r2 := hold(t, d.Wrap(GroupLink, b2, nil), b2, "192.0.2.2:1", DefaultLinkInflight-DefaultLinkPerClient)
+		defer r2()
+		rejected(t, h, "192.0.2.3:1", http.StatusServiceUnavailable, "1")
+	})
+	t.Run("overflow serves both", func(t *testing.T) {
+		d := newDoor(t, newClock(), Config{})
+		b := newBlocker(http.StatusOK)
+		overflow := status(http.StatusTeapot)
+		h := d.Wrap(GroupLink, b, overflow)
+		release := hold(t, h, b, "192.0.2.1:1", DefaultLinkPerClient)
+		defer release()
+		if w := do(h, "GET", "192.0.2.1:1"); w.Code != http.StatusTeapot {
+			t.Errorf("over the client cap: got %d, want the overflow's %d", w.Code, http.StatusTeapot)
+		}
+		b2 := &blocker{entered: b.entered, release: make(chan struct{}), code: http.StatusOK}
+		r2 := hold(t, d.Wrap(GroupLink, b2, nil), b2, "192.0.2.2:1", DefaultLinkInflight-DefaultLinkPerClient)
+		defer r2()
+		if w := do(h, "GET", "192.0.2.3:1"); w.Code != http.StatusTeapot {
+			t.Errorf("over the group cap: got %d, want the overflow's %d", w.Code, http.StatusTeapot)
+		}
+	})
+	t.Run("a panicking handler frees its slot", func(t *testing.T) {
+		d := newDoor(t, newClock(), Config{})
+		h := d.Wrap(GroupLink, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+			panic(http.ErrAbortHandler)
+		}), nil)
+		for range DefaultLinkPerClient + 1 {
+			func() {
+				defer func() {
+					if p := recover(); p != http.ErrAbortHandler {
+						t.Fatalf("recovered %v, want the handler's panic re-raised", p)
+					}
+				}()
+				do(h, "GET", "192.0.2.1:1")
+			}()
+		}
+		if got := d.groups[GroupLink].perClient; len(got) != 0 || d.groups[GroupLink].inflight != 0 {
+			t.Fatalf("after panics: in flight %d, per client %v, want none", d.groups[GroupLink].inflight, got)
+		}
+		allowed(t, d.Wrap(GroupLink, status(http.StatusOK), nil), "192.0.2.1:1", http.StatusOK)
+	})
+}
+
+func TestShadowModeRejectsNothing(t *testing.T) {
+	d := newDoor(t, newClock(), Config{Disabled: true})
+	h := d.Wrap(GroupLink, status(http.StatusOK), nil)
+	for range DefaultLinkBurst + 5 {
+		allowed(t, h, "192.0.2.1:1", http.StatusOK)
+	}
+}
+
+func TestPolicyHeaders(t *testing.T) {
+	clk := newClock()
+	d := newDoor(t, clk, Config{PolicyHeaders: true})
+	h := d.Wrap(GroupLink, status(http.StatusOK), nil)
+	var w interface{ Header() http.Header }
+	for range 17 {
+		w = do(h, "GET", "192.0.2.1:1")
+	}
+	if got, want := w.Header().Get("RateLimit-Policy"), `"link";q=20;w=20`; got != want {
+		t.Errorf("RateLimit-Policy: got %q, want %q", got, want)
+	}
+	if got, want := w.Header().Get("RateLimit"), `"link";r=3;t=17`; got != want {
+		t.Errorf("RateLimit: got %q, want %q", got, want)
+	}
+	for range 3 {
+		do(h, "GET", "192.0.2.1:1")
+	}
+	r := rejected(t, h, "192.0.2.1:1", http.StatusTooManyRequests, "1")
+	if got, want := r.Header().Get("RateLimit"), `"link";r=0;t=20`; got != want {
+		t.Errorf("RateLimit when rejected: got %q, want %q", got, want)
+	}
+	plain := newDoor(t, clk, Config{}).Wrap(GroupLink, status(http.StatusOK), nil)
+	if got := do(plain, "GET", "192.0.2.1:1").Header().Get("RateLimit"); got != "" {
+		t.Errorf("RateLimit without PolicyHeaders: got %q, want none", got)
+	}
+}
+
+func TestBadConfiguration(t *testing.T) {
+	valid := DefaultBudgets()[GroupLink]
+	tests := []struct {
+		name   string
+		change func(*Budget)
+		want   string
+	}{
+		{"zero rate", func(b *Budget) { b.Rate = 0 }, "Rate"},
+		{"negative rate", func(b *Budget) { b.Rate = -1 }, "Rate"},
+		{"burst below one", func(b *Budget) { b.Burst = 0 }, "Burst"},
+		{"zero shared rate", func(b *Budget) { b.SharedRate = 0 }, "SharedRate"},
+		{"shared burst below one", func(b *Budget) { b.SharedBurst = 0 }, "SharedBurst"},
+		{"zero per-client cap", func(b *Budget) { b.PerClient = 0 }, "PerClient"},
+		{"negative group cap", func(b *Budget) { b.Inflight = -3 }, "Inflight"},
+		{"zero table", func(b *Budget) { b.MaxClients = 0 }, "MaxClients"},
+		{"negative read timeout", func(b *Budget) { b.ReadTimeout = -time.Second }, "ReadTimeout"},
+		{"negative body cap", func(b *Budget) { b.MaxBodyBytes = -1 }, "MaxBodyBytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := valid
+			tt.change(&b)
+			_, err := New(Config{Budgets: map[Group]Budget{"signup": b}})
+			if err == nil {
+				t.Fatalf("New: got no error, want one naming %s", tt.want)
+			}
+			if msg := err.Error(); !strings.Contains(msg, `"signup"`) || !strings.Contains(msg, tt.want+" ") {
+				t.Fatalf("New: got %q, want it to name group \"signup\" and field %s", msg, tt.want)
+			}
+		})
+	}
+}
+
+func TestWrapUnknownGroupPanics(t *testing.T) {
+	d := newDoor(t, newClock(), Config{})
+	defer func() {
+		p := recover()
+		if msg, _ := p.(string); !strings.Contains(msg, `"signup"`) {
+			t.Fatalf("Wrap(signup): recovered %v, want a panic naming the group", p)
+		}
+	}()
+	d.Wrap("signup", status(http.StatusOK), nil)
+}
+
+func TestBudgetsOverrideOnlyWhatTheyName(t *testing.T) {
+	custom := DefaultBudgets()[GroupLink]
+	custom.Burst = 3
+	d := newDoor(t, newClock(), Config{Budgets: map[Group]Budget{GroupLink: custom, "signup": custom}})
+	if b, _ := d.Budget(GroupLink); b.Burst != 3 {
+		t.Errorf("link burst: got %d, want 3", b.Burst)
+	}
+	if b, _ := d.Budget(GroupWebhook); b != DefaultBudgets()[GroupWebhook] {
+		t.Errorf("webhook budget: got %+v, want the default", b)
+	}
+	if got := d.Groups(); len(got) != 4 {
+		t.Errorf("groups: got %v, want the three defaults and signup", got)
+	}
+}

@@ -1,0 +1,101 @@
+package admit
+
+import (
+	"net/http"
+	"time"
+)
+
+// handler is what Wrap returns: one group's door in front of next.
+type handler struct {
+	door     *Door
+	group    *group
+	next     http.Handler
+	overflow http.Handler
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	d, g := h.door, h.group
+	key := d.key(r)
+	t, v := g.admit(key, d.now().UnixNano(), d.disabled, d.headers)
+	if g.budget.Store != nil && t.taken {
+		v = h.decideShared(r, &t)
+	}
+	if v.evicted {
+		g.meters.counts.evictions.Add(1)
+	}
+	if v.retry > 0 { // rejected
+		if h.overflow != nil {
+			g.meters.count(OutcomeCached)
+			h.overflow.ServeHTTP(w, r)
+			return
+		}
+		g.meters.count(v.outcome)
+		status := http.StatusTooManyRequests
+		if v.outcome == OutcomeGroupConcurrency || v.outcome == OutcomeStoreError {
+			status = http.StatusServiceUnavailable
+		}
+		if d.headers && v.outcome == OutcomeRateLimited {
+			setPolicyHeaders(w.Header(), g, 0, v.reset)
+		}
+		rejectWith(w, status, v.retry)
+		return
+	}
+	if d.headers && t.taken {
+		setPolicyHeaders(w.Header(), g, v.left, v.reset)
+	}
+	ww := &writer{ResponseWriter: w}
+	settled := false
+	defer func() {
+		if !settled { // the handler panicked: free the slot, then let it unwind
+			h.settle(r, &t, v.outcome, http.StatusInternalServerError)
+		}
+	}()
+	if h.prepare(ww, r) {
+		h.next.ServeHTTP(ww, r)
+	}
+	settled = true
+	h.settle(r, &t, v.outcome, ww.answered())
+}
+
+// prepare applies the group's body deadline and cap. It answers 413 itself,
+// and returns false, when the declared body is over the cap; the answer then
+// settles like a handler's 4xx, so it costs a charge-on-failure client a token.
+func (h *handler) prepare(w *writer, r *http.Request) bool {
+	b := &h.group.budget
+	if b.ReadTimeout > 0 {
+		if rd := findReadDeadliner(w.ResponseWriter); rd != nil {
+			_ = rd.SetReadDeadline(time.Now().Add(b.ReadTimeout))
+		}
+	}
+	if b.MaxBodyBytes > 0 && r.Body != nil && r.Body != http.NoBody {
+		if r.ContentLength > b.MaxBodyBytes {
+			http.Error(w, http.StatusText(http.StatusRequestEntityTooLarge), http.StatusRequestEntityTooLarge)
+			return false
+		}
+		// MaxBytesReader gets the server's writer so that it can close the
+		// connection after an oversized body.
+		r.Body = http.MaxBytesReader(w.ResponseWriter, r.Body, b.MaxBodyBytes)
+	}
+	return true
+}
+
+// settle frees what admission took and counts the request's one outcome: the
+// outcome admission left pending (a shadow would_* or store_error) if any,
+// otherwise the class of the answer.
+func (h *handler) settle(r *http.Request, t *ticket, pending Outcome, status int) {
+	d, g := h.door, h.group
+	g.settle(t, status, d.now)
+	if t.storeHeld && status >= 400 && status < 500 {
+		h.chargeShared(r, t)
+	}
+	o := pending
+	if o == OutcomeOK {
+		switch {
+		case status >= 500:
+			o = OutcomeServerError
+		case status >= 400:
+			o = OutcomeClientError
+		}
+	}
+	g.meters.count(o)
+}

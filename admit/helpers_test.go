@@ -1,0 +1,118 @@
+package admit
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// clock is a settable clock for the door's Now.
+type clock struct {
+	mu sync.Mutex // guards t
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// newDoor builds a door on clk with budgets overriding the defaults.
+func newDoor(t *testing.T, clk *clock, cfg Config) *Door {
+	t.Helper()
+	cfg.Now = clk.now
+	d, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return d
+}
+
+// status returns a handler that answers code.
+func status(code int) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(code) })
+}
+
+// do sends one request from peer (ip:port) through h.
+func do(h http.Handler, method, peer string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, "/x", nil)
+	r.RemoteAddr = peer
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+// allowed asserts that a request from peer reaches the handler and gets want.
+func allowed(t *testing.T, h http.Handler, peer string, want int) {
+	t.Helper()
+	if w := do(h, "GET", peer); w.Code != want {
+		t.Fatalf("request from %s: got %d, want %d (admitted)", peer, w.Code, want)
+	}
+}
+
+// rejected asserts that a request from peer is answered code with a
+// Retry-After of retry seconds (any when retry is 0), and returns the answer.
+func rejected(t *testing.T, h http.Handler, peer string, code int, retry string) *httptest.ResponseRecorder {
+	t.Helper()
+	w := do(h, "GET", peer)
+	if w.Code != code {
+		t.Fatalf("request from %s: got %d, want %d", peer, w.Code, code)
+	}
+	got := w.Header().Get("Retry-After")
+	if got == "" || (retry != "" && got != retry) {
+		t.Fatalf("request from %s: Retry-After %q, want %q", peer, got, retry)
+	}
+	return w
+}
+
+// blocker is a handler that holds requests until released: entered receives
+// one value per request that reached it.
+type blocker struct {
+	entered chan struct{}
+	release chan struct{}
+	code    int
+}
+
+func newBlocker(code int) *blocker {
+	return &blocker{entered: make(chan struct{}, 64), release: make(chan struct{}), code: code}
+}
+
+func (b *blocker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b.entered <- struct{}{}
+	<-b.release
+	w.WriteHeader(b.code)
+}
+
+// hold starts n requests from peer that block in b, waits until all are
+// inside, and returns a wait function that releases them and waits for their
+// answers.
+func hold(t *testing.T, h http.Handler, b *blocker, peer string, n int) (release func()) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() { do(h, "GET", peer) })
+		<-b.entered
+	}
+	return func() {
+		close(b.release)
+		wg.Wait()
+	}
+}
+
+// atomicCounter hands out distinct starting points to parallel benchmark
+// goroutines.
+type atomicCounter struct{ n atomic.Int64 }
+
+func (c *atomicCounter) add(d int64) int64 { return c.n.Add(d) }

@@ -1,0 +1,5 @@
+//go:build race
+
+package admit
+
+const raceEnabled = true

@@ -1,0 +1,139 @@
+package admit
+
+import (
+	"fmt"
+	"net/http"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+)
+
+// snapshot lists a group's table from most to least recently used, with each
+// entry's tokens.
+func snapshot(g *group) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for i := g.table.head; i >= 0; i = g.table.entries[i].next {
+		e := g.table.entries[i]
+		out = append(out, fmt.Sprintf("%v:%.0f", e.key, e.bucket.tokens))
+	}
+	return out
+}
+
+// tinyWebhook is a charge-on-failure budget with a 2-entry table and bursts of
+// 10, so the bounded-memory arithmetic is easy to follow.
+func tinyWebhook() Budget {
+	b := DefaultBudgets()[GroupWebhook]
+	b.MaxClients = 2
+	b.Burst, b.SharedBurst = 10, 10
+	b.Rate, b.SharedRate = 1, 1
+	return b
+}
+
+func TestRotatingPeersShareOneBucket(t *testing.T) {
+	clk := newClock()
+	d := newDoor(t, clk, Config{Budgets: map[Group]Budget{GroupWebhook: tinyWebhook()}})
+	h := d.Wrap(GroupWebhook, status(http.StatusBadRequest), nil)
+	g := d.groups[GroupWebhook]
+
+	for _, peer := range []string{"192.0.2.1:1", "192.0.2.2:1"} {
+		for range 10 {
+			allowed(t, h, peer, http.StatusBadRequest)
+		}
+		rejected(t, h, peer, http.StatusTooManyRequests, "1")
+	}
+	before := snapshot(g)
+
+	admitted := 0
+	for i := range 100 {
+		w := do(h, "GET", fmt.Sprintf("203.0.113.%d:1", i+1))
+		switch w.Code {
+		case http.StatusBadRequest:
+			admitted++
+		case http.StatusTooManyRequests:
+		default:
+			t.Fatalf("rotating peer %d: got %d, want 400 or 429", i, w.Code)
+		}
+	}
+	if admitted != 10 {
+		t.Fatalf("rotating peers admitted: got %d, want the shared burst of 10", admitted)
+	}
+	after := snapshot(g)
+	slices.Sort(before)
+	slices.Sort(after)
+	if !slices.Equal(before, after) {
+		t.Fatalf("table changed under rotation: got %v, want %v", after, before)
+	}
+
+	rejected(t, h, "203.0.113.200:1", http.StatusTooManyRequests, "1")
+	clk.advance(time.Second) // one shared token (and one per entry) refills
+	allowed(t, h, "203.0.113.201:1", http.StatusBadRequest)
+}
+
+func TestEvictionSparesClientsInFlight(t *testing.T) {
+	clk := newClock()
+	d := newDoor(t, clk, Config{Budgets: map[Group]Budget{GroupWebhook: tinyWebhook()}})
+	g := d.groups[GroupWebhook]
+	b := newBlocker(http.StatusOK)
+	h := d.Wrap(GroupWebhook, b, nil)
+
+	release := hold(t, h, b, "192.0.2.1:1", 1) // A: oldest, in flight
+	defer release()
+	allowed(t, d.Wrap(GroupWebhook, status(http.StatusOK), nil), "192.0.2.2:1", http.StatusOK) // B: idle, full
+	allowed(t, d.Wrap(GroupWebhook, status(http.StatusOK), nil), "192.0.2.3:1", http.StatusOK) // C: evicts B
+
+	got := snapshot(g)
+	want := []string{"192.0.2.3/32:10", "192.0.2.1/32:10"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("table after the newcomer: got %v, want %v (B evicted, A kept)", got, want)
+	}
+}
+
+func TestEvictionNeedsAFullBucket(t *testing.T) {
+	clk := newClock()
+	budget := tinyWebhook()
+	budget.ChargeOnFailure = false
+	d := newDoor(t, clk, Config{Budgets: map[Group]Budget{GroupWebhook: budget}})
+	g := d.groups[GroupWebhook]
+	h := d.Wrap(GroupWebhook, status(http.StatusOK), nil)
+
+	allowed(t, h, "192.0.2.1:1", http.StatusOK) // A: 9 tokens
+	allowed(t, h, "192.0.2.2:1", http.StatusOK) // B: 9 tokens
+	allowed(t, h, "192.0.2.3:1", http.StatusOK) // C: no entry is full; shared bucket
+	if got, want := snapshot(g), []string{"192.0.2.2/32:9", "192.0.2.1/32:9"}; !slices.Equal(got, want) {
+		t.Fatalf("table: got %v, want %v", got, want)
+	}
+	if got := g.sharedB.tokens; got != 9 {
+		t.Fatalf("shared bucket: got %v tokens, want 9", got)
+	}
+	clk.advance(time.Second) // A and B are full again
+	allowed(t, h, "192.0.2.3:1", http.StatusOK)
+	if got, want := snapshot(g), []string{"192.0.2.3/32:9", "192.0.2.2/32:9"}; !slices.Equal(got, want) {
+		t.Fatalf("table after refill: got %v, want %v (A, the oldest, reclaimed)", got, want)
+	}
+}
+
+func TestTableKeepsLRUOrder(t *testing.T) {
+	tb := newTable(3)
+	key := func(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+	for _, k := range []string{"10.0.0.1/32", "10.0.0.2/32", "10.0.0.3/32"} {
+		tb.insert(key(k), bucket{})
+	}
+	if _, ok := tb.lookup(key("10.0.0.1/32")); !ok {
+		t.Fatal("lookup of an inserted key failed")
+	}
+	tb.replace(tb.tail, key("10.0.0.4/32"), bucket{})
+	var got []string
+	for i := tb.head; i >= 0; i = tb.entries[i].next {
+		got = append(got, tb.entries[i].key.String())
+	}
+	want := []string{"10.0.0.4/32", "10.0.0.1/32", "10.0.0.3/32"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("order: got %v, want %v", got, want)
+	}
+	if _, ok := tb.index[key("10.0.0.2/32")]; ok || len(tb.index) != 3 {
+		t.Fatalf("index: got %v, want the replaced key gone", tb.index)
+	}
+}

@@ -1,0 +1,76 @@
+package admit
+
+import (
+	"net/http"
+	"time"
+)
+
+// writer records the status a handler answers with, so the door can settle
+// the request and count its outcome. It keeps Flush and Unwrap working, so a
+// webhook handler can acknowledge early through http.ResponseController and
+// keep working.
+type writer struct {
+	http.ResponseWriter
+	status int // 0 until the handler sends a final status
+}
+
+// WriteHeader records the first final status; informational 1xx answers other
+// than 101 may precede it.
+func (w *writer) WriteHeader(code int) {
+	if w.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *writer) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// FlushError flushes through to the client; http.ResponseController uses it.
+func (w *writer) FlushError() error {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Flush implements http.Flusher for handlers that assert it directly.
+func (w *writer) Flush() { _ = w.FlushError() }
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (w *writer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// answered returns the status the client saw: 200 when the handler wrote
+// nothing.
+func (w *writer) answered() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}
+
+// readDeadliner is what a server's ResponseWriter implements to move the
+// connection's read deadline.
+type readDeadliner interface {
+	SetReadDeadline(time.Time) error
+}
+
+// findReadDeadliner walks the Unwrap chain as http.ResponseController does,
+// but returns nil rather than building an error when no writer supports read
+// deadlines, so that case costs nothing per request.
+func findReadDeadliner(w http.ResponseWriter) readDeadliner {
+	for {
+		switch t := w.(type) {
+		case readDeadliner:
+			return t
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return nil
+		}
+	}
+}
