@@ -1,0 +1,72 @@
+package redisquota
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Client is what the store needs from a go-redis client. *redis.Client,
+// *redis.ClusterClient, *redis.Ring and *redis.AutoPipeliner satisfy it.
+type Client interface {
+	EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd
+	Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd
+}
+
+// A script is a Lua source and its SHA-1, the name Redis caches it under.
+type script struct {
+	src  string
+	hash string
+}
+
+func newScript(src string) script {
+	return script{src: src, hash: redis.NewScript(src).Hash()}
+}
+
+var (
+	//go:embed fixed.lua
+	fixedSrc string
+	//go:embed gcra.lua
+	gcraSrc string
+
+	fixedScript = newScript(fixedSrc)
+	gcraScript  = newScript(gcraSrc)
+)
+
+// run runs sc on key by its SHA-1 and, when Redis answers NOSCRIPT (its script
+// cache was flushed, or it restarted or failed over), once more with the
+// source, which also caches it again. That second send is not a retry: Redis
+// answers NOSCRIPT without running anything, so the script runs at most once.
+func (s *Store) run(ctx context.Context, sc script, key string, args ...any) *redis.Cmd {
+	keys := []string{key}
+	cmd := s.client.EvalSha(ctx, sc.hash, keys, args...)
+	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		cmd = s.client.Eval(ctx, sc.src, keys, args...)
+	}
+	return cmd
+}
+
+// checkClient refuses clients New can see would retry commands or ignore
+// context deadlines. go-redis normalises MaxRetries when it builds a client:
+// -1 (off) becomes 0, and 0 (unset) becomes 3, except on a ClusterClient, which
+// leaves retries off unless asked.
+func checkClient(c Client) error {
+	retries, deadlines := 0, true
+	switch c := c.(type) {
+	case *redis.Client:
+		retries, deadlines = c.Options().MaxRetries, c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		retries, deadlines = c.Options().MaxRetries, c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		retries = c.Options().MaxRetries
+	}
+	if retries > 0 {
+		return fmt.Errorf("%w: the client retries commands (MaxRetries %d), so a retried script could count one call twice; set MaxRetries to -1", ErrConfig, retries)
+	}
+	if !deadlines {
+		return fmt.Errorf("%w: the client ignores context deadlines, so Timeout cannot bound a call; set ContextTimeoutEnabled", ErrConfig)
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+// Package redisquota is a [quota.Charger] that keeps its counters in Redis, so
+// every replica of a service that shares the Redis enforces one limit.
+//
+// # Scripts
+//
+// Each decision is one Lua script run on one key, so Redis makes it atomically:
+// two replicas racing on a bucket each see a distinct count, and there is no
+// read-then-write across the network. The store sends EVALSHA; when Redis
+// answers NOSCRIPT (its script cache was flushed, or it restarted or failed
+// over) it sends the script's source once with EVAL, which also caches it
+// again. That is not a retry: NOSCRIPT means nothing ran.
+//
+// The fixed-window script adds the cost to the window's counter (INCRBY) and
+// returns the new count; the GCRA script reads the bucket's theoretical arrival
+// time (tat), stores the new one if the call fits, and returns the old one. The
+// decision itself is then made in Go by [quota.FixedWindowDecision] or
+// [quota.GCRADecision] from what the script returned, so this store decides
+// exactly as the in-memory and PostgreSQL stores do. A cost of 0 (a look)
+// writes nothing. As in the other stores, a refused fixed-window call is
+// counted and a refused GCRA call is not.
+//
+// # Keys and expiry
+//
+// A fixed-window bucket is Prefix + rule name + ":" + subject + ":" + the
+// window's start in Unix milliseconds; a GCRA bucket is Prefix + rule name +
+// ":" + subject, holding the tat as "<unix seconds>:<nanoseconds>". Subjects are
+// the hashes [quota.Subject] returns, never raw identifiers. Every call
+// touches one key, so the store works on Redis Cluster; keep braces out of
+// Prefix and rule names there, or a {hash tag} puts every bucket in one slot.
+//
+// Every bucket expires (PEXPIRE, SET PX): a fixed window at the window's end, a
+// GCRA bucket when it is full again, when it decides like a missing one. Both
+// live a grace of min(Window, 1s) longer, so a replica whose clock lags a
+// little still finds the count instead of starting afresh. Expiry is in whole
+// milliseconds, rounded up. Memory is therefore bounded by the subjects active
+// within about one window.
+//
+// # Clock
+//
+// Redis never reads its own clock: each call carries the caller's
+// [Config].Now, so tests inject time and a decision does not depend on which
+// Redis node answers. Replicas' clocks must agree to well within a window
+// (NTP does). Lua numbers are doubles, exact only for integers below 2^53, and
+// nanoseconds since 1970 are beyond that, so the GCRA script receives the time
+// as whole seconds and nanoseconds and computes only differences in
+// nanoseconds; nothing is rounded. This sets two limits, checked before each
+// call and refused as caller errors wrapping [quota.ErrRule]: a fixed window of
+// at least a millisecond (the resolution of key names and of expiry), and a
+// GCRA tolerance plus cost (interval x (burst + n)) below 2^53ns, about 104
+// days.
+//
+// # Failure policy
+//
+// A call Redis cannot answer within [Config].Timeout (default 100ms), or
+// answers with an error, follows the store's [quota.Policy]: fail closed by
+// default (refused, RetryAfter = Window), or fail open with [Config].FailOpen
+// (allowed, Remaining = Limit); either way the error is returned and the
+// decision counted in [quota.Metrics] as failed_closed or failed_open. A
+// caller error (an invalid rule, a subject that did not come from
+// [quota.Subject]) is refused with an error whatever the policy, and Redis is
+// not contacted.
+//
+// The store never sends a script twice for one call. The client must not
+// either: go-redis retries a command after some network errors by default,
+// and an EVALSHA retried after Redis ran it would count the call twice. So
+// the client must have MaxRetries -1, and ContextTimeoutEnabled so that
+// Timeout also bounds the socket reads; [New] checks both where it can.
+//
+// # Throughput
+//
+// A decision holds one connection for one round trip, so concurrent callers
+// need as many connections (go-redis's PoolSize) to proceed in parallel.
+// Passing the client's *redis.AutoPipeliner (from Client.AutoPipeline)
+// instead batches concurrent decisions into pipelines over few connections,
+// which raises throughput several times at high concurrency and costs a
+// little latency at low.
+package redisquota

@@ -1,0 +1,98 @@
+package redisquota_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/admitgo/admit/internal/testredis"
+	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/quota/redisquota"
+)
+
+// t0 has nanoseconds below the microsecond, so any rounding on the way to
+// Redis and back shows.
+var t0 = time.Date(2030, 1, 2, 3, 4, 5, 678901234, time.UTC)
+
+// clock is a settable time source for Config.Now.
+type clock struct {
+	mu sync.Mutex // guards t
+	t  time.Time
+}
+
+func newClock(t time.Time) *clock { return &clock{t: t} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// newStore returns a store on c under prefix with cfg's other fields.
+func newStore(t *testing.T, c redisquota.Client, prefix string, cfg redisquota.Config) *redisquota.Store {
+	t.Helper()
+	cfg.Prefix = prefix
+	s, err := redisquota.New(c, cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return s
+}
+
+// testStore returns a store on its own prefix, the client behind it, and the
+// prefix, with the clock clk.
+func testStore(t *testing.T, clk *clock) (*redisquota.Store, *redis.Client, string) {
+	t.Helper()
+	c := testredis.Client(t)
+	prefix := testredis.Prefix(t)
+	return newStore(t, c, prefix, redisquota.Config{Now: clk.Now}), c, prefix
+}
+
+// decide calls AllowN and fails the test on an error.
+func decide(t *testing.T, s *redisquota.Store, rule quota.Rule, subject string, n int) quota.Decision {
+	t.Helper()
+	d, err := s.AllowN(context.Background(), rule, subject, n)
+	if err != nil {
+		t.Fatalf("AllowN(%q, n=%d): %v", rule.Name, n, err)
+	}
+	return d
+}
+
+// step is one call in a scenario: advance the clock by after, spend n, and
+// expect the decision's fields.
+type step struct {
+	after      time.Duration
+	n          int
+	allowed    bool
+	remaining  int
+	retryAfter time.Duration
+}
+
+// runSteps plays steps against s for one subject and checks each decision.
+func runSteps(t *testing.T, s *redisquota.Store, clk *clock, rule quota.Rule, steps []step) {
+	t.Helper()
+	subject := quota.Subject(t.Name())
+	for i, st := range steps {
+		clk.Advance(st.after)
+		d := decide(t, s, rule, subject, st.n)
+		want := quota.Decision{Allowed: st.allowed, Remaining: st.remaining, RetryAfter: st.retryAfter, Limit: rule.Limit, Window: rule.Window}
+		if d != want {
+			t.Errorf("step %d (+%v, n=%d): got %+v, want %+v", i, st.after, st.n, d, want)
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package redisquota
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/admitgo/admit/quota"
+)
+
+// DefaultPrefix starts every key when [Config].Prefix is empty.
+const DefaultPrefix = "admit:quota:"
+
+// DefaultTimeout bounds a decision when [Config].Timeout is 0: long enough
+// for a round trip to a Redis in the same data centre under load, short enough
+// that an outage costs each request little.
+const DefaultTimeout = 100 * time.Millisecond
+
+// ErrConfig reports a configuration or client the store cannot work with.
+var ErrConfig = errors.New("redisquota: invalid config")
+
+// Config configures a [Store]. The zero Config is valid: default prefix, the
+// system clock, fail closed, [DefaultTimeout], the global meter provider.
+type Config struct {
+	// Prefix starts every key the store writes; empty means [DefaultPrefix].
+	// Give each deployment sharing a Redis its own prefix. On Redis Cluster,
+	// keep braces out of it (and out of rule names): a {hash tag} would put
+	// every bucket in one slot.
+	Prefix string
+	// Now returns the current time; nil means time.Now. Redis never reads its
+	// own clock: each replica sends its time, so replicas' clocks must agree
+	// to well within a window.
+	Now func() time.Time
+	// FailOpen allows calls the store cannot decide (Redis down, slow past
+	// Timeout, or failing) instead of refusing them; see [quota.Policy]. The
+	// default, false, fails closed.
+	FailOpen bool
+	// Timeout bounds each decision, the round trip included; 0 means
+	// [DefaultTimeout]. A call that runs out of time follows the failure
+	// policy. It holds only if the client honours context deadlines (see
+	// [New]).
+	Timeout time.Duration
+	// MeterProvider receives the store's metrics (store "redis"); nil means
+	// the global meter provider.
+	MeterProvider metric.MeterProvider
+}
+
+// Store is a [quota.Charger] whose counters live in Redis, so every replica
+// that shares the Redis shares the limits. Each decision is one Lua script run
+// on one key; see the package documentation for the scripts, keys and expiry.
+//
+// A Store holds no mutable state of its own and is safe for concurrent use;
+// its throughput is bounded by the client's connections (see [New]).
+type Store struct {
+	client  Client
+	prefix  string
+	now     func() time.Time
+	policy  quota.Policy
+	timeout time.Duration
+	metrics *quota.Metrics
+}
+
+var _ quota.Charger = (*Store)(nil)
+
+// New returns a store that decides through client. It does not contact
+// Redis: a server that is down at startup follows the failure policy like any
+// later outage.
+//
+// The client must not retry commands, since a retried script could count one
+// call twice, and must honour context deadlines, or Timeout cannot bound a
+// call: for a *redis.Client, *redis.ClusterClient or *redis.Ring, New checks
+// that MaxRetries is -1 (retries off) and, where the client has it, that
+// ContextTimeoutEnabled is set, and returns an error wrapping [ErrConfig]
+// otherwise. Other clients (an *redis.AutoPipeliner, a wrapper) are trusted to
+// be set up the same way.
+func New(client Client, cfg Config) (*Store, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil client", ErrConfig)
+	}
+	if err := checkClient(client); err != nil {
+		return nil, err
+	}
+	if cfg.Timeout < 0 {
+		return nil, fmt.Errorf("%w: Timeout %v, want 0 (the default) or more", ErrConfig, cfg.Timeout)
+	}
+	m, err := quota.NewMetrics(cfg.MeterProvider, "redis")
+	if err != nil {
+		return nil, fmt.Errorf("redisquota: metrics: %w", err)
+	}
+	s := &Store{
+		client:  client,
+		prefix:  cfg.Prefix,
+		now:     cfg.Now,
+		policy:  quota.PolicyFor(cfg.FailOpen),
+		timeout: cfg.Timeout,
+		metrics: m,
+	}
+	if s.prefix == "" {
+		s.prefix = DefaultPrefix
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.timeout == 0 {
+		s.timeout = DefaultTimeout
+	}
+	return s, nil
+}
+
+// Allow counts one call of subject against rule; see [Store.AllowN].
+func (s *Store) Allow(ctx context.Context, rule quota.Rule, subject string) (quota.Decision, error) {
+	return s.AllowN(ctx, rule, subject, 1)
+}
+
+// AllowN counts n calls of subject against rule in one script run; n = 0
+// reports whether one more call would be allowed and changes nothing. The
+// decision is the one quota.FixedWindowDecision or quota.GCRADecision gives
+// for the same time and bucket state. A caller error (see [quota.Check] and
+// the limits in the package documentation) is refused with an error; a store
+// error follows the failure policy and is returned with its decision. The
+// call is never retried.
+func (s *Store) AllowN(ctx context.Context, rule quota.Rule, subject string, n int) (quota.Decision, error) {
+	if err := check(rule, subject, n); err != nil {
+		return quota.Refuse(rule, err)
+	}
+	start := time.Now()
+	now := s.now()
+	tctx, cancel := context.WithTimeout(ctx, s.timeout)
+	var d quota.Decision
+	var err error
+	if rule.Algorithm == quota.GCRA {
+		d, err = s.gcra(tctx, rule, subject, n, now)
+	} else {
+		d, err = s.fixedWindow(tctx, rule, subject, n, now)
+	}
+	cancel()
+	if err != nil {
+		d, err = s.policy.Fail(rule, fmt.Errorf("redisquota: rule %q: %w", rule.Name, err))
+	}
+	s.metrics.Record(ctx, d, err, time.Since(start))
+	return d, err
+}
+
+// maxExact is the largest integer a Lua number (a double) holds exactly; the
+// GCRA script's arithmetic in nanoseconds stays below it.
+const maxExact = 1 << 53
+
+// check is quota.Check plus this store's own limits, which also wrap
+// quota.ErrRule: a fixed window of at least a millisecond (the resolution of
+// key names and of Redis expiry), and GCRA spans within maxExact nanoseconds
+// (about 104 days), so the script's arithmetic is exact.
+func check(rule quota.Rule, subject string, n int) error {
+	if err := quota.Check(rule, subject, n); err != nil {
+		return err
+	}
+	switch rule.Algorithm {
+	case quota.FixedWindow:
+		if rule.Window < time.Millisecond {
+			return fmt.Errorf("%w %q: Window %v, the Redis store needs at least 1ms", quota.ErrRule, rule.Name, rule.Window)
+		}
+	case quota.GCRA:
+		units := int64(rule.BurstOrLimit()) + int64(max(n, 1))
+		if units > maxExact/int64(quota.Interval(rule)) {
+			return fmt.Errorf("%w %q: burst and cost %d span more than the Redis store's 2^53ns (about 104 days)", quota.ErrRule, rule.Name, n)
+		}
+	}
+	return nil
+}

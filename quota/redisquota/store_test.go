@@ -1,0 +1,455 @@
+package redisquota_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/admitgo/admit/internal/testredis"
+	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/quota/redisquota"
+)
+
+func TestNew(t *testing.T) {
+	good := testredis.Options(t)
+	retrying := testredis.Options(t)
+	retrying.MaxRetries = 0 // go-redis's default: 3 retries
+	deaf := testredis.Options(t)
+	deaf.ContextTimeoutEnabled = false
+	tests := []struct {
+		name    string
+		client  redisquota.Client
+		cfg     redisquota.Config
+		wantErr bool
+	}{
+		{"defaults", redis.NewClient(good), redisquota.Config{}, false},
+		{"all fields", redis.NewClient(good), redisquota.Config{Prefix: "p:", Now: time.Now, FailOpen: true, Timeout: time.Second}, false},
+		{"nil client", nil, redisquota.Config{}, true},
+		{"client retries", redis.NewClient(retrying), redisquota.Config{}, true},
+		{"client ignores deadlines", redis.NewClient(deaf), redisquota.Config{}, true},
+		{"cluster client retries", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{good.Addr}, MaxRetries: 2, ContextTimeoutEnabled: true}), redisquota.Config{}, true},
+		{"negative timeout", redis.NewClient(good), redisquota.Config{Timeout: -time.Second}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if c, ok := tt.client.(interface{ Close() error }); ok {
+				t.Cleanup(func() { c.Close() })
+			}
+			_, err := redisquota.New(tt.client, tt.cfg)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("got error %v, want error %v", err, tt.wantErr)
+			}
+			if err != nil && !errors.Is(err, redisquota.ErrConfig) {
+				t.Errorf("got %v, want an error wrapping ErrConfig", err)
+			}
+		})
+	}
+}
+
+// TestAcrossInstances plays four replicas, each with its own client and
+// connections, 50 goroutines each, racing 1,000 calls on one bucket.
+func TestAcrossInstances(t *testing.T) {
+	tests := []struct {
+		name string
+		rule quota.Rule
+	}{
+		{"fixed window", quota.Rule{Name: "signup", Limit: 100, Window: time.Minute}},
+		{"gcra", quota.Rule{Name: "signup", Limit: 100, Window: time.Minute, Algorithm: quota.GCRA}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prefix := testredis.Prefix(t)
+			clk := newClock(t0)
+			var stores []*redisquota.Store
+			for range 4 {
+				stores = append(stores, newStore(t, testredis.Client(t), prefix, redisquota.Config{Now: clk.Now, Timeout: 5 * time.Second}))
+			}
+			subject := quota.Subject("203.0.113.7")
+			var (
+				mu        sync.Mutex // guards the slices below
+				remaining []int      // of allowed calls
+				refused   []quota.Decision
+				errs      []error
+			)
+			var wg sync.WaitGroup
+			for _, s := range stores {
+				for range 50 {
+					wg.Go(func() {
+						for range 5 {
+							d, err := s.Allow(context.Background(), tt.rule, subject)
+							mu.Lock()
+							switch {
+							case err != nil:
+								errs = append(errs, err)
+							case d.Allowed:
+								remaining = append(remaining, d.Remaining)
+							default:
+								refused = append(refused, d)
+							}
+							mu.Unlock()
+						}
+					})
+				}
+			}
+			wg.Wait()
+			if len(errs) > 0 {
+				t.Fatalf("%d errors, first: %v", len(errs), errs[0])
+			}
+			if got, want := len(remaining), 100; got != want {
+				t.Errorf("allowed: got %d, want %d", got, want)
+			}
+			// Each allowed call saw a distinct count: Remaining 99 for the
+			// first, down to 0 for the hundredth.
+			slices.Sort(remaining)
+			for i, r := range remaining {
+				if r != i {
+					t.Errorf("sorted Remaining of allowed calls: got %v at %d, want %d", r, i, i)
+					break
+				}
+			}
+			for _, d := range refused {
+				if d.Remaining != 0 {
+					t.Errorf("refused call: got Remaining %d, want 0", d.Remaining)
+					break
+				}
+			}
+		})
+	}
+}
+
+func TestWindowRollover(t *testing.T) {
+	rule := quota.Rule{Name: "rollover", Limit: 3, Window: time.Minute}
+	clk := newClock(time.Date(2030, 1, 2, 3, 4, 0, 0, time.UTC)) // a window start
+	s, _, _ := testStore(t, clk)
+	runSteps(t, s, clk, rule, []step{
+		{after: 10 * time.Second, n: 1, allowed: true, remaining: 2, retryAfter: 50 * time.Second},
+		{after: 0, n: 0, allowed: true, remaining: 2, retryAfter: 50 * time.Second},
+		{after: 20 * time.Second, n: 2, allowed: true, remaining: 0, retryAfter: 30 * time.Second},
+		{after: 0, n: 0, allowed: false, remaining: 0, retryAfter: 30 * time.Second},
+		{after: 29*time.Second + 999*time.Millisecond, n: 1, allowed: false, remaining: 0, retryAfter: time.Millisecond},
+		// The next window starts empty.
+		{after: time.Millisecond, n: 1, allowed: true, remaining: 2, retryAfter: time.Minute},
+		{after: 59*time.Second + 500*time.Millisecond + 123*time.Nanosecond, n: 3, allowed: false, remaining: 0, retryAfter: 500*time.Millisecond - 123*time.Nanosecond},
+		{after: time.Second, n: 1, allowed: true, remaining: 2, retryAfter: 59*time.Second + 500*time.Millisecond - 123*time.Nanosecond},
+	})
+}
+
+func TestGCRABurstThenSteadyRate(t *testing.T) {
+	// 10 per second, bursts of 3: one token every 100ms.
+	rule := quota.Rule{Name: "burst", Limit: 10, Window: time.Second, Algorithm: quota.GCRA, Burst: 3}
+	clk := newClock(t0)
+	s, _, _ := testStore(t, clk)
+	runSteps(t, s, clk, rule, []step{
+		{n: 0, allowed: true, remaining: 3},
+		{n: 1, allowed: true, remaining: 2},
+		{n: 1, allowed: true, remaining: 1},
+		{n: 1, allowed: true, remaining: 0, retryAfter: 100 * time.Millisecond},
+		{n: 1, allowed: false, remaining: 0, retryAfter: 100 * time.Millisecond},
+		{after: 40 * time.Millisecond, n: 1, allowed: false, remaining: 0, retryAfter: 60 * time.Millisecond},
+		// Then one call per interval, each emptying the bucket again.
+		{after: 60 * time.Millisecond, n: 1, allowed: true, remaining: 0, retryAfter: 100 * time.Millisecond},
+		{after: 100 * time.Millisecond, n: 1, allowed: true, remaining: 0, retryAfter: 100 * time.Millisecond},
+		{after: 100 * time.Millisecond, n: 2, allowed: false, remaining: 1, retryAfter: 100 * time.Millisecond},
+		// Idle long enough, the bucket is full again, never fuller.
+		{after: time.Hour, n: 0, allowed: true, remaining: 3},
+		{n: 4, allowed: false, remaining: 3, retryAfter: 100 * time.Millisecond},
+		{n: 3, allowed: true, remaining: 0, retryAfter: 100 * time.Millisecond},
+	})
+}
+
+// TestMatchesQuota runs random call sequences through the store and through
+// the quota package's arithmetic, and wants the same decision every time, and
+// for GCRA the same stored arrival time. Intervals that are not whole
+// microseconds and times before 1970 make rounding show.
+func TestMatchesQuota(t *testing.T) {
+	tests := []struct {
+		name  string
+		rule  quota.Rule
+		start time.Time
+	}{
+		{"fixed minute", quota.Rule{Name: "f", Limit: 7, Window: time.Minute}, t0},
+		{"fixed odd window", quota.Rule{Name: "f", Limit: 3, Window: 1234567891 * time.Nanosecond}, t0},
+		{"fixed before 1970", quota.Rule{Name: "f", Limit: 2, Window: 3 * time.Second}, time.Unix(-7, 5e8)},
+		{"gcra thirds", quota.Rule{Name: "g", Limit: 3, Window: 10 * time.Second, Algorithm: quota.GCRA}, t0},
+		{"gcra burst below limit", quota.Rule{Name: "g", Limit: 7, Window: time.Minute, Algorithm: quota.GCRA, Burst: 2}, t0},
+		{"gcra burst above limit", quota.Rule{Name: "g", Limit: 13, Window: time.Hour, Algorithm: quota.GCRA, Burst: 40}, t0},
+		{"gcra nanosecond interval", quota.Rule{Name: "g", Limit: 1e9 - 1, Window: time.Second, Algorithm: quota.GCRA, Burst: 5}, t0},
+		{"gcra before 1970", quota.Rule{Name: "g", Limit: 5, Window: 7 * time.Second, Algorithm: quota.GCRA}, time.Unix(-3, 999999999)},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newClock(tt.start)
+			s, c, prefix := testStore(t, clk)
+			subject := quota.Subject(tt.name)
+			rng := rand.New(rand.NewPCG(uint64(i), 4))
+			interval := quota.Interval(tt.rule)
+			counts := map[time.Time]int64{} // fixed window: count per window start
+			var tat time.Time               // GCRA
+			for step := range 300 {
+				// Mostly forward, sometimes a little back, as clocks do.
+				clk.Advance(time.Duration(rng.Int64N(int64(3*interval))) - interval/2)
+				now := clk.Now()
+				n := rng.IntN(4)
+				var want quota.Decision
+				if tt.rule.Algorithm == quota.GCRA {
+					want, tat = quota.GCRADecision(tt.rule, now, tat, n)
+				} else {
+					ws := quota.WindowStart(now, tt.rule.Window)
+					counts[ws] += int64(n)
+					want = quota.FixedWindowDecision(tt.rule, now, counts[ws], n)
+				}
+				got := decide(t, s, tt.rule, subject, n)
+				if got != want {
+					t.Fatalf("step %d at %v, n=%d: got %+v, want %+v", step, now, n, got, want)
+				}
+				if tt.rule.Algorithm == quota.GCRA && tat.After(now) {
+					v, err := c.Get(context.Background(), prefix+tt.rule.Name+":"+subject).Result()
+					if err != nil {
+						t.Fatalf("step %d: reading the bucket: %v", step, err)
+					}
+					if wantV := fmt.Sprintf("%d:%d", tat.Unix(), tat.Nanosecond()); v != wantV {
+						t.Fatalf("step %d: stored tat: got %s, want %s", step, v, wantV)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestKeys checks the key names and that every key the store writes expires:
+// a fixed window's at the window's end, a GCRA bucket's when it is full
+// again, each plus the grace of min(Window, 1s).
+func TestKeys(t *testing.T) {
+	ctx := context.Background()
+	subject := quota.Subject("key test")
+	tests := []struct {
+		name    string
+		rule    quota.Rule
+		n       int
+		key     func(prefix string, now time.Time) string
+		wantTTL time.Duration // the most the key may live, before rounding up to a millisecond
+	}{
+		{
+			name: "fixed window",
+			rule: quota.Rule{Name: "fw", Limit: 5, Window: time.Minute},
+			n:    1,
+			key: func(prefix string, now time.Time) string {
+				return prefix + "fw:" + subject + ":" + strconv.FormatInt(quota.WindowStart(now, time.Minute).UnixMilli(), 10)
+			},
+			wantTTL: time.Minute - time.Duration(t0.Second()*1e9+t0.Nanosecond()) + time.Second,
+		},
+		{
+			name:    "gcra",
+			rule:    quota.Rule{Name: "gc", Limit: 10, Window: time.Minute, Algorithm: quota.GCRA},
+			n:       3, // 3 tokens refill in 18s
+			key:     func(prefix string, _ time.Time) string { return prefix + "gc:" + subject },
+			wantTTL: 18*time.Second + time.Second,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newClock(t0)
+			s, c, prefix := testStore(t, clk)
+			key := tt.key(prefix, clk.Now())
+			decide(t, s, tt.rule, subject, 0)
+			if n, err := c.Exists(ctx, key).Result(); err != nil || n != 0 {
+				t.Fatalf("after a look: got Exists %d (%v), want 0: a look must not write", n, err)
+			}
+			decide(t, s, tt.rule, subject, tt.n)
+			ttl, err := c.PTTL(ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Redis counts the TTL down in real time from when it was set.
+			if ttl <= tt.wantTTL-time.Second || ttl > tt.wantTTL.Truncate(time.Millisecond)+time.Millisecond {
+				t.Errorf("PTTL %s: got %v, want within a second below %v", key, ttl, tt.wantTTL)
+			}
+			keys, err := c.Keys(ctx, prefix+"*").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := []string{key}; !slices.Equal(keys, want) {
+				t.Errorf("keys: got %v, want %v", keys, want)
+			}
+		})
+	}
+}
+
+// TestNoScript flushes Redis's script cache between calls: the store sends
+// the script again and the call counts once.
+func TestNoScript(t *testing.T) {
+	tests := []struct {
+		name string
+		rule quota.Rule
+		want quota.Decision // of the second call
+	}{
+		{"fixed window", quota.Rule{Name: "ns", Limit: 5, Window: time.Minute}, quota.Decision{Allowed: true, Remaining: 3, RetryAfter: 60*time.Second - time.Duration(t0.Second()*1e9+t0.Nanosecond()), Limit: 5, Window: time.Minute}},
+		{"gcra", quota.Rule{Name: "ns", Limit: 5, Window: time.Minute, Algorithm: quota.GCRA}, quota.Decision{Allowed: true, Remaining: 3, Limit: 5, Window: time.Minute}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newClock(t0)
+			s, c, _ := testStore(t, clk)
+			subject := quota.Subject("noscript")
+			decide(t, s, tt.rule, subject, 1)
+			if err := c.ScriptFlush(context.Background()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if got := decide(t, s, tt.rule, subject, 1); got != tt.want {
+				t.Errorf("after SCRIPT FLUSH: got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// unreachable returns the address of a port nothing listens on.
+func unreachable(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// silent returns the address of a server that accepts connections and never
+// answers, like a Redis stuck on a slow command or a black-holed network.
+func silent(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex // guards conns
+		conns []net.Conn
+	)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+func TestFailurePolicy(t *testing.T) {
+	rule := quota.Rule{Name: "outage", Limit: 10, Window: time.Minute}
+	const timeout = 200 * time.Millisecond
+	tests := []struct {
+		name     string
+		addr     func(*testing.T) string
+		failOpen bool
+		want     quota.Decision
+	}{
+		{"closed port, fail closed", unreachable, false, quota.Decision{RetryAfter: time.Minute, Limit: 10, Window: time.Minute}},
+		{"closed port, fail open", unreachable, true, quota.Decision{Allowed: true, Remaining: 10, Limit: 10, Window: time.Minute}},
+		{"silent server, fail closed", silent, false, quota.Decision{RetryAfter: time.Minute, Limit: 10, Window: time.Minute}},
+		{"silent server, fail open", silent, true, quota.Decision{Allowed: true, Remaining: 10, Limit: 10, Window: time.Minute}},
+	}
+	for _, tt := range tests {
+		for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.GCRA} {
+			t.Run(tt.name+", "+alg.String(), func(t *testing.T) {
+				opt := testredis.Options(t)
+				opt.Addr = tt.addr(t)
+				c := redis.NewClient(opt)
+				t.Cleanup(func() { c.Close() })
+				s := newStore(t, c, "outage:", redisquota.Config{FailOpen: tt.failOpen, Timeout: timeout})
+				rule := rule
+				rule.Algorithm = alg
+				start := time.Now()
+				got, err := s.Allow(context.Background(), rule, quota.Subject("x"))
+				elapsed := time.Since(start)
+				if err == nil {
+					t.Errorf("got no error, want one")
+				}
+				if got != tt.want {
+					t.Errorf("got %+v, want %+v", got, tt.want)
+				}
+				// A generous margin: the machine may be busy, but a hang
+				// would take the client's own 3s read timeout.
+				if elapsed > timeout+time.Second {
+					t.Errorf("took %v, want at most Timeout %v", elapsed, timeout)
+				}
+			})
+		}
+	}
+}
+
+func TestSubjects(t *testing.T) {
+	a, b := quota.Subject("alice@example.com"), quota.Subject("alice@example.com")
+	if a != b {
+		t.Errorf("Subject is not stable: got %q and %q", a, b)
+	}
+	if err := quota.CheckSubject(a); err != nil || len(a) != 32 || strings.ToLower(a) != a {
+		t.Errorf("Subject: got %q (%v), want 32 lowercase hex characters", a, err)
+	}
+
+	ok := quota.Rule{Name: "r", Limit: 5, Window: time.Minute}
+	tests := []struct {
+		name    string
+		rule    quota.Rule
+		subject string
+		n       int
+		wantErr error
+	}{
+		{"raw email", ok, "alice@example.com", 1, quota.ErrSubject},
+		{"raw ip", ok, "203.0.113.7", 1, quota.ErrSubject},
+		{"uppercase hex", ok, strings.ToUpper(a), 1, quota.ErrSubject},
+		{"empty", ok, "", 1, quota.ErrSubject},
+		{"zero limit", quota.Rule{Name: "r", Window: time.Minute}, a, 1, quota.ErrRule},
+		{"zero window", quota.Rule{Name: "r", Limit: 5}, a, 1, quota.ErrRule},
+		{"negative cost", ok, a, -1, quota.ErrRule},
+		{"window below a millisecond", quota.Rule{Name: "r", Limit: 5, Window: 999 * time.Microsecond}, a, 1, quota.ErrRule},
+		{"gcra span past 2^53ns", quota.Rule{Name: "r", Limit: 1, Window: 24 * time.Hour, Algorithm: quota.GCRA, Burst: 200}, a, 1, quota.ErrRule},
+		{"gcra cost past 2^53ns", quota.Rule{Name: "r", Limit: 1, Window: 24 * time.Hour, Algorithm: quota.GCRA}, a, 200, quota.ErrRule},
+	}
+	for _, tt := range tests {
+		for _, failOpen := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, FailOpen %v", tt.name, failOpen), func(t *testing.T) {
+				c := testredis.Client(t)
+				prefix := testredis.Prefix(t)
+				s := newStore(t, c, prefix, redisquota.Config{FailOpen: failOpen})
+				got, err := s.AllowN(context.Background(), tt.rule, tt.subject, tt.n)
+				if !errors.Is(err, tt.wantErr) {
+					t.Errorf("got error %v, want %v", err, tt.wantErr)
+				}
+				want := quota.Decision{RetryAfter: tt.rule.Window, Limit: tt.rule.Limit, Window: tt.rule.Window}
+				if got != want {
+					t.Errorf("got %+v, want %+v", got, want)
+				}
+				if err != nil && strings.Contains(err.Error(), tt.subject) && tt.subject != "" {
+					t.Errorf("error %q repeats the raw subject", err)
+				}
+				if keys, _ := c.Keys(context.Background(), prefix+"*").Result(); len(keys) != 0 {
+					t.Errorf("keys written: got %v, want none", keys)
+				}
+			})
+		}
+	}
+}
