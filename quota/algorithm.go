@@ -45,8 +45,8 @@ func Interval(rule Rule) time.Duration {
 // GCRADecision applies a call of cost n at now to a GCRA bucket whose
 // theoretical arrival time is tat (the zero time for a new bucket). It returns
 // the decision and the tat to store: the new one when the call is allowed and
-// n > 0, tat unchanged otherwise. A bucket whose tat is at or before
-// now - Burst x Interval is full, so a store may forget it after that.
+// n > 0, tat unchanged otherwise. A bucket whose tat is at or before now is
+// full and decides like a new one, so a store may forget it after that.
 func GCRADecision(rule Rule, now, tat time.Time, n int) (Decision, time.Time) {
 	interval := Interval(rule)
 	tolerance := interval * time.Duration(rule.BurstOrLimit())

@@ -1,0 +1,114 @@
+package quota
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+)
+
+// collect gathers admit.quota.decisions by store and outcome
+// ("memory/allowed") and the number of latency samples by store.
+func collect(t *testing.T, reader *sdkmetric.ManualReader) (decisions, latencies map[string]int64) {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatalf("collect metrics: %v", err)
+	}
+	decisions, latencies = map[string]int64{}, map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch data := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				if m.Name != "admit.quota.decisions" {
+					continue
+				}
+				for _, dp := range data.DataPoints {
+					store, _ := dp.Attributes.Value("admit.quota.store")
+					outcome, _ := dp.Attributes.Value("admit.quota.outcome")
+					decisions[store.AsString()+"/"+outcome.AsString()] += dp.Value
+				}
+			case metricdata.Histogram[float64]:
+				if m.Name != "admit.quota.latency" {
+					continue
+				}
+				for _, dp := range data.DataPoints {
+					store, _ := dp.Attributes.Value("admit.quota.store")
+					latencies[store.AsString()] += int64(dp.Count)
+				}
+			}
+		}
+	}
+	return decisions, latencies
+}
+
+// collectSums returns the int64 sums of the instrument named name, keyed by
+// their attribute sets.
+func collectSums(t *testing.T, reader *sdkmetric.ManualReader, name string) map[string]int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatalf("collect metrics: %v", err)
+	}
+	sums := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if data, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == name {
+				for _, dp := range data.DataPoints {
+					sums[dp.Attributes.Encoded(attribute.DefaultEncoder())] += dp.Value
+				}
+			}
+		}
+	}
+	return sums
+}
+
+func TestMetricsRecord(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	m, err := NewMetrics(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	errDown := errors.New("down")
+	m.Record(ctx, Decision{Allowed: true}, nil, time.Millisecond)
+	m.Record(ctx, Decision{Allowed: true}, nil, time.Millisecond)
+	m.Record(ctx, Decision{}, nil, time.Millisecond)
+	m.Record(ctx, Decision{Allowed: true}, errDown, time.Millisecond)
+	m.Record(ctx, Decision{}, errDown, time.Millisecond)
+	m.Record(ctx, Decision{}, fmt.Errorf("wrapped: %w", errDown), time.Millisecond)
+	// Caller errors are not decisions.
+	m.Record(ctx, Decision{}, ErrSubject, time.Millisecond)
+	m.Record(ctx, Decision{}, fmt.Errorf("x: %w", ErrRule), time.Millisecond)
+
+	decisions, latencies := collect(t, reader)
+	want := map[string]int64{"test/allowed": 2, "test/refused": 1, "test/failed_open": 1, "test/failed_closed": 2}
+	if fmt.Sprint(decisions) != fmt.Sprint(want) {
+		t.Errorf("decisions: got %v, want %v", decisions, want)
+	}
+	if got := latencies["test"]; got != 6 {
+		t.Errorf("latency samples: got %d, want 6", got)
+	}
+}
+
+func TestMetricsNil(t *testing.T) {
+	var m *Metrics
+	m.Record(context.Background(), Decision{Allowed: true}, nil, time.Millisecond) // must not panic
+}
+
+func TestMetricsRecordAllocs(t *testing.T) {
+	m, err := NewMetrics(noop.NewMeterProvider(), "memory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if got := testing.AllocsPerRun(100, func() { m.Record(ctx, Decision{Allowed: true}, nil, time.Millisecond) }); got != 0 {
+		t.Errorf("allocations per Record: got %v, want 0", got)
+	}
+}
