@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/admitgo/admit/clientip"
 	"github.com/admitgo/admit/quota"
 )
 
@@ -76,7 +77,11 @@ func New(cfg Config) (*Door, error) {
 		d.logger = slog.Default()
 	}
 	if d.key == nil {
-		d.key = tmpPeerKey
+		peer, err := clientip.New(clientip.Config{})
+		if err != nil {
+			return nil, err
+		}
+		d.key = peer.Key
 	}
 	names := slices.Sorted(func(yield func(Group) bool) {
 		for g := range budgets {
