@@ -1,0 +1,98 @@
+package admit_test
+
+import (
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/clientip"
+)
+
+// A service with a webhook and a public link route. The webhook group charges
+// a sender only for deliveries its handler rejects; the link group charges
+// every request.
+func Example() {
+	door, err := admit.New(admit.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("POST /hooks/github", door.Wrap(admit.GroupWebhook, http.HandlerFunc(
+		func(w http.ResponseWriter, r *http.Request) {
+			// Verify the signature; answer 401 when it is bad, which spends
+			// one of the sender's tokens.
+			w.WriteHeader(http.StatusAccepted)
+		}), nil))
+	mux.Handle("GET /l/{id}", door.Wrap(admit.GroupLink, http.HandlerFunc(
+		func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "link %s\n", r.PathValue("id"))
+		}), nil))
+
+	// The link budget is a burst of 20: the 21st request in a row is turned
+	// away with Retry-After.
+	var last *httptest.ResponseRecorder
+	for range admit.DefaultLinkBurst + 1 {
+		req := httptest.NewRequest("GET", "/l/abc", nil)
+		req.RemoteAddr = "203.0.113.9:5000"
+		last = httptest.NewRecorder()
+		mux.ServeHTTP(last, req)
+	}
+	fmt.Println(last.Code, last.Header().Get("Retry-After"))
+	// Output: 429 1
+}
+
+// Behind a reverse proxy, key requests by the client address the proxy
+// forwards, trusting X-Forwarded-For only from the proxy itself.
+func ExampleNew_behindAProxy() {
+	proxies, err := clientip.ParseTrustedProxies("10.0.0.0/8")
+	if err != nil {
+		log.Fatal(err)
+	}
+	var door *admit.Door
+	resolver, err := clientip.New(clientip.Config{
+		TrustedProxies: proxies,
+		OnUntrusted:    func() { door.UntrustedXFF() },
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	door, err = admit.New(admit.Config{Key: resolver.Key})
+	if err != nil {
+		log.Fatal(err)
+	}
+	h := door.Wrap(admit.GroupLink, http.NotFoundHandler(), nil)
+
+	req := httptest.NewRequest("GET", "/l/abc", nil)
+	req.RemoteAddr = "10.1.2.3:443"
+	req.Header.Set("X-Forwarded-For", "198.51.100.7")
+	fmt.Println(resolver.Key(req))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	fmt.Println(w.Code)
+	// Output:
+	// 198.51.100.7/32
+	// 404
+}
+
+// Shadow mode for a rollout: nothing is rejected, and the metrics count what
+// enforcement would have done as would_* outcomes.
+func ExampleConfig_shadowMode() {
+	door, err := admit.New(admit.Config{Disabled: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	h := door.Wrap(admit.GroupLink, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), nil)
+	served := 0
+	for range 100 {
+		req := httptest.NewRequest("GET", "/l/abc", nil)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code == http.StatusOK {
+			served++
+		}
+	}
+	fmt.Println(served)
+	// Output: 100
+}

@@ -1,0 +1,140 @@
+package admit
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/admitgo/admit/internal/testredis"
+	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/quota/redisquota"
+)
+
+// replicas returns n doors sharing store for every group, each on clk.
+func replicas(t *testing.T, clk *clock, store quota.Charger, n int) []*Door {
+	t.Helper()
+	budgets := DefaultBudgets()
+	for g, b := range budgets {
+		b.Store = store
+		budgets[g] = b
+	}
+	doors := make([]*Door, n)
+	for i := range doors {
+		doors[i] = newDoor(t, clk, Config{Budgets: budgets})
+	}
+	return doors
+}
+
+// spread sends n requests from peer round-robin over the doors' group g and
+// returns how many the handler saw.
+func spread(t *testing.T, doors []*Door, g Group, next http.Handler, peer string, n int) (admitted int) {
+	t.Helper()
+	hs := make([]http.Handler, len(doors))
+	for i, d := range doors {
+		hs[i] = d.Wrap(g, next, nil)
+	}
+	for i := range n {
+		switch w := do(hs[i%len(hs)], "GET", peer); w.Code {
+		case http.StatusTooManyRequests:
+		case http.StatusServiceUnavailable:
+			t.Fatalf("request %d: got 503 (%s), want no store failure", i, w.Body)
+		default:
+			admitted++
+		}
+	}
+	return admitted
+}
+
+func TestReplicasShareOneBudget(t *testing.T) {
+	stores := map[string]func(t *testing.T, clk *clock) quota.Charger{
+		"memory": func(t *testing.T, clk *clock) quota.Charger {
+			m, err := quota.NewMemory(quota.MemoryConfig{Now: clk.now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		},
+		"redis": func(t *testing.T, clk *clock) quota.Charger {
+			s, err := redisquota.New(testredis.Client(t), redisquota.Config{Prefix: testredis.Prefix(t), Now: clk.now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
+	}
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			t.Run("link charges every request", func(t *testing.T) {
+				clk := newClock()
+				doors := replicas(t, clk, open(t, clk), 2)
+				if got := spread(t, doors, GroupLink, status(http.StatusOK), "192.0.2.1:1", 2*DefaultLinkBurst); got != DefaultLinkBurst {
+					t.Fatalf("admitted across two replicas: got %d, want one burst of %d", got, DefaultLinkBurst)
+				}
+				rejected(t, doors[0].Wrap(GroupLink, status(http.StatusOK), nil), "192.0.2.1:1", http.StatusTooManyRequests, "1")
+				clk.advance(time.Second)
+				allowed(t, doors[1].Wrap(GroupLink, status(http.StatusOK), nil), "192.0.2.1:1", http.StatusOK)
+			})
+			t.Run("webhook charges only failures", func(t *testing.T) {
+				clk := newClock()
+				doors := replicas(t, clk, open(t, clk), 2)
+				if got := spread(t, doors, GroupWebhook, status(http.StatusOK), "192.0.2.2:1", 2*DefaultWebhookBurst); got != 2*DefaultWebhookBurst {
+					t.Fatalf("successful deliveries admitted: got %d, want all %d", got, 2*DefaultWebhookBurst)
+				}
+				if got := spread(t, doors, GroupWebhook, status(http.StatusUnauthorized), "192.0.2.2:1", DefaultWebhookBurst+10); got != DefaultWebhookBurst {
+					t.Fatalf("failing deliveries admitted: got %d, want one burst of %d", got, DefaultWebhookBurst)
+				}
+			})
+		})
+	}
+}
+
+// failing is a store whose every decision fails with its policy applied, as
+// a store that cannot reach its server does.
+type failing struct{ policy quota.Policy }
+
+var errDown = errors.New("store down")
+
+func (f failing) Allow(ctx context.Context, r quota.Rule, s string) (quota.Decision, error) {
+	return f.AllowN(ctx, r, s, 1)
+}
+
+func (f failing) AllowN(_ context.Context, r quota.Rule, _ string, _ int) (quota.Decision, error) {
+	return f.policy.Fail(r, errDown)
+}
+
+func TestStoreFailureFollowsThePolicy(t *testing.T) {
+	tests := []struct {
+		name   string
+		policy quota.Policy
+		shadow bool
+		want   int
+	}{
+		{"fail closed", quota.FailClosed, false, http.StatusServiceUnavailable},
+		{"fail open", quota.FailOpen, false, http.StatusOK},
+		{"fail closed in shadow mode", quota.FailClosed, true, http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			budget := DefaultBudgets()[GroupLink]
+			budget.Store = failing{tt.policy}
+			d := newDoor(t, newClock(), Config{Disabled: tt.shadow, Budgets: map[Group]Budget{GroupLink: budget}})
+			h := d.Wrap(GroupLink, status(http.StatusOK), nil)
+			w := do(h, "GET", "192.0.2.1:1")
+			if w.Code != tt.want {
+				t.Fatalf("got %d, want %d", w.Code, tt.want)
+			}
+			if tt.want == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+				t.Fatal("fail-closed answer has no Retry-After")
+			}
+			g := d.groups[GroupLink]
+			if got := g.meters.counts.outcomes[OutcomeStoreError].Load(); got != 1 {
+				t.Fatalf("store_error count: got %d, want 1", got)
+			}
+			if g.inflight != 0 || len(g.perClient) != 0 {
+				t.Fatalf("slots after the request: in flight %d, per client %v, want none", g.inflight, g.perClient)
+			}
+		})
+	}
+}
