@@ -21,17 +21,29 @@ type span struct{ start, end int }
 // that never closes runs to the end of the line, so its element is the
 // right-most one and forValue refuses it.
 func splitElements(line string, dst []span) []span {
-	start, quoted := 0, false
-	for i := 0; i < len(line); i++ {
-		switch c := line[i]; {
-		case quoted && c == '\\':
-			i++
-		case c == '"':
-			quoted = !quoted
-		case c == ',' && !quoted:
+	start, i := 0, 0
+	for {
+		j := strings.IndexAny(line[i:], ",\"")
+		if j < 0 {
+			break
+		}
+		i += j
+		if line[i] == ',' {
 			dst = append(dst, span{start, i})
 			start = i + 1
+			i++
+			continue
 		}
+		// A quoted string: skip to its closing quote, or to the end.
+		for i++; i < len(line) && line[i] != '"'; i++ {
+			if line[i] == '\\' {
+				i++
+			}
+		}
+		if i >= len(line) {
+			break
+		}
+		i++
 	}
 	return append(dst, span{start, len(line)})
 }
@@ -107,6 +119,12 @@ func tokenLen(s string) int {
 	return len(s)
 }
 
-func isTchar(c byte) bool {
-	return isAlnum(c) || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
-}
+func isTchar(c byte) bool { return tchars[c] }
+
+// tchars marks the bytes RFC 9110 allows in a token.
+var tchars = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = isAlnum(byte(c)) || strings.IndexByte("!#$%&'*+-.^_`|~", byte(c)) >= 0
+	}
+	return t
+}()

@@ -155,13 +155,13 @@ func FuzzForwarded(f *testing.F) {
 		`for="[::ffff:10.0.0.2]"`,
 		"for=unknown, for=_hidden",
 		`for=198.51.100.7;ext="a, for=1.1.1.1", for=10.0.0.2`, // comma inside quotes
-		`for="10.0.0.2`,               // quote never closes
-		`for=1.1.1.1;for=2.2.2.2`,     // duplicated for
-		`for=[2001:db8::1]`,           // unquoted IPv6
-		`for="198.51.100.\7"`,         // quoted-pair in the address
-		`for="` + "\x01" + `1.1.1.1"`, // control character
-		",, ;for=198.51.100.7;; , ,",  // empty elements and pairs
-		"for=0.0.0.0, for=\"[::]\"",   // unspecified
+		`for="10.0.0.2`,                                       // quote never closes
+		`for=1.1.1.1;for=2.2.2.2`,                             // duplicated for
+		`for=[2001:db8::1]`,                                   // unquoted IPv6
+		`for="198.51.100.\7"`,                                 // quoted-pair in the address
+		`for="` + "\x01" + `1.1.1.1"`,                         // control character
+		",, ;for=198.51.100.7;; , ,",                          // empty elements and pairs
+		"for=0.0.0.0, for=\"[::]\"",                           // unspecified
 	} {
 		f.Add(s)
 	}

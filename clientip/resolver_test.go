@@ -68,7 +68,7 @@ func TestKey(t *testing.T) {
 		{name: "IPv6 peers share their /64", peer: "[2001:db8:1:2:ffff::1]:443", want: "2001:db8:1:2::/64"},
 		{name: "IPv6Bits 48", bits: 48, peer: "[2001:db8:1:2::1]:443", want: "2001:db8:1::/48"},
 		{name: "IPv6Bits 128", bits: 128, peer: "[2001:db8:1:2::1]:443", want: "2001:db8:1:2::1/128"},
-		{name: "IPv4Bits stays /32 whatever IPv6Bits", bits: 48, peer: "198.51.100.7:1", want: "198.51.100.7/32"},
+		{name: "IPv4 stays /32 whatever IPv6Bits", bits: 48, peer: "198.51.100.7:1", want: "198.51.100.7/32"},
 		{name: "mapped peer is IPv4 /32", peer: "[::ffff:198.51.100.7]:80", want: "198.51.100.7/32"},
 		{name: "zoned peer loses its zone", peer: "[fe80::1%eth0]:80", want: "fe80::/64"},
 		{name: "unix socket peer", peer: "@", want: "0.0.0.0/32"},
