@@ -37,7 +37,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if d.headers && v.outcome == OutcomeRateLimited {
 			setPolicyHeaders(w.Header(), g, 0, v.reset)
 		}
-		rejectWith(w, status, v.retry)
+		rejectWith(w, r, status, v.retry)
 		return
 	}
 	if d.headers && t.taken {
@@ -69,7 +69,7 @@ func (h *handler) prepare(w *writer, r *http.Request) bool {
 	}
 	if b.MaxBodyBytes > 0 && r.Body != nil && r.Body != http.NoBody {
 		if r.ContentLength > b.MaxBodyBytes {
-			http.Error(w, http.StatusText(http.StatusRequestEntityTooLarge), http.StatusRequestEntityTooLarge)
+			refuse(w, r, http.StatusRequestEntityTooLarge)
 			return false
 		}
 		// MaxBytesReader gets the server's writer so that it can close the

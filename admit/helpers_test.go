@@ -1,12 +1,16 @@
 package admit
 
 import (
+	"bufio"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
 // clock is a settable clock for the door's Now.
@@ -116,3 +120,18 @@ func hold(t *testing.T, h http.Handler, b *blocker, peer string, n int) (release
 type atomicCounter struct{ n atomic.Int64 }
 
 func (c *atomicCounter) add(d int64) int64 { return c.n.Add(d) }
+
+// sdkReader returns a meter provider recording into a manual reader.
+func sdkReader() (*sdkmetric.ManualReader, *sdkmetric.MeterProvider) {
+	reader := sdkmetric.NewManualReader()
+	return reader, sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+}
+
+// sdkProvider returns a real SDK meter provider, so measurements cost what
+// they cost in production.
+func sdkProvider() *sdkmetric.MeterProvider {
+	_, mp := sdkReader()
+	return mp
+}
+
+func bufioReader(r io.Reader) *bufio.Reader { return bufio.NewReader(r) }
