@@ -60,8 +60,8 @@ func Peers() []Peer {
 // Bare is the trivial handler with no limiter: what the workload itself
 // costs (the handler, the writer's reset, building the request's address).
 var Bare = Peer{
-	Name:    "none",
-	Setup:   "the handler alone, no limiter: the cost of the harness",
+	Name:  "none",
+	Setup: "the handler alone, no limiter: the cost of the harness",
 	New: func(next http.Handler, _ Limit) (http.Handler, func(), error) {
 		return next, func() {}, nil
 	},
