@@ -1,0 +1,52 @@
+// Package pgquota is a [quota.Charger] that keeps its buckets in PostgreSQL,
+// so every replica of a service that shares the database shares one limit.
+//
+// # Decisions
+//
+// Every decision is one statement on one row, decided by the database
+// atomically: two replicas racing on a bucket serialise on its primary key and
+// each sees the other's effect. Nothing is read first and written later, and
+// no statement is ever retried, so a call is counted at most once.
+//
+//   - A fixed-window call is an INSERT ... ON CONFLICT DO UPDATE that adds the
+//     call's cost to the row of (bucket, window start) and returns the new
+//     count. Refused calls are counted too, so a caller hammering a limit
+//     cannot probe it for free; the price is that such a caller stays refused
+//     until the window ends. A fixed window lets up to twice the limit through
+//     across a window seam.
+//   - A GCRA call is one INSERT ... ON CONFLICT DO UPDATE whose CASE moves the
+//     bucket's theoretical arrival time (tat) only when the call is allowed,
+//     and reports whether it was. A refused call leaves the tat as it was.
+//   - A look (AllowN with n = 0) is a plain SELECT and writes nothing.
+//
+// The decision returned is the one [quota.FixedWindowDecision] or
+// [quota.GCRADecision] gives for the row the statement saw, so this store, the
+// in-memory store and the Redis store decide alike. Times come from the
+// replica's clock (Config.Now), not the database's.
+//
+// # Schema
+//
+// One table (see schema.sql, [Store.Schema] and [Store.Migrate]) holds both
+// algorithms. Its primary key is (bucket, window_start), where bucket is the
+// rule's name, a colon and the subject. Fixed-window rows have one row per
+// bucket and window; GCRA rows have one row per bucket with window_start fixed
+// at '-infinity', which no fixed window can start at, and keep their tat in
+// nanoseconds in a column of their own. Keeping both in one table keeps one
+// sweep, one index and one set of grants.
+//
+// Each row has expires_at, after which it decides like a missing row: the
+// window's end, or for GCRA a time at or after the tat. [Store.Sweep] deletes
+// expired rows in bounded batches through an index on expires_at. Updates
+// leave expires_at alone (GCRA moves it at most once per burst period), and
+// the table's fillfactor leaves room on each page, so updates are HOT: they
+// touch no index.
+//
+// # Failure policy
+//
+// A statement that fails or outlasts Config.Timeout follows [quota.Policy]:
+// closed by default (refused, RetryAfter the rule's window, and the error),
+// open with Config.FailOpen (allowed, Remaining the limit, and the error).
+// Caller errors (an invalid rule, a subject that did not come from
+// [quota.Subject]) are refused whatever the policy. Decisions are counted in
+// admit.quota.decisions and admit.quota.latency with store "postgres".
+package pgquota
