@@ -40,6 +40,9 @@ var (
 // source, which also caches it again. That second send is not a retry: Redis
 // answers NOSCRIPT without running anything, so the script runs at most once.
 func (s *Store) run(ctx context.Context, sc script, key string, args ...any) *redis.Cmd {
+	if s.batch != nil {
+		return s.batch.run(ctx, sc, key, args)
+	}
 	keys := []string{key}
 	cmd := s.client.EvalSha(ctx, sc.hash, keys, args...)
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {

@@ -68,10 +68,15 @@
 //
 // # Throughput
 //
-// A decision holds one connection for one round trip, so concurrent callers
-// need as many connections (go-redis's PoolSize) to proceed in parallel.
-// Passing the client's *redis.AutoPipeliner (from Client.AutoPipeline)
-// instead batches concurrent decisions into pipelines over few connections,
-// which raises throughput several times at high concurrency and costs a
-// little latency at low.
+// A decision holds one connection for one round trip, so unbatched callers
+// need as many connections (go-redis's PoolSize) to proceed in parallel, and
+// even then Redis spends most of its time on per-command network overhead.
+// With [Config].Batch above 1 the store sends concurrent decisions together:
+// a few flusher goroutines each take the queued calls, up to Batch, and send
+// them in one pipeline. A lone call leaves at once, in a pipeline of one; under
+// load the pipelines fill up, which multiplies throughput at high concurrency
+// (see scripts/bench-redis) at the cost of a goroutine handoff per call. A
+// caller still waits no longer than Timeout. go-redis's own autopipeliner is
+// not used for this: it does not give up on a call when the call's context
+// ends, so a stalled Redis would stall every caller past Timeout.
 package redisquota

@@ -51,6 +51,7 @@ func newStore(t *testing.T, c redisquota.Client, prefix string, cfg redisquota.C
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	t.Cleanup(func() { s.Close() })
 	return s
 }
 

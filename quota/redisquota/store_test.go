@@ -39,13 +39,19 @@ func TestNew(t *testing.T) {
 		{"client ignores deadlines", redis.NewClient(deaf), redisquota.Config{}, true},
 		{"cluster client retries", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{good.Addr}, MaxRetries: 2, ContextTimeoutEnabled: true}), redisquota.Config{}, true},
 		{"negative timeout", redis.NewClient(good), redisquota.Config{Timeout: -time.Second}, true},
+		{"batch", redis.NewClient(good), redisquota.Config{Batch: 32}, false},
+		{"negative batch", redis.NewClient(good), redisquota.Config{Batch: -1}, true},
+		{"batch without pipelining", scriptsOnly{redis.NewClient(good)}, redisquota.Config{Batch: 32}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if c, ok := tt.client.(interface{ Close() error }); ok {
 				t.Cleanup(func() { c.Close() })
 			}
-			_, err := redisquota.New(tt.client, tt.cfg)
+			s, err := redisquota.New(tt.client, tt.cfg)
+			if err == nil {
+				t.Cleanup(func() { s.Close() })
+			}
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("got error %v, want error %v", err, tt.wantErr)
 			}
@@ -53,6 +59,33 @@ func TestNew(t *testing.T) {
 				t.Errorf("got %v, want an error wrapping ErrConfig", err)
 			}
 		})
+	}
+}
+
+// scriptsOnly is a client that cannot pipeline.
+type scriptsOnly struct{ c *redis.Client }
+
+func (s scriptsOnly) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	return s.c.EvalSha(ctx, sha1, keys, args...)
+}
+
+func (s scriptsOnly) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return s.c.Eval(ctx, script, keys, args...)
+}
+
+func (s scriptsOnly) Close() error { return s.c.Close() }
+
+func TestClosedBatchingStoreFails(t *testing.T) {
+	rule := quota.Rule{Name: "closed", Limit: 5, Window: time.Minute}
+	s := newStore(t, testredis.Client(t), testredis.Prefix(t), redisquota.Config{Batch: 8, FailOpen: true})
+	decide(t, s, rule, quota.Subject("a"), 1)
+	s.Close()
+	got, err := s.Allow(context.Background(), rule, quota.Subject("a"))
+	if !errors.Is(err, redisquota.ErrClosed) {
+		t.Errorf("got error %v, want ErrClosed", err)
+	}
+	if want := (quota.Decision{Allowed: true, Remaining: 5, Limit: 5, Window: time.Minute}); got != want {
+		t.Errorf("got %+v, want the fail-open decision %+v", got, want)
 	}
 }
 
@@ -70,9 +103,14 @@ func TestAcrossInstances(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			prefix := testredis.Prefix(t)
 			clk := newClock(t0)
+			// Two replicas send each call on its own, two batch them.
 			var stores []*redisquota.Store
-			for range 4 {
-				stores = append(stores, newStore(t, testredis.Client(t), prefix, redisquota.Config{Now: clk.Now, Timeout: 5 * time.Second}))
+			for i := range 4 {
+				batch := 0
+				if i >= 2 {
+					batch = 16
+				}
+				stores = append(stores, newStore(t, testredis.Client(t), prefix, redisquota.Config{Now: clk.Now, Timeout: 5 * time.Second, Batch: batch}))
 			}
 			subject := quota.Subject("203.0.113.7")
 			var (
@@ -297,18 +335,21 @@ func TestNoScript(t *testing.T) {
 		{"gcra", quota.Rule{Name: "ns", Limit: 5, Window: time.Minute, Algorithm: quota.GCRA}, quota.Decision{Allowed: true, Remaining: 3, Limit: 5, Window: time.Minute}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			clk := newClock(t0)
-			s, c, _ := testStore(t, clk)
-			subject := quota.Subject("noscript")
-			decide(t, s, tt.rule, subject, 1)
-			if err := c.ScriptFlush(context.Background()).Err(); err != nil {
-				t.Fatal(err)
-			}
-			if got := decide(t, s, tt.rule, subject, 1); got != tt.want {
-				t.Errorf("after SCRIPT FLUSH: got %+v, want %+v", got, tt.want)
-			}
-		})
+		for _, batch := range []int{0, 8} {
+			t.Run(fmt.Sprintf("%s, Batch %d", tt.name, batch), func(t *testing.T) {
+				clk := newClock(t0)
+				c := testredis.Client(t)
+				s := newStore(t, c, testredis.Prefix(t), redisquota.Config{Now: clk.Now, Batch: batch})
+				subject := quota.Subject("noscript")
+				decide(t, s, tt.rule, subject, 1)
+				if err := c.ScriptFlush(context.Background()).Err(); err != nil {
+					t.Fatal(err)
+				}
+				if got := decide(t, s, tt.rule, subject, 1); got != tt.want {
+					t.Errorf("after SCRIPT FLUSH: got %+v, want %+v", got, tt.want)
+				}
+			})
+		}
 	}
 }
 
@@ -374,29 +415,31 @@ func TestFailurePolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.GCRA} {
-			t.Run(tt.name+", "+alg.String(), func(t *testing.T) {
-				opt := testredis.Options(t)
-				opt.Addr = tt.addr(t)
-				c := redis.NewClient(opt)
-				t.Cleanup(func() { c.Close() })
-				s := newStore(t, c, "outage:", redisquota.Config{FailOpen: tt.failOpen, Timeout: timeout})
-				rule := rule
-				rule.Algorithm = alg
-				start := time.Now()
-				got, err := s.Allow(context.Background(), rule, quota.Subject("x"))
-				elapsed := time.Since(start)
-				if err == nil {
-					t.Errorf("got no error, want one")
-				}
-				if got != tt.want {
-					t.Errorf("got %+v, want %+v", got, tt.want)
-				}
-				// A generous margin: the machine may be busy, but a hang
-				// would take the client's own 3s read timeout.
-				if elapsed > timeout+time.Second {
-					t.Errorf("took %v, want at most Timeout %v", elapsed, timeout)
-				}
-			})
+			for _, batch := range []int{0, 8} {
+				t.Run(fmt.Sprintf("%s, %v, Batch %d", tt.name, alg, batch), func(t *testing.T) {
+					opt := testredis.Options(t)
+					opt.Addr = tt.addr(t)
+					c := redis.NewClient(opt)
+					t.Cleanup(func() { c.Close() })
+					s := newStore(t, c, "outage:", redisquota.Config{FailOpen: tt.failOpen, Timeout: timeout, Batch: batch})
+					rule := rule
+					rule.Algorithm = alg
+					start := time.Now()
+					got, err := s.Allow(context.Background(), rule, quota.Subject("x"))
+					elapsed := time.Since(start)
+					if err == nil {
+						t.Errorf("got no error, want one")
+					}
+					if got != tt.want {
+						t.Errorf("got %+v, want %+v", got, tt.want)
+					}
+					// A generous margin: the machine may be busy, but a hang
+					// would take the client's own 3s read timeout.
+					if elapsed > timeout+time.Second {
+						t.Errorf("took %v, want at most Timeout %v", elapsed, timeout)
+					}
+				})
+			}
 		}
 	}
 }
