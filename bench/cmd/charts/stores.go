@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// storeRow is one throughput figure from a store benchmark's output.
+type storeRow struct {
+	store  string  // the output file's name without extension: "postgres", "redis"
+	label  string  // what was measured
+	perSec float64 // median decisions, transactions or requests a second
+	bare   bool    // the bare statement (pgbench, redis-benchmark): the ceiling
+}
+
+var (
+	// A Go benchmark line reporting decisions/s (quota store benchmarks).
+	decisionsLine = regexp.MustCompile(`^Benchmark(\S+?)(?:-\d+)?\s+\d+\s.*?([\d.e+]+) decisions/s`)
+	// pgbench: "tps = 8312.456 (without initial connection time)".
+	pgbenchLine = regexp.MustCompile(`^tps = ([\d.]+)`)
+	// redis-benchmark, plain or --csv: "EVALSHA ...: 55012.34 requests per
+	// second" or "\"EVALSHA ...\",\"55012.34\",...".
+	redisLine    = regexp.MustCompile(`^\s*([^:]+?):\s+([\d.]+) requests per second`)
+	redisCSVLine = regexp.MustCompile(`^"([^"]+)","([\d.]+)"`)
+	// A side-by-side summary as scripts/bench-postgres prints it: a header
+	// naming "bare (tool)" and the store's column, then rows of a label, the
+	// two rates and a share.
+	//
+	//	               bare (pgbench)  pgquota.Store    share
+	//	distinct keys            8300           7000      84%
+	sideHeader = regexp.MustCompile(`^\s+(bare \([^)]*\))\s{2,}(\S+)\s{2,}share\s*$`)
+	sideRow    = regexp.MustCompile(`^(\S.*?)\s{2,}([\d.]+)\s+([\d.]+)\s+[\d.]+%\s*$`)
+)
+
+// readStore reads what it recognises in one store output: Go benchmark lines
+// with a decisions/s metric, and the bare tools' summary lines. Repeated
+// figures with the same label give their median.
+func readStore(path string) ([]storeRow, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	store := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	type key struct {
+		label string
+		bare  bool
+	}
+	var order []key
+	samples := map[key][]float64{}
+	add := func(label string, bare bool, v string) {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return
+		}
+		k := key{label, bare}
+		if _, ok := samples[k]; !ok {
+			order = append(order, k)
+		}
+		samples[k] = append(samples[k], x)
+	}
+	var side []string // the columns of a side-by-side summary, once seen
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if m := sideHeader.FindStringSubmatch(line); m != nil {
+			side = m[1:]
+			continue
+		}
+		if m := sideRow.FindStringSubmatch(line); m != nil && side != nil {
+			add(m[1]+", "+side[0], true, m[2])
+			add(m[1]+", "+side[1], false, m[3])
+			continue
+		}
+		if m := decisionsLine.FindStringSubmatch(line); m != nil {
+			add(m[1], false, m[2])
+		} else if m := pgbenchLine.FindStringSubmatch(line); m != nil {
+			add("pgbench (bare statement)", true, m[1])
+		} else if m := redisCSVLine.FindStringSubmatch(line); m != nil && m[1] != "test" {
+			add("redis-benchmark "+m[1], true, m[2])
+		} else if m := redisLine.FindStringSubmatch(line); m != nil {
+			add("redis-benchmark "+m[1], true, m[2])
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	var rows []storeRow
+	for _, k := range order {
+		s := samples[k]
+		slices.Sort(s)
+		m := s[len(s)/2]
+		if len(s)%2 == 0 {
+			m = (s[len(s)/2-1] + s[len(s)/2]) / 2
+		}
+		rows = append(rows, storeRow{store, k.label, m, k.bare})
+	}
+	return rows, nil
+}
