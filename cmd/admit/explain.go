@@ -1,0 +1,188 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/admitgo/admit/admit"
+	"github.com/admitgo/admit/clientip"
+)
+
+// explainSettings are the server's settings that explain reads, with their
+// environment variables, so that it runs against the server's configuration.
+var explainSettings = func() []setting {
+	var list []setting
+	for _, s := range settings {
+		if slices.Contains([]string{"demo", "route", "trusted-proxy", "config"}, s.name) {
+			list = append(list, s)
+		}
+	}
+	return list
+}()
+
+// explain is the explain subcommand: it prints the group a request would be
+// admitted under, its client key, and how the key was derived. It sends
+// nothing anywhere.
+func explain(args []string, getenv func(string) string, out io.Writer) error {
+	fs := flag.NewFlagSet("admit explain", flag.ContinueOnError)
+	p := newParser(fs, explainSettings)
+	peer := fs.String("peer", "", "")
+	headers := &values{multi: true}
+	fs.Var(headers, "H", "")
+	fs.Var(headers, "header", "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printExplainUsage(out)
+			return nil
+		}
+		return usageError{fmt.Errorf("admit explain: %w", err)}
+	}
+	if *peer == "" {
+		return usageError{errors.New("admit explain: --peer is required: the address the request comes from, as admit would see it (host:port)")}
+	}
+	if fs.NArg() != 2 {
+		return usageError{errors.New("admit explain: want METHOD PATH after the flags, such as GET /l/abc")}
+	}
+	c, err := p.apply(getenv)
+	if err != nil {
+		return usageError{err}
+	}
+	if c.Demo && len(c.Routes) == 0 {
+		c.Routes = demoRoutes
+	}
+	req, err := explainRequest(fs.Arg(0), fs.Arg(1), *peer, headers.list)
+	if err != nil {
+		return usageError{err}
+	}
+	resolver, err := clientip.New(clientip.Config{TrustedProxies: c.TrustedProxies})
+	if err != nil {
+		return usageError{fmt.Errorf("admit explain: %w", err)}
+	}
+	group, pattern, err := matchGroup(c.Routes, req)
+	if err != nil {
+		return usageError{err}
+	}
+	printExplanation(out, req, group, pattern, resolver.Explain(req))
+	return nil
+}
+
+// explainRequest builds the request explain resolves. A Host header sets the
+// request's host, which ServeMux patterns may name.
+func explainRequest(method, target, peer string, headers []string) (*http.Request, error) {
+	u, err := url.ParseRequestURI(target)
+	if err != nil || !strings.HasPrefix(target, "/") {
+		return nil, fmt.Errorf("admit explain: path %q: want a path such as /l/abc", target)
+	}
+	req := &http.Request{Method: strings.ToUpper(method), URL: u, RequestURI: target, Header: http.Header{},
+		Host: "localhost", RemoteAddr: peer, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}
+	for _, h := range headers {
+		name, value, ok := strings.Cut(h, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return nil, fmt.Errorf("admit explain: -H %q: want \"Name: value\"", h)
+		}
+		value = strings.TrimSpace(value)
+		if textproto.CanonicalMIMEHeaderKey(name) == "Host" {
+			req.Host = value
+			continue
+		}
+		req.Header.Add(name, value)
+	}
+	return req, nil
+}
+
+// groupOf marks the handler of a route in explain's mux.
+type groupOf struct {
+	group   admit.Group
+	routed  bool
+	pattern string
+}
+
+func (groupOf) ServeHTTP(http.ResponseWriter, *http.Request) {}
+
+// matchGroup finds the route a request matches as the server's mux would.
+func matchGroup(routes []route, req *http.Request) (admit.Group, string, error) {
+	mux, err := mount(routes, func(r route) http.Handler {
+		return groupOf{r.Group, true, r.Pattern}
+	}, groupOf{admit.GroupHealth, true, grpcHealthPattern + " (the gRPC health service)"}, groupOf{})
+	if err != nil {
+		return "", "", err
+	}
+	h, _ := mux.Handler(req)
+	if g, ok := h.(groupOf); ok && g.routed {
+		return g.group, g.pattern, nil
+	}
+	return "", "", nil
+}
+
+var reasons = map[clientip.Reason]string{
+	clientip.ReasonNonIPPeer:     "the peer is not an IP address: every such request shares one key",
+	clientip.ReasonUntrustedPeer: "the peer is not a trusted proxy, so its forwarding headers are ignored and it is the client",
+	clientip.ReasonNoHeader:      "the peer is a trusted proxy but sent no X-Forwarded-For entry, so it is the client",
+	clientip.ReasonClient:        "the walk from the right met the first hop that is not a trusted proxy: the client",
+	clientip.ReasonMalformed:     "the walk met an entry that is not an address; the trusted hop to its right is the client",
+	clientip.ReasonAllTrusted:    "every hop is a trusted proxy, so the left-most is the client",
+}
+
+func printExplanation(w io.Writer, req *http.Request, group admit.Group, pattern string, e clientip.Explanation) {
+	fmt.Fprintf(w, "request  %s %s (host %s)\n", req.Method, req.URL.RequestURI(), req.Host)
+	if group == "" {
+		fmt.Fprintf(w, "group    none: no route matches, so the request passes through unlimited\n")
+	} else {
+		fmt.Fprintf(w, "group    %s (route %s)\n", group, pattern)
+	}
+	peer := "not an IP address"
+	if e.Peer.IsValid() {
+		peer = e.Peer.String()
+		if e.PeerTrusted {
+			peer += ", a trusted proxy: its X-Forwarded-For is read"
+		} else {
+			peer += ", not a trusted proxy"
+		}
+	}
+	fmt.Fprintf(w, "peer     %s -> %s\n", e.RemoteAddr, peer)
+	if e.PeerTrusted {
+		for _, v := range req.Header.Values(e.Header) {
+			fmt.Fprintf(w, "header   %s: %s\n", e.Header, v)
+		}
+	}
+	if len(e.Hops) > 0 {
+		fmt.Fprintf(w, "hops     right to left:\n")
+		for i, h := range e.Hops {
+			var what string
+			switch {
+			case !h.Addr.IsValid():
+				what = "not an address: the walk stops"
+			case h.Trusted:
+				what = "trusted proxy: skipped"
+			case i == len(e.Hops)-1 && e.Reason == clientip.ReasonClient:
+				what = "not a trusted proxy: the client"
+			default:
+				what = "not a trusted proxy"
+			}
+			fmt.Fprintf(w, "           %-40s %s\n", h.Text, what)
+		}
+	}
+	fmt.Fprintf(w, "why      %s: %s\n", e.Reason, reasons[e.Reason])
+	if e.Addr.IsValid() {
+		fmt.Fprintf(w, "client   %s\n", e.Addr)
+	}
+	fmt.Fprintf(w, "key      %s\n", e.Key)
+}
+
+func printExplainUsage(w io.Writer) {
+	fmt.Fprint(w, "Usage: admit explain --peer HOST:PORT [-H 'Name: value']... [flags] METHOD PATH\n\n"+
+		"explain prints the group a request would be admitted under, its client key,\n"+
+		"and how the key was derived from the peer and its X-Forwarded-For header.\n"+
+		"It reads the routes and trusted proxies as the server does.\n\n"+
+		"  --peer HOST:PORT\n    \tthe TCP peer of the request (or the source of its PROXY protocol header)\n"+
+		"  -H, --header 'Name: value'\n    \ta request header; repeatable, and repeated headers count line by line\n")
+	printSettings(w, explainSettings)
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal ends the process at once
+	}()
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		var uerr usageError
+		if errors.As(err, &uerr) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// usageError is an error in the command line or the configuration: the
+// process exits 2, as the flag package's programs do.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// run is the whole program with its environment passed in, so that tests run
+// it in-process: it serves until ctx ends, then drains and returns nil.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "explain" {
+		return explain(args[1:], getenv, stdout)
+	}
+	cfg, err := parseConfig(args, getenv, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return usageError{err}
+	}
+	s, err := newServer(ctx, cfg, newLogger(cfg, stderr))
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	if err := s.listen(); err != nil {
+		return err
+	}
+	if cfg.Demo {
+		s.printDemo(stdout)
+	}
+	return s.serve(ctx)
+}
+
+// newLogger returns the logger of lifecycle events, in the format and at the
+// level the configuration names.
+func newLogger(cfg config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

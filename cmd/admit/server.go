@@ -1,0 +1,307 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"connectrpc.com/grpchealth"
+
+	"github.com/admitgo/admit/admit"
+	"github.com/admitgo/admit/clientip"
+	"github.com/admitgo/admit/cmd/admit/internal/upstream"
+	"github.com/admitgo/admit/health"
+)
+
+// Limits of the proxy's HTTP server.
+const (
+	// maxHeaderBytes bounds request headers: HTTP/1.1 answers 431 past it, and
+	// HTTP/2 derives its header list limit from it.
+	maxHeaderBytes = 64 << 10
+	// maxConcurrentStreams is how many requests one HTTP/2 connection may
+	// have in flight.
+	maxConcurrentStreams = 250
+	readHeaderTimeout    = 10 * time.Second
+	idleTimeout          = 2 * time.Minute
+	// healthTTL is how long a health status is served from the cache.
+	healthTTL = time.Second
+)
+
+// server is the admit proxy built from a config: the door, the proxy behind
+// it, the health cache and the metrics endpoint. Build it with newServer,
+// bind its listeners with listen, run it with serve and release it with
+// close.
+type server struct {
+	cfg      config
+	log      *slog.Logger
+	tel      *telemetry
+	demo     *demoApp     // the demo upstream; nil unless --demo without --upstream
+	store    *sharedStore // nil for the memory store
+	door     *admit.Door
+	resolver *clientip.Resolver
+	health   grpchealth.Checker // cached; reports draining at once
+	draining atomic.Bool
+	handler  http.Handler // the proxy's routes
+	tlsCert  *tls.Certificate
+
+	ln, metricsLn net.Listener // set by listen
+}
+
+// newServer builds a server from cfg. It fails on configuration the parser
+// cannot check (a certificate that does not load, a store URL its driver
+// refuses), never because the upstream or the store is down.
+func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, err error) {
+	s := &server{cfg: cfg, log: log}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("admit: --tls-cert %q, --tls-key %q: %w", cfg.TLSCert, cfg.TLSKey, err)
+		}
+		s.tlsCert = &cert
+	}
+	if s.tel, err = newTelemetry(); err != nil {
+		return nil, err
+	}
+	target := cfg.Upstream
+	if target == nil {
+		if s.demo, err = startDemo(); err != nil {
+			return nil, err
+		}
+		target, _ = url.Parse(s.demo.url)
+	}
+	if s.store, err = openStore(ctx, cfg, s.tel.provider, log); err != nil {
+		return nil, err
+	}
+
+	budgets := admit.DefaultBudgets()
+	for g, o := range cfg.Budgets {
+		budgets[g] = o.apply(budgets[g])
+	}
+	if s.store != nil {
+		for g, b := range budgets {
+			b.Store = s.store.charger
+			budgets[g] = b
+		}
+	}
+	s.resolver, err = clientip.New(clientip.Config{
+		TrustedProxies: cfg.TrustedProxies,
+		OnUntrusted:    s.untrustedXFF,
+		Logger:         log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("admit: %w", err)
+	}
+	s.door, err = admit.New(admit.Config{
+		Budgets:       budgets,
+		Disabled:      cfg.DisableAnonRouteLimits,
+		Key:           s.resolver.Key,
+		Now:           cfg.Now,
+		Logger:        log,
+		MeterProvider: s.tel.provider,
+		PolicyHeaders: cfg.PolicyHeaders,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("admit: budgets: %w", err)
+	}
+
+	transport := upstream.Transport()
+	var inner grpchealth.Checker = grpchealth.NewStaticChecker()
+	if cfg.UpstreamHealth != "" {
+		// Joined as the proxy joins request paths to the upstream's.
+		path, query, _ := strings.Cut(cfg.UpstreamHealth, "?")
+		probe := target.JoinPath(path)
+		probe.RawQuery = query
+		if inner, err = health.HTTP(&http.Client{Transport: transport}, probe.String()); err != nil {
+			return nil, fmt.Errorf("admit: --upstream-health %q: %w", cfg.UpstreamHealth, err)
+		}
+	}
+	s.health = health.Cached(inner, s.draining.Load, healthTTL, nil)
+
+	proxy := newProxy(target, s.resolver, cfg.TrustedProxies, transport, log)
+	if s.handler, err = s.routes(proxy); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// untrustedXFF counts a forwarding header from an untrusted local peer.
+func (s *server) untrustedXFF() { s.door.UntrustedXFF() }
+
+// routes mounts every route behind the door, the gRPC health service in the
+// health group, and the proxy, unlimited, for everything else.
+//
+// Health routes are proxied to the upstream while the server runs, and
+// answered from the health cache when they are over budget (which the door
+// counts as cached) or the server is draining, so a drain shows at once.
+func (s *server) routes(proxy http.Handler) (*http.ServeMux, error) {
+	status := health.Handler(s.health)
+	probe := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.draining.Load() {
+			status.ServeHTTP(w, r)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	})
+	_, grpc := grpchealth.NewHandler(s.health)
+	return mount(s.cfg.Routes, func(r route) http.Handler {
+		if r.Group == admit.GroupHealth {
+			return s.door.Wrap(r.Group, probe, status)
+		}
+		return s.door.Wrap(r.Group, proxy, nil)
+	}, s.door.Wrap(admit.GroupHealth, grpc, grpc), proxy)
+}
+
+// grpcHealthPattern is where the gRPC health service is mounted: gRPC and
+// Connect calls are POSTs to /grpc.health.v1.Health/METHOD.
+const grpcHealthPattern = "POST /" + grpchealth.HealthV1ServiceName + "/"
+
+// mount registers each route's handler, the gRPC health service and, when no
+// route claims "/", the handler for unmatched requests.
+func mount(routes []route, handler func(route) http.Handler, grpc, rest http.Handler) (*http.ServeMux, error) {
+	mux := http.NewServeMux()
+	for _, r := range routes {
+		if err := register(mux, r.Pattern, handler(r)); err != nil {
+			return nil, fmt.Errorf("admit: route \"%s=%s\": %s", r.Group, r.Pattern, conflict(err))
+		}
+	}
+	if err := register(mux, grpcHealthPattern, grpc); err != nil {
+		return nil, fmt.Errorf("admit: the routes conflict with the gRPC health service (%s): %s", grpcHealthPattern, conflict(err))
+	}
+	_ = register(mux, "/", rest) // fails only when a route is "/" itself
+	return mux, nil
+}
+
+// listen binds the proxy's and the metrics listeners. The proxy's accepts
+// PROXY protocol headers from the configured peers.
+func (s *server) listen() error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("admit: --listen: %w", err)
+	}
+	mln, err := net.Listen("tcp", s.cfg.MetricsListen)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("admit: --metrics-listen: %w", err)
+	}
+	s.metricsLn = mln
+	s.ln = ln
+	if len(s.cfg.ProxyProtocolFrom) > 0 {
+		s.ln = clientip.ProxyProtocolListener(ln, s.cfg.ProxyProtocolFrom, 0)
+	}
+	return nil
+}
+
+// serve serves until ctx ends or a listener fails, then drains: health
+// reports draining, after DrainDelay the listener closes, and in-flight
+// requests get DrainTimeout to finish. It returns nil after a drain.
+func (s *server) serve(ctx context.Context) error {
+	errorLog := slog.NewLogLogger(s.log.Handler(), slog.LevelDebug) // its lines name clients
+	srv := &http.Server{
+		Handler:           s.handler,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: maxConcurrentStreams},
+		ErrorLog:          errorLog,
+	}
+	if s.tlsCert != nil {
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{*s.tlsCert}, MinVersion: tls.VersionTLS12}
+	}
+	metrics := http.NewServeMux()
+	metrics.Handle("GET /metrics", s.tel.handler)
+	metrics.Handle("GET /healthz", health.Handler(s.health))
+	msrv := &http.Server{Handler: metrics, ReadHeaderTimeout: readHeaderTimeout, ErrorLog: errorLog}
+
+	bg, stopBG := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stopBG()
+	if s.store != nil && s.store.maintain != nil {
+		wg.Go(func() { s.store.maintain(bg) })
+	}
+	failed := make(chan error, 2)
+	wg.Go(func() {
+		var err error
+		if s.tlsCert != nil {
+			err = srv.ServeTLS(s.ln, "", "")
+		} else {
+			err = srv.Serve(s.ln)
+		}
+		if !errors.Is(err, http.ErrServerClosed) {
+			failed <- fmt.Errorf("admit: serving: %w", err)
+		}
+	})
+	wg.Go(func() {
+		if err := msrv.Serve(s.metricsLn); !errors.Is(err, http.ErrServerClosed) {
+			failed <- fmt.Errorf("admit: serving metrics: %w", err)
+		}
+	})
+	s.log.Info("admit: serving", "addr", s.ln.Addr().String(), "metrics_addr", s.metricsLn.Addr().String(),
+		"tls", s.tlsCert != nil, "proxy_protocol", len(s.cfg.ProxyProtocolFrom) > 0)
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-failed:
+	}
+	s.draining.Store(true)
+	s.log.Info("admit: draining", "delay", s.cfg.DrainDelay, "timeout", s.cfg.DrainTimeout)
+	if err == nil && s.cfg.DrainDelay > 0 {
+		t := time.NewTimer(s.cfg.DrainDelay)
+		select {
+		case <-t.C:
+		case err = <-failed:
+			t.Stop()
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
+	defer cancel()
+	if serr := srv.Shutdown(sctx); serr != nil {
+		s.log.Warn("admit: drain timed out; closing the connections left", "timeout", s.cfg.DrainTimeout)
+		srv.Close()
+	}
+	mctx, mcancel := context.WithTimeout(context.Background(), time.Second)
+	defer mcancel()
+	if msrv.Shutdown(mctx) != nil {
+		msrv.Close()
+	}
+	if err != nil {
+		return err
+	}
+	s.log.Info("admit: stopped")
+	return nil
+}
+
+// close releases what newServer opened. It is safe on a partly built server.
+func (s *server) close() {
+	if s.ln != nil {
+		s.ln.Close()
+		s.metricsLn.Close()
+	}
+	if s.door != nil {
+		s.door.Close()
+	}
+	if s.store != nil {
+		s.store.close()
+	}
+	if s.demo != nil {
+		s.demo.close()
+	}
+	if s.tel != nil {
+		s.tel.close()
+	}
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/quota/pgquota"
+	"github.com/admitgo/admit/quota/redisquota"
+)
+
+// startupProbe bounds what startup waits for a shared store: creating the
+// PostgreSQL table, or a Redis ping. A store that does not answer in time is
+// logged and used anyway; its failure policy decides until it is back.
+const startupProbe = 3 * time.Second
+
+// migrateRetry is how often the PostgreSQL table is tried again when startup
+// could not create it.
+const migrateRetry = 10 * time.Second
+
+// sharedStore is an open shared quota store.
+type sharedStore struct {
+	charger  quota.Charger
+	maintain func(ctx context.Context) // runs until ctx ends; nil: nothing to do
+	close    func()
+}
+
+// openStore opens the store cfg names, or returns nil for the memory store,
+// whose decisions the door makes in its own buckets. It never fails because
+// the store is unreachable, only because the configuration is wrong.
+func openStore(ctx context.Context, cfg config, mp metric.MeterProvider, log *slog.Logger) (*sharedStore, error) {
+	switch cfg.Store.Kind {
+	case storePostgres:
+		return openPostgres(ctx, cfg, mp, log)
+	case storeRedis:
+		return openRedis(ctx, cfg, mp, log)
+	}
+	return nil, nil
+}
+
+func openPostgres(ctx context.Context, cfg config, mp metric.MeterProvider, log *slog.Logger) (*sharedStore, error) {
+	// pgxpool.New parses the URL and connects lazily, on first use.
+	pool, err := pgxpool.New(ctx, cfg.Store.URL)
+	if err != nil {
+		// Its message holds the URL, redacted on a best-effort basis only.
+		var perr *pgconn.ParseConfigError
+		if errors.As(err, &perr) && perr.Unwrap() != nil {
+			err = perr.Unwrap()
+		}
+		return nil, fmt.Errorf("admit: --store %q: %w", redactURL(cfg.Store.URL), err)
+	}
+	st, err := pgquota.New(pool, pgquota.Config{Table: cfg.StoreTable, FailOpen: cfg.StoreFailOpen, MeterProvider: mp})
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("admit: --store-table %q: %w", cfg.StoreTable, err)
+	}
+	migrated := !cfg.StoreMigrate
+	if !migrated {
+		pctx, cancel := context.WithTimeout(ctx, startupProbe)
+		err := st.Migrate(pctx)
+		cancel()
+		if err == nil {
+			migrated = true
+		} else {
+			log.Warn("admit: cannot create the store's table yet; starting anyway and retrying in the background",
+				"table", tableName(cfg.StoreTable), "err", err)
+		}
+	} else {
+		pctx, cancel := context.WithTimeout(ctx, startupProbe)
+		if err := pool.Ping(pctx); err != nil {
+			log.Warn("admit: the store does not answer; starting anyway, its failure policy decides", "err", err)
+		}
+		cancel()
+	}
+	maintain := func(ctx context.Context) {
+		if !migrated && !migrate(ctx, st, log) {
+			return
+		}
+		st.SweepEvery(ctx, 0, 0)
+	}
+	return &sharedStore{charger: st, maintain: maintain, close: pool.Close}, nil
+}
+
+// migrate creates the table, trying every migrateRetry until it works or ctx
+// ends, and reports whether it worked.
+func migrate(ctx context.Context, st *pgquota.Store, log *slog.Logger) bool {
+	tick := time.NewTicker(migrateRetry)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, startupProbe)
+		err := st.Migrate(pctx)
+		cancel()
+		if err == nil {
+			log.Info("admit: created the store's table")
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+	}
+}
+
+func tableName(t string) string {
+	if t == "" {
+		return pgquota.DefaultTable
+	}
+	return t
+}
+
+func openRedis(ctx context.Context, cfg config, mp metric.MeterProvider, log *slog.Logger) (*sharedStore, error) {
+	opt, err := redis.ParseURL(cfg.Store.URL)
+	if err != nil {
+		var uerr *url.Error // url.Error repeats the URL, password included
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return nil, fmt.Errorf("admit: --store %q: %w", redactURL(cfg.Store.URL), err)
+	}
+	// A retried script could count one request twice, and Timeout holds
+	// only if the client honours deadlines: see redisquota.New.
+	opt.MaxRetries = -1
+	opt.ContextTimeoutEnabled = true
+	client := redis.NewClient(opt)
+	st, err := redisquota.New(client, redisquota.Config{Prefix: cfg.StorePrefix, FailOpen: cfg.StoreFailOpen, MeterProvider: mp})
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("admit: --store-prefix %q: %w", cfg.StorePrefix, err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, startupProbe)
+	defer cancel()
+	if err := client.Ping(pctx).Err(); err != nil {
+		log.Warn("admit: the store does not answer; starting anyway, its failure policy decides", "err", err)
+	}
+	return &sharedStore{charger: st, close: func() { client.Close() }}, nil
+}

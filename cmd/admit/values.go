@@ -1,0 +1,211 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/admitgo/admit/admit"
+	"github.com/admitgo/admit/clientip"
+)
+
+// The parsers of single values. Their errors do not repeat the value: the
+// caller names the flag and the value in front of them.
+
+func parseBool(v string) (bool, error) {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, errors.New("not a boolean (use true or false)")
+	}
+	return b, nil
+}
+
+func parseAddr(v string) (string, error) {
+	_, port, err := net.SplitHostPort(v)
+	if err != nil {
+		var aerr *net.AddrError
+		if errors.As(err, &aerr) {
+			return "", errors.New(aerr.Err) // the whole error repeats the address
+		}
+		return "", err
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "", errors.New("port must be a number from 0 to 65535")
+	}
+	return v, nil
+}
+
+func parseUpstream(v string) (*url.URL, error) {
+	u, err := url.Parse(v)
+	if err != nil {
+		return nil, errors.Unwrap(err) // url.Parse's error repeats the URL
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, errors.New("scheme must be http or https")
+	case u.Host == "":
+		return nil, errors.New("no host")
+	case u.Fragment != "" || strings.HasSuffix(v, "#"):
+		return nil, errors.New("a fragment is never sent; remove it")
+	}
+	return u, nil
+}
+
+// parsePath accepts an absolute URL path with an optional query, such as
+// "/healthz" or "/status?full=1".
+func parsePath(v string) (string, error) {
+	u, err := url.Parse(v)
+	if err != nil {
+		return "", errors.Unwrap(err)
+	}
+	if u.Scheme != "" || u.Host != "" || !strings.HasPrefix(v, "/") || strings.HasPrefix(v, "//") {
+		return "", errors.New("want a path on the upstream, such as /healthz")
+	}
+	if u.Fragment != "" || strings.HasSuffix(v, "#") {
+		return "", errors.New("a fragment is never sent; remove it")
+	}
+	return v, nil
+}
+
+func parseStore(v string) (store, error) {
+	if v == string(storeMemory) {
+		return store{Kind: storeMemory}, nil
+	}
+	kind := map[string]storeKind{"postgres": storePostgres, "postgresql": storePostgres, "redis": storeRedis, "rediss": storeRedis}
+	scheme, _, ok := strings.Cut(v, "://")
+	if !ok || kind[scheme] == "" {
+		return store{}, errors.New("want memory, postgres://... or redis://...")
+	}
+	if _, err := url.Parse(v); err != nil {
+		// Not url.Parse's error itself: it would print the password.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			return store{}, uerr.Err
+		}
+		return store{}, errors.New("not a valid URL")
+	}
+	return store{Kind: kind[scheme], URL: v}, nil
+}
+
+// redactURL hides the password of a URL that may not parse, for error
+// messages and logs: everything between the user name and the last "@" of
+// the authority.
+func redactURL(v string) string {
+	scheme, rest, ok := strings.Cut(v, "://")
+	if !ok {
+		return v
+	}
+	authority := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority = rest[:i]
+	}
+	at := strings.LastIndex(authority, "@")
+	if at < 0 {
+		return v
+	}
+	user, _, hasPassword := strings.Cut(authority[:at], ":")
+	if !hasPassword {
+		return v
+	}
+	return scheme + "://" + user + ":xxxxx" + rest[at:]
+}
+
+// parseDuration reads a duration that must be positive, or with positive
+// false, not negative.
+func parseDuration(v string, positive bool) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, errors.New(`not a duration (such as "25s" or "1m")`)
+	}
+	switch {
+	case positive && d <= 0:
+		return 0, errors.New("must be positive")
+	case d < 0:
+		return 0, errors.New("must not be negative")
+	}
+	return d, nil
+}
+
+func parseLogFormat(v string) (string, error) {
+	if v != "text" && v != "json" {
+		return "", errors.New("want text or json")
+	}
+	return v, nil
+}
+
+// appendPrefixes parses a list of trusted peers onto dst with clientip's
+// rules (comma or space separated, a bare address is one host, /0 refused);
+// an empty list adds nothing, so an empty flag overrides its variable.
+func appendPrefixes(dst *[]netip.Prefix, v string) error {
+	ps, err := clientip.ParseTrustedProxies(v)
+	if err != nil {
+		return err
+	}
+	*dst = append(*dst, ps...)
+	return nil
+}
+
+// addRoute parses GROUP=PATTERN from --route.
+func (c *config) addRoute(v string) error {
+	group, pattern, ok := strings.Cut(v, "=")
+	if !ok || group == "" || pattern == "" {
+		return errors.New("want GROUP=PATTERN")
+	}
+	return c.addRouteOf(group, pattern)
+}
+
+// addRouteOf checks a route against the groups, ServeMux's pattern syntax and
+// the routes before it. Conflicts are checked pair by pair, which is how
+// ServeMux finds them, so that the message can name the earlier route.
+func (c *config) addRouteOf(group, pattern string) error {
+	if err := checkGroup(group); err != nil {
+		return err
+	}
+	if err := register(http.NewServeMux(), pattern, http.NotFoundHandler()); err != nil {
+		return err
+	}
+	for _, r := range c.Routes {
+		mux := http.NewServeMux()
+		mux.Handle(r.Pattern, http.NotFoundHandler())
+		if err := register(mux, pattern, http.NotFoundHandler()); err != nil {
+			return fmt.Errorf("conflicts with route \"%s=%s\": %s", r.Group, r.Pattern, conflict(err))
+		}
+	}
+	c.Routes = append(c.Routes, route{admit.Group(group), pattern})
+	return nil
+}
+
+// conflict keeps ServeMux's explanation of a conflict, which follows the
+// line naming both patterns.
+func conflict(err error) string {
+	msg := err.Error()
+	if _, why, ok := strings.Cut(msg, ":\n"); ok {
+		msg = why
+	}
+	return msg
+}
+
+// register adds pattern to mux, turning ServeMux's panic into an error.
+func register(mux *http.ServeMux, pattern string, h http.Handler) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	mux.Handle(pattern, h)
+	return nil
+}
+
+func checkGroup(group string) error {
+	if !slices.Contains(groups, admit.Group(group)) {
+		return fmt.Errorf("unknown group %q (want webhook, link or health)", group)
+	}
+	return nil
+}
