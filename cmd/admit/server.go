@@ -54,13 +54,17 @@ type server struct {
 	tlsCert  *tls.Certificate
 
 	ln, metricsLn net.Listener // set by listen
+
+	// Closed as the drain passes its steps, so that tests can follow it.
+	drainStarted   chan struct{} // health reports draining
+	listenerClosed chan struct{} // the proxy accepts no more connections
 }
 
 // newServer builds a server from cfg. It fails on configuration the parser
 // cannot check (a certificate that does not load, a store URL its driver
 // refuses), never because the upstream or the store is down.
 func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, err error) {
-	s := &server{cfg: cfg, log: log}
+	s := &server{cfg: cfg, log: log, drainStarted: make(chan struct{}), listenerClosed: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			s.close()
@@ -218,6 +222,7 @@ func (s *server) serve(ctx context.Context) error {
 		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: maxConcurrentStreams},
 		ErrorLog:          errorLog,
 	}
+	srv.RegisterOnShutdown(func() { close(s.listenerClosed) }) // runs once the listener is closed
 	if s.tlsCert != nil {
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{*s.tlsCert}, MinVersion: tls.VersionTLS12}
 	}
@@ -259,6 +264,7 @@ func (s *server) serve(ctx context.Context) error {
 	case err = <-failed:
 	}
 	s.draining.Store(true)
+	close(s.drainStarted)
 	s.log.Info("admit: draining", "delay", s.cfg.DrainDelay, "timeout", s.cfg.DrainTimeout)
 	if err == nil && s.cfg.DrainDelay > 0 {
 		t := time.NewTimer(s.cfg.DrainDelay)
