@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -55,7 +56,9 @@ type config struct {
 	ConfigFile             string                         // the YAML file read, if any
 	Budgets                map[admit.Group]budgetOverride // per group; nil when the file overrides none
 
-	Now func() time.Time // the door's clock; nil: time.Now. Not a setting: tests stop it.
+	// Not settings: tests and benchmarks set them.
+	Now       func() time.Time  // the door's clock; nil: time.Now
+	Transport http.RoundTripper // to the upstream; nil: upstream.Transport()
 }
 
 // route puts requests matching a ServeMux pattern into a group.

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/admitgo/admit/clientip"
+	"github.com/admitgo/admit/cmd/admit/internal/upstream"
 )
 
 // forwarder builds the reverse proxy to the upstream.
@@ -42,6 +43,7 @@ func newProxy(target *url.URL, resolver *clientip.Resolver, trusted []netip.Pref
 	return &httputil.ReverseProxy{
 		Rewrite:      f.rewrite,
 		Transport:    transport,
+		BufferPool:   upstream.BufferPool(),
 		ErrorHandler: f.fail,
 		// The proxy's own log lines can name the client; keep them at Debug.
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug),

@@ -122,7 +122,10 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 		return nil, fmt.Errorf("admit: budgets: %w", err)
 	}
 
-	transport := upstream.Transport()
+	transport := cfg.Transport
+	if transport == nil {
+		transport = upstream.Transport()
+	}
 	var inner grpchealth.Checker = grpchealth.NewStaticChecker()
 	if cfg.UpstreamHealth != "" {
 		// Joined as the proxy joins request paths to the upstream's.
