@@ -142,6 +142,11 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	if s.handler, err = s.routes(proxy); err != nil {
 		return nil, err
 	}
+	log.Info("admit: starting", "upstream", target.Redacted(), "upstream_health", cfg.UpstreamHealth,
+		"routes", len(cfg.Routes), "trusted_proxies", len(cfg.TrustedProxies),
+		"proxy_protocol_from", len(cfg.ProxyProtocolFrom), "shadow", cfg.DisableAnonRouteLimits,
+		"store", cfg.Store.Kind, "store_url", redactURL(cfg.Store.URL), "store_fail_open", cfg.StoreFailOpen,
+		"config", cfg.ConfigFile)
 	return s, nil
 }
 
