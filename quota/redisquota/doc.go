@@ -60,6 +60,11 @@
 // [quota.Subject]) is refused with an error whatever the policy, and Redis is
 // not contacted.
 //
+// After an outage, decisions may keep failing for up to about a second once
+// Redis answers again: after PoolSize failed dials in a row, go-redis stops
+// dialling and fails calls that need a new connection with the last dial
+// error until a background probe, run once a second, connects.
+//
 // The store never sends a script twice for one call. The client must not
 // either: go-redis retries a command after some network errors by default,
 // and an EVALSHA retried after Redis ran it would count the call twice. So

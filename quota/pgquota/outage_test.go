@@ -1,0 +1,55 @@
+package pgquota_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/admitgo/admit/internal/testserver"
+	"github.com/admitgo/admit/internal/testserver/outagetest"
+	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/quota/pgquota"
+)
+
+// TestOutage stops a private PostgreSQL under a door's load and starts it
+// again; see package outagetest for what it checks.
+func TestOutage(t *testing.T) {
+	for _, policy := range []quota.Policy{quota.FailClosed, quota.FailOpen} {
+		name := map[quota.Policy]string{quota.FailClosed: "fail closed", quota.FailOpen: "fail open"}[policy]
+		t.Run(name, func(t *testing.T) {
+			srv := testserver.Postgres(t)
+			outagetest.Test{
+				Server:  srv,
+				Policy:  policy,
+				Timeout: pgquota.DefaultTimeout,
+				Open: func(t *testing.T, mp metric.MeterProvider) (quota.Charger, func()) {
+					cfg, err := pgxpool.ParseConfig(srv.URL)
+					if err != nil {
+						t.Fatal(err)
+					}
+					// A down server refuses at once; the bound is for one
+					// that accepts and never answers, so that no dial
+					// outlives the test by much.
+					cfg.ConnConfig.ConnectTimeout = time.Second
+					cfg.MaxConns = 8
+					pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					s, err := pgquota.New(pool, pgquota.Config{FailOpen: policy == quota.FailOpen, MeterProvider: mp})
+					if err == nil {
+						err = s.Migrate(context.Background())
+					}
+					if err != nil {
+						pool.Close()
+						t.Fatal(err)
+					}
+					return s, pool.Close
+				},
+			}.Run(t)
+		})
+	}
+}
