@@ -48,7 +48,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return usageError{err}
 	}
-	s, err := newServer(ctx, cfg, newLogger(cfg, stderr))
+	log := newLogger(cfg, stderr)
+	slog.SetDefault(log) // for the packages that log through the default logger
+	s, err := newServer(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
