@@ -57,7 +57,7 @@ func run(benchPath, heapPath, stores, machinePath, img, summaryPath, docPath str
 		if err != nil {
 			return err
 		}
-		machine = strings.TrimSpace(string(b))
+		machine = strings.Join(strings.Split(strings.TrimSpace(string(b)), "\n"), "; ")
 	}
 	if err := os.MkdirAll(img, 0o755); err != nil {
 		return err
@@ -76,37 +76,39 @@ func run(benchPath, heapPath, stores, machinePath, img, summaryPath, docPath str
 		}
 	}
 	var storeRows []storeRow
-	for _, p := range strings.Split(stores, ",") {
-		if p == "" {
+	var storeCharts []string
+	for _, path := range strings.Split(stores, ",") {
+		if path == "" {
 			continue
 		}
-		rows, err := readStore(p)
+		rows, err := readStore(path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		storeRows = append(storeRows, rows...)
-	}
-	if len(storeRows) > 0 {
-		if err := storeBars(storeRows, filepath.Join(img, "stores"+ext)); err != nil {
-			return fmt.Errorf("stores%s: %w", ext, err)
+		if len(rows) == 0 {
+			fmt.Fprintf(os.Stderr, "charts: %s: no figures recognised\n", path)
+			continue
 		}
-	} else if stores != "" {
-		fmt.Fprintln(os.Stderr, "charts: no store figures found; no store chart drawn")
+		name := "stores-" + rows[0].store + ext
+		if err := storeBars(rows, filepath.Join(img, name)); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		storeRows = append(storeRows, rows...)
+		storeCharts = append(storeCharts, name)
 	}
-
 	var body bytes.Buffer
 	writeSummary(&body, res, heap, storeRows, machine, 3)
-	if len(storeRows) > 0 {
-		fmt.Fprintf(&body, "![Shared stores against the bare statement](img/stores%s)\n\n", ext)
+	for _, name := range storeCharts {
+		fmt.Fprintf(&body, "![Shared store against the bare statement](img/%s)\n\n", name)
 	}
 	var sum bytes.Buffer
 	sum.WriteString("# Peer comparison: measured figures\n\n")
 	sum.WriteString("Written by bench/run; see docs/performance.md for the method.\n\n")
 	writeSummary(&sum, res, heap, storeRows, machine, 2)
-	if err := os.WriteFile(summaryPath, sum.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(summaryPath, append(bytes.TrimRight(sum.Bytes(), "\n"), '\n'), 0o644); err != nil {
 		return err
 	}
 	if docPath != "" {

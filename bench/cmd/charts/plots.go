@@ -39,10 +39,12 @@ func barsByCase(r *results, unit, title, file string) error {
 		labels = append(labels, c.label()+"\n"+c.run)
 	}
 	width := vg.Points(7)
+	most := 0.0
 	for i, peer := range peers {
 		vs := make(plotter.Values, len(cases))
 		for j, c := range cases {
 			vs[j], _ = r.median(c, peer, unit) // 0 where the peer sits out
+			most = max(most, vs[j])
 		}
 		bc, err := plotter.NewBarChart(vs, width)
 		if err != nil {
@@ -54,6 +56,7 @@ func barsByCase(r *results, unit, title, file string) error {
 		p.Add(bc)
 		p.Legend.Add(peer, bc)
 	}
+	p.Y.Max = most * 1.4 // room for the legend
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.NominalX(labels...)
@@ -108,7 +111,7 @@ func heapBars(rows []heapRow, file string) error {
 // statements' ceilings in grey.
 func storeBars(rows []storeRow, file string) error {
 	p := plot.New()
-	p.Title.Text = "Shared stores: admit's decisions against the bare statement"
+	p.Title.Text = rows[0].store + ": admit's decisions against the bare statement"
 	p.X.Label.Text = "per second"
 	p.X.Min = 0
 	p.Add(plotter.NewGrid())
@@ -124,7 +127,7 @@ func storeBars(rows []storeRow, file string) error {
 		} else {
 			lib[j] = s.perSec
 		}
-		labels = append([]string{s.store + ": " + s.label}, labels...)
+		labels = append([]string{s.label}, labels...)
 	}
 	for _, b := range []struct {
 		vs    plotter.Values
@@ -144,5 +147,5 @@ func storeBars(rows []storeRow, file string) error {
 	p.X.Max = most * 1.3 // room for the legend
 	p.Legend.Top = true
 	p.NominalY(labels...)
-	return p.Save(24*vg.Centimeter, vg.Length(4+len(rows))*vg.Centimeter, file)
+	return p.Save(24*vg.Centimeter, vg.Length(4+0.8*float64(len(rows)))*vg.Centimeter, file)
 }

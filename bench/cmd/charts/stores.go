@@ -35,6 +35,14 @@ var (
 	//	distinct keys            8300           7000      84%
 	sideHeader = regexp.MustCompile(`^\s+(bare \([^)]*\))\s{2,}(\S+)\s{2,}share\s*$`)
 	sideRow    = regexp.MustCompile(`^(\S.*?)\s{2,}([\d.]+)\s+([\d.]+)\s+[\d.]+%\s*$`)
+	// Sections as scripts/bench-redis prints them: a "-- tool  unit" line,
+	// then rows of a label and a rate. requests/s sections are the bare
+	// tool's, decisions/s sections the store's.
+	//
+	//	-- redis-benchmark                              requests/s
+	//	fixed script, 1 client                             41000.00
+	sectionLine = regexp.MustCompile(`^-- (\S.*?)\s{2,}(requests/s|decisions/s)\s*$`)
+	sectionRow  = regexp.MustCompile(`^(\S.*?)\s{2,}([\d.]+)(?:\s+\(.*\))?\s*$`)
 )
 
 // readStore reads what it recognises in one store output: Go benchmark lines
@@ -64,10 +72,26 @@ func readStore(path string) ([]storeRow, error) {
 		}
 		samples[k] = append(samples[k], x)
 	}
-	var side []string // the columns of a side-by-side summary, once seen
+	var side []string    // the columns of a side-by-side summary, once seen
+	var section []string // the tool and unit of the current section
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
+		if strings.HasPrefix(line, "=") || strings.HasPrefix(line, "-- ") {
+			section = nil
+		}
+		if m := sectionLine.FindStringSubmatch(line); m != nil {
+			section = m[1:]
+			continue
+		}
+		if m := sectionRow.FindStringSubmatch(line); m != nil && section != nil {
+			if section[1] == "requests/s" {
+				add(section[0]+": "+m[1], true, m[2])
+			} else {
+				add(m[1], false, m[2])
+			}
+			continue
+		}
 		if m := sideHeader.FindStringSubmatch(line); m != nil {
 			side = m[1:]
 			continue

@@ -72,7 +72,7 @@ func writeSummary(w io.Writer, r *results, heap []heapRow, stores []storeRow, ma
 		fmt.Fprintln(w)
 	}
 	if len(stores) > 0 {
-		fmt.Fprintf(w, "%s Shared stores\n\n", h)
+		fmt.Fprintf(w, "%s Store throughput against the bare statement\n\n", h)
 		cells := [][]string{{"store", "measurement", "per second"}}
 		for _, s := range stores {
 			cells = append(cells, []string{s.store, s.label, commas(int64(s.perSec))})
