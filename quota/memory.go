@@ -12,7 +12,7 @@ import (
 )
 
 // DefaultMaxBuckets is how many buckets a [Memory] store tracks when
-// MemoryConfig.MaxBuckets is 0. A bucket takes about 200 bytes.
+// MemoryConfig.MaxBuckets is 0. A bucket takes about 250 bytes.
 const DefaultMaxBuckets = 100_000
 
 // MemoryConfig configures a [Memory] store. The zero value is ready to use.
