@@ -51,7 +51,7 @@ func TestAddressRotation(t *testing.T) {
 		t.Errorf("admitted: got %d, want %d (one per table entry, then the shared burst)", admitted, want)
 	}
 	g := d.groups[GroupWebhook]
-	if got := g.table.len(); got != DefaultMaxClients {
+	if _, got, _, _ := g.stats(); got != DefaultMaxClients {
 		t.Errorf("table: got %d entries, want %d", got, DefaultMaxClients)
 	}
 	growth := int64(after.HeapAlloc) - int64(before.HeapAlloc)
@@ -117,9 +117,7 @@ func TestSlowBodiesAreCut(t *testing.T) {
 	if tally[http.StatusRequestTimeout] != budget.Inflight || tally[http.StatusServiceUnavailable] != attackers-budget.Inflight {
 		t.Fatalf("attackers' answers: got %v, want %d cut at the deadline (408) and the rest 503", tally, budget.Inflight)
 	}
-	if g := d.groups[GroupWebhook]; g.inflight != 0 {
-		t.Fatalf("webhook in flight after the cut: got %d, want 0", g.inflight)
-	}
+	assertIdle(t, d.groups[GroupWebhook])
 	resp, err := good.Post(srv.URL+"/hooks/x", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -198,10 +196,7 @@ func TestPanicsUnderLoadFreeEverySlot(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	g := d.groups[GroupWebhook]
-	if g.inflight != 0 || len(g.perClient) != 0 {
-		t.Fatalf("after panics: in flight %d, per client %v, want none", g.inflight, g.perClient)
-	}
+	assertIdle(t, d.groups[GroupWebhook])
 	points := collect(t, reader)
 	if v := gauge(points["admit.door.inflight"], "webhook"); v != 0 {
 		t.Fatalf("inflight gauge: got %d, want 0", v)

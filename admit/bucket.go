@@ -3,7 +3,7 @@ package admit
 import "math"
 
 // bucket is a token bucket kept as the token count at the time of its last
-// update, so a bucket costs 16 bytes and no lock of its own: its group's mutex
+// update, so a bucket costs 16 bytes and no lock of its own: its shard's mutex
 // guards it. The arithmetic is that of golang.org/x/time/rate: tokens refill
 // continuously at the rate and never exceed the burst.
 type bucket struct {

@@ -1,8 +1,11 @@
 package admit
 
 import (
+	"fmt"
 	"net/http"
+	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -125,9 +128,7 @@ func TestConcurrencyCaps(t *testing.T) {
 				do(h, "GET", "192.0.2.1:1")
 			}()
 		}
-		if got := d.groups[GroupLink].perClient; len(got) != 0 || d.groups[GroupLink].inflight != 0 {
-			t.Fatalf("after panics: in flight %d, per client %v, want none", d.groups[GroupLink].inflight, got)
-		}
+		assertIdle(t, d.groups[GroupLink])
 		allowed(t, d.Wrap(GroupLink, status(http.StatusOK), nil), "192.0.2.1:1", http.StatusOK)
 	})
 }
@@ -223,5 +224,55 @@ func TestBudgetsOverrideOnlyWhatTheyName(t *testing.T) {
 	}
 	if got := d.Groups(); len(got) != 4 {
 		t.Errorf("groups: got %v, want the three defaults and signup", got)
+	}
+}
+
+func TestGroupCapIsExactAcrossShards(t *testing.T) {
+	const clients = 100
+	d := newDoor(t, newClock(), Config{})
+	if n := len(d.groups[GroupWebhook].shards); n < 2 {
+		t.Fatalf("webhook shards: got %d, want several for this test to mean anything", n)
+	}
+	b := newBlocker(http.StatusOK)
+	h := d.Wrap(GroupWebhook, b, nil)
+	codes := make(chan int, clients)
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Go(func() { codes <- do(h, "POST", fmt.Sprintf("198.51.%d.%d:1", i/200, i%200)).Code })
+	}
+	for range DefaultWebhookInflight {
+		<-b.entered
+	}
+	for range clients - DefaultWebhookInflight {
+		if code := <-codes; code != http.StatusServiceUnavailable {
+			t.Errorf("over the group cap: got %d, want 503", code)
+		}
+	}
+	close(b.release)
+	wg.Wait()
+	close(codes)
+	for code := range codes {
+		if code != http.StatusOK {
+			t.Errorf("admitted: got %d, want 200", code)
+		}
+	}
+	assertIdle(t, d.groups[GroupWebhook])
+}
+
+func TestShardsSpreadKeys(t *testing.T) {
+	g := newGroup(GroupWebhook, DefaultBudgets()[GroupWebhook], 0)
+	per := make([]int, len(g.shards))
+	for i := range 1 << 14 {
+		per[g.shardOf(netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}), 32))]++
+	}
+	for i := range 1 << 10 {
+		a := netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, byte(i >> 8), byte(i)})
+		per[g.shardOf(netip.PrefixFrom(a, 64))]++
+	}
+	want := (1<<14 + 1<<10) / len(per)
+	for i, n := range per {
+		if n < want/2 || n > want*2 {
+			t.Errorf("shard %d holds %d keys, want about %d", i, n, want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -12,46 +13,95 @@ import (
 	"github.com/admitgo/admit/quota"
 )
 
-// group holds one group's budget and state. One mutex guards all of it, so
-// the caps and the eviction rule are exact; the critical section does no I/O
-// and allocates nothing once the table has grown.
+// group holds one group's budget and state. The client table and per-client
+// in-flight counts are split into shards by key, each behind its own mutex,
+// so requests of different clients rarely wait for each other; a client
+// always lands in the same shard, so its caps and its bucket stay exact. The
+// group's in-flight count is one atomic counter, taken only when the request
+// is otherwise admitted, so the group cap is never exceeded. The shared
+// bucket has its own mutex, taken after a shard's. No critical section does
+// I/O or allocates once the tables have grown.
 type group struct {
-	name   Group
-	budget Budget
-	client refill
-	shared refill
-	rule   quota.Rule // the shared store's rule, when budget.Store is set
-	meters *groupMeters
-	policy string // the RateLimit-Policy field value
-	store  storeState
+	name      Group
+	budget    Budget
+	client    refill
+	shared    refill
+	rule      quota.Rule // the shared store's rule, when budget.Store is set
+	meters    *groupMeters
+	policy    string // the RateLimit-Policy field value
+	store     storeState
+	shards    []shard
+	shardMask uint32
 
-	mu         sync.Mutex // guards the following
-	inflight   int
-	perClient  map[netip.Prefix]int32 // in-flight requests per client; no zero entries
-	table      table
+	inflight atomic.Int64 // admitted and not settled; at most budget.Inflight
+
+	sharedMu   sync.Mutex // guards the following
 	sharedB    bucket
 	sharedHeld int32 // tokens held on the shared bucket by unsettled requests
+}
+
+// shard is one part of a group's client state.
+type shard struct {
+	mu        sync.Mutex             // guards table and perClient
+	table     table                  // at most the shard's share of MaxClients
+	perClient map[netip.Prefix]int32 // in-flight requests per client; no zero entries
+	counts    counts                 // outcomes of requests keyed to this shard
+	_         [64]byte               // keeps neighbouring shards off one cache line
+}
+
+// shardsFor returns how many shards a table of maxClients entries gets: one
+// for small tables, so they follow a single exact LRU order, and 16 (a power
+// of two) from 1,024 entries up.
+func shardsFor(maxClients int) int {
+	if maxClients < 1024 {
+		return 1
+	}
+	return 16
 }
 
 func newGroup(name Group, b Budget, now int64) *group {
 	g := &group{name: name, budget: b, meters: newGroupMeters(name)}
 	g.client, g.shared = b.refills()
 	g.policy = `"` + string(name) + `";q=` + strconv.Itoa(b.Burst) + `;w=` +
-		strconv.Itoa(int(math.Ceil(float64(b.Burst)/(g.client.perNano*1e9))))
+		strconv.Itoa(g.client.seconds(g.client.burst))
 	if b.Store != nil {
 		g.rule = b.rule(name)
 		g.store.logs = rate.Sometimes{Interval: 10 * time.Second}
 	}
-	g.perClient = make(map[netip.Prefix]int32)
-	g.table = newTable(b.MaxClients)
+	n := shardsFor(b.MaxClients)
+	g.shards = make([]shard, n)
+	g.shardMask = uint32(n - 1)
+	for i := range g.shards {
+		size := b.MaxClients / n
+		if i < b.MaxClients%n {
+			size++
+		}
+		g.shards[i].table = newTable(size)
+		g.shards[i].perClient = make(map[netip.Prefix]int32)
+	}
 	g.sharedB = g.shared.full(now)
 	return g
+}
+
+// shardOf returns the index of the shard that holds key.
+func (g *group) shardOf(key netip.Prefix) uint32 {
+	if g.shardMask == 0 {
+		return 0
+	}
+	a := key.Addr().As16()
+	hi := uint64(a[0])<<56 | uint64(a[1])<<48 | uint64(a[2])<<40 | uint64(a[3])<<32 |
+		uint64(a[4])<<24 | uint64(a[5])<<16 | uint64(a[6])<<8 | uint64(a[7])
+	lo := uint64(a[8])<<56 | uint64(a[9])<<48 | uint64(a[10])<<40 | uint64(a[11])<<32 |
+		uint64(a[12])<<24 | uint64(a[13])<<16 | uint64(a[14])<<8 | uint64(a[15])
+	h := (hi*0x9e3779b97f4a7c15 ^ lo) * 0xff51afd7ed558ccd
+	return uint32(h>>40) & g.shardMask
 }
 
 // ticket records what admission took, so settle gives back exactly that.
 type ticket struct {
 	key   netip.Prefix
-	slot  int32 // client table slot, or -1 for the shared bucket
+	shard uint32
+	slot  int32 // client table slot in the shard, or -1 for the shared bucket
 	taken bool  // holds an in-flight slot of the client and of the group
 	held  bool  // holds a token of the door's own buckets until settled
 	// storeHeld marks a charge-on-failure request decided by a shared store:
@@ -72,54 +122,96 @@ type verdict struct {
 	left, reset int
 }
 
-// admit runs the admission steps in order under the group mutex: the group
-// cap, the client cap, then (without a shared store) the token check. A
-// request it admits has taken its slots and, by charging or holding, its
-// token. In shadow mode a request that would be rejected is admitted without
-// taking anything, and its outcome says what enforcement would have done.
+// admit runs the admission steps in order: the group cap, the client cap,
+// then (without a shared store) the token check. A request it admits has
+// taken its slots and, by charging or holding, its token. In shadow mode a
+// request that would be rejected is admitted without taking anything, and its
+// outcome says what enforcement would have done.
 func (g *group) admit(key netip.Prefix, now int64, shadow, headers bool) (ticket, verdict) {
-	t := ticket{key: key, slot: -1}
+	t := ticket{key: key, shard: g.shardOf(key), slot: -1}
 	var v verdict
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.inflight >= g.budget.Inflight {
+	if g.inflight.Load() >= int64(g.budget.Inflight) {
 		return t, g.reject(OutcomeGroupConcurrency, 1, shadow)
 	}
-	prior := g.perClient[key]
+	s := &g.shards[t.shard]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prior := s.perClient[key]
 	if int(prior) >= g.budget.PerClient {
 		return t, g.reject(OutcomeClientConcurrency, 1, shadow)
 	}
 	t.prior = prior
 	if g.budget.Store == nil {
-		b, f, held := g.bucketFor(&t, &v, now)
-		need := 1.0
-		if g.budget.ChargeOnFailure {
-			need += float64(*held)
-		}
-		tokens := b.tokensAt(now, f)
-		if tokens < need {
-			w := g.reject(OutcomeRateLimited, b.secondsUntil(now, need, f), shadow)
-			w.evicted = v.evicted
-			if headers {
-				w.reset = f.seconds(f.burst - tokens + need - 1)
-			}
+		if w, ok := g.spendLocked(s, &t, &v, now, shadow, headers); !ok {
 			return t, w
 		}
-		if g.budget.ChargeOnFailure {
-			*held++
-			t.held = true
-		} else {
-			b.spend(now, 1, f)
-		}
-		if headers {
-			v.left = int(math.Floor(tokens - need))
-			v.reset = f.seconds(f.burst - tokens + need)
-		}
+	} else if !g.takeSlot() {
+		return t, g.reject(OutcomeGroupConcurrency, 1, shadow)
 	}
-	g.inflight++
-	g.perClient[key] = prior + 1
+	s.perClient[key] = prior + 1
 	t.taken = true
 	return t, v
+}
+
+// takeSlot takes one of the group's in-flight slots, if one is free.
+func (g *group) takeSlot() bool {
+	for {
+		n := g.inflight.Load()
+		if n >= int64(g.budget.Inflight) {
+			return false
+		}
+		if g.inflight.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// spendLocked checks the client's tokens and, when they suffice and a group
+// slot is free, takes the slot and spends (or holds) a token. It returns the
+// rejection verdict and false otherwise. The caller holds s.mu.
+func (g *group) spendLocked(s *shard, t *ticket, v *verdict, now int64, shadow, headers bool) (verdict, bool) {
+	slot, ok := s.table.lookup(t.key)
+	if !ok {
+		slot, v.evicted = g.claimLocked(s, t.key, now)
+	}
+	t.slot = slot
+	b, f, held := &g.sharedB, g.shared, &g.sharedHeld
+	if slot >= 0 {
+		e := &s.table.entries[slot]
+		b, f, held = &e.bucket, g.client, &e.held
+	} else {
+		g.sharedMu.Lock()
+		defer g.sharedMu.Unlock()
+	}
+	need := 1.0
+	if g.budget.ChargeOnFailure {
+		need += float64(*held)
+	}
+	tokens := b.tokensAt(now, f)
+	if tokens < need {
+		w := g.reject(OutcomeRateLimited, b.secondsUntil(now, need, f), shadow)
+		w.evicted = v.evicted
+		if headers {
+			w.reset = f.seconds(f.burst - tokens + need - 1)
+		}
+		return w, false
+	}
+	if !g.takeSlot() {
+		w := g.reject(OutcomeGroupConcurrency, 1, shadow)
+		w.evicted = v.evicted
+		return w, false
+	}
+	if g.budget.ChargeOnFailure {
+		*held++
+		t.held = true
+	} else {
+		b.spend(now, 1, f)
+	}
+	if headers {
+		v.left = int(math.Floor(tokens - need))
+		v.reset = f.seconds(f.burst - tokens + need)
+	}
+	return *v, true
 }
 
 // reject returns the verdict for a rejection, or for its shadow form.
@@ -130,38 +222,23 @@ func (g *group) reject(o Outcome, retry int, shadow bool) verdict {
 	return verdict{outcome: o, retry: retry}
 }
 
-// bucketFor returns the bucket the client spends from, its refill, and its
-// held-token counter: the client's table entry, a new or reclaimed one, or the
-// shared bucket when the table is full and no probed entry can be reclaimed.
-func (g *group) bucketFor(t *ticket, v *verdict, now int64) (*bucket, refill, *int32) {
-	slot, ok := g.table.lookup(t.key)
-	if !ok {
-		slot, v.evicted = g.claimLocked(t.key, now)
+// claimLocked finds a slot for a client its shard's table does not hold. On a
+// full table it probes the oldest entries: each that cannot be reclaimed
+// moves to the front, and the first that is full and idle is given to the
+// newcomer with a full bucket. It returns -1 when none qualifies. The caller
+// holds s.mu.
+func (g *group) claimLocked(s *shard, key netip.Prefix, now int64) (slot int32, evicted bool) {
+	if !s.table.full() {
+		return s.table.insert(key, g.client.full(now)), false
 	}
-	t.slot = slot
-	if slot < 0 {
-		return &g.sharedB, g.shared, &g.sharedHeld
-	}
-	e := &g.table.entries[slot]
-	return &e.bucket, g.client, &e.held
-}
-
-// claimLocked finds a slot for a client the table does not hold. On a full
-// table it probes the oldest entries: each that cannot be reclaimed moves to
-// the front, and the first that is full and idle is given to the newcomer with
-// a full bucket. It returns -1 when none qualifies.
-func (g *group) claimLocked(key netip.Prefix, now int64) (slot int32, evicted bool) {
-	if !g.table.full() {
-		return g.table.insert(key, g.client.full(now)), false
-	}
-	for range min(probes, g.table.len()) {
-		i := g.table.tail
-		e := &g.table.entries[i]
-		if e.held == 0 && g.perClient[e.key] == 0 && e.bucket.tokensAt(now, g.client) >= g.client.burst {
-			g.table.replace(i, key, g.client.full(now))
+	for range min(probes, s.table.len()) {
+		i := s.table.tail
+		e := &s.table.entries[i]
+		if e.held == 0 && s.perClient[e.key] == 0 && e.bucket.tokensAt(now, g.client) >= g.client.burst {
+			s.table.replace(i, key, g.client.full(now))
 			return i, true
 		}
-		g.table.toFront(i)
+		s.table.toFront(i)
 	}
 	return -1, false
 }
@@ -169,51 +246,73 @@ func (g *group) claimLocked(key netip.Prefix, now int64) (slot int32, evicted bo
 // release gives back the slots of an admitted request without settling a
 // token; a shared store's refusal uses it.
 func (g *group) release(t *ticket) {
-	g.mu.Lock()
-	g.releaseLocked(t)
-	g.mu.Unlock()
+	s := &g.shards[t.shard]
+	s.mu.Lock()
+	g.releaseLocked(s, t)
+	s.mu.Unlock()
 }
 
-func (g *group) releaseLocked(t *ticket) {
+func (g *group) releaseLocked(s *shard, t *ticket) {
 	if !t.taken {
 		return
 	}
 	t.taken = false
-	g.inflight--
-	if n := g.perClient[t.key] - 1; n > 0 {
-		g.perClient[t.key] = n
+	g.inflight.Add(-1)
+	if n := s.perClient[t.key] - 1; n > 0 {
+		s.perClient[t.key] = n
 	} else {
-		delete(g.perClient, t.key)
+		delete(s.perClient, t.key)
 	}
 }
 
 // settle ends an admitted request: it frees its slots and, for a request
 // holding a token, spends it when the answer was a 4xx. It reads the clock
 // only to spend.
-func (g *group) settle(t *ticket, status int, now func() time.Time) {
+func (g *group) settle(t *ticket, status int, now func() int64) {
 	if !t.taken {
 		return
 	}
 	charge := status >= 400 && status < 500
-	g.mu.Lock()
-	g.releaseLocked(t)
-	if t.held {
-		b, f, held := &g.sharedB, g.shared, &g.sharedHeld
-		if t.slot >= 0 {
-			e := &g.table.entries[t.slot]
-			b, f, held = &e.bucket, g.client, &e.held
-		}
-		*held--
-		if charge {
-			b.spend(now().UnixNano(), 1, f)
-		}
+	s := &g.shards[t.shard]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g.releaseLocked(s, t)
+	if !t.held {
+		return
 	}
-	g.mu.Unlock()
+	if t.slot >= 0 {
+		e := &s.table.entries[t.slot]
+		e.held--
+		if charge {
+			e.bucket.spend(now(), 1, g.client)
+		}
+		return
+	}
+	g.sharedMu.Lock()
+	g.sharedHeld--
+	if charge {
+		g.sharedB.spend(now(), 1, g.shared)
+	}
+	g.sharedMu.Unlock()
 }
 
-// stats returns the in-flight count and the table size for the gauges.
-func (g *group) stats() (inflight, clients int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.inflight, g.table.len()
+// count records one request's outcome on the shard of its client.
+func (g *group) count(t *ticket, o Outcome) {
+	g.shards[t.shard].counts.outcomes[o].Add(1)
+}
+
+// stats returns the in-flight count, the table size and the summed counts
+// for the metrics callback.
+func (g *group) stats() (inflight, clients int, outcomes [numOutcomes]int64, evictions int64) {
+	for i := range g.shards {
+		s := &g.shards[i]
+		s.mu.Lock()
+		clients += s.table.len()
+		s.mu.Unlock()
+		for o := range numOutcomes {
+			outcomes[o] += s.counts.outcomes[o].Load()
+		}
+		evictions += s.counts.evictions.Load()
+	}
+	return int(g.inflight.Load()), clients, outcomes, evictions
 }

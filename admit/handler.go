@@ -16,20 +16,20 @@ type handler struct {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d, g := h.door, h.group
 	key := d.key(r)
-	t, v := g.admit(key, d.now().UnixNano(), d.disabled, d.headers)
+	t, v := g.admit(key, d.now(), d.disabled, d.headers)
 	if g.budget.Store != nil && t.taken {
 		v = h.decideShared(r, &t)
 	}
 	if v.evicted {
-		g.meters.counts.evictions.Add(1)
+		g.shards[t.shard].counts.evictions.Add(1)
 	}
 	if v.retry > 0 { // rejected
 		if h.overflow != nil {
-			g.meters.count(OutcomeCached)
+			g.count(&t, OutcomeCached)
 			h.overflow.ServeHTTP(w, r)
 			return
 		}
-		g.meters.count(v.outcome)
+		g.count(&t, v.outcome)
 		status := http.StatusTooManyRequests
 		if v.outcome == OutcomeGroupConcurrency || v.outcome == OutcomeStoreError {
 			status = http.StatusServiceUnavailable
@@ -97,5 +97,5 @@ func (h *handler) settle(r *http.Request, t *ticket, pending Outcome, status int
 			o = OutcomeClientError
 		}
 	}
-	g.meters.count(o)
+	g.count(t, o)
 }

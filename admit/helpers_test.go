@@ -135,3 +135,26 @@ func sdkProvider() *sdkmetric.MeterProvider {
 }
 
 func bufioReader(r io.Reader) *bufio.Reader { return bufio.NewReader(r) }
+
+// assertIdle fails unless nothing of g is in flight.
+func assertIdle(t *testing.T, g *group) {
+	t.Helper()
+	if n := g.inflight.Load(); n != 0 {
+		t.Fatalf("group %s: %d in flight, want 0", g.name, n)
+	}
+	for i := range g.shards {
+		s := &g.shards[i]
+		s.mu.Lock()
+		n := len(s.perClient)
+		s.mu.Unlock()
+		if n != 0 {
+			t.Fatalf("group %s shard %d: %d clients in flight, want none", g.name, i, n)
+		}
+	}
+}
+
+// outcomeCount returns how many requests of g ended with o.
+func outcomeCount(g *group, o Outcome) int64 {
+	_, _, outcomes, _ := g.stats()
+	return outcomes[o]
+}

@@ -108,16 +108,16 @@ func newMeters(meter metric.Meter) (*meters, error) {
 	return m, nil
 }
 
-// counts is one group's tally, read by the metrics callback.
+// counts is a tally of outcomes and evictions, kept per shard so parallel
+// requests do not contend on one cache line, and summed by the metrics
+// callback.
 type counts struct {
 	outcomes  [numOutcomes]atomic.Int64
 	evictions atomic.Int64
 }
 
-// groupMeters holds one group's counts and its attribute options, built ahead
-// of time.
+// groupMeters holds one group's attribute options, built ahead of time.
 type groupMeters struct {
-	counts  counts
 	outcome [numOutcomes][]metric.ObserveOption
 	group   []metric.ObserveOption
 }
@@ -133,19 +133,16 @@ func newGroupMeters(g Group) *groupMeters {
 	return gm
 }
 
-// count records one request's outcome.
-func (gm *groupMeters) count(o Outcome) { gm.counts.outcomes[o].Add(1) }
-
 // register reports every group's counts and gauges at collection time.
 func (m *meters) register(meter metric.Meter, groups map[Group]*group) error {
 	reg, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		for _, g := range groups {
 			gm := g.meters
-			for oc := range numOutcomes {
-				o.ObserveInt64(m.requests, gm.counts.outcomes[oc].Load(), gm.outcome[oc]...)
+			inflight, clients, outcomes, evictions := g.stats()
+			for oc, n := range outcomes {
+				o.ObserveInt64(m.requests, n, gm.outcome[oc]...)
 			}
-			o.ObserveInt64(m.evictions, gm.counts.evictions.Load(), gm.group...)
-			inflight, clients := g.stats()
+			o.ObserveInt64(m.evictions, evictions, gm.group...)
 			o.ObserveInt64(m.inflight, int64(inflight), gm.group...)
 			o.ObserveInt64(m.clients, int64(clients), gm.group...)
 		}

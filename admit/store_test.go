@@ -129,12 +129,10 @@ func TestStoreFailureFollowsThePolicy(t *testing.T) {
 				t.Fatal("fail-closed answer has no Retry-After")
 			}
 			g := d.groups[GroupLink]
-			if got := g.meters.counts.outcomes[OutcomeStoreError].Load(); got != 1 {
+			if got := outcomeCount(g, OutcomeStoreError); got != 1 {
 				t.Fatalf("store_error count: got %d, want 1", got)
 			}
-			if g.inflight != 0 || len(g.perClient) != 0 {
-				t.Fatalf("slots after the request: in flight %d, per client %v, want none", g.inflight, g.perClient)
-			}
+			assertIdle(t, g)
 		})
 	}
 }

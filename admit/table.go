@@ -8,7 +8,7 @@ const probes = 8
 
 // table is a fixed-capacity LRU of client buckets: it tracks limits precisely
 // for the most recently seen clients and never holds more than max entries. It
-// has no lock; its group's mutex guards it. Entries live in one slice and link
+// has no lock; its shard's mutex guards it. Entries live in one slice and link
 // by index, so a full table allocates nothing.
 type table struct {
 	max     int

@@ -12,11 +12,12 @@ import (
 // snapshot lists a group's table from most to least recently used, with each
 // entry's tokens.
 func snapshot(g *group) []string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+	s := &g.shards[0] // small tables have one shard
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var out []string
-	for i := g.table.head; i >= 0; i = g.table.entries[i].next {
-		e := g.table.entries[i]
+	for i := s.table.head; i >= 0; i = s.table.entries[i].next {
+		e := s.table.entries[i]
 		out = append(out, fmt.Sprintf("%v:%.0f", e.key, e.bucket.tokens))
 	}
 	return out
