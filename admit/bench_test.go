@@ -67,6 +67,31 @@ func TestAllowedPathAllocations(t *testing.T) {
 	}
 }
 
+func TestRejectedPathAllocations(t *testing.T) {
+	if testing.CoverMode() != "" || raceEnabled {
+		t.Skip("allocation counts differ under -race and -cover; the benchmark run checks them")
+	}
+	d, err := New(Config{MeterProvider: sdkProvider()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := d.Wrap(GroupLink, http.NotFoundHandler(), nil)
+	w := &discard{h: http.Header{}}
+	get := requests(1, "GET")[0]
+	for range DefaultLinkBurst {
+		h.ServeHTTP(w, get)
+	}
+	if got := testing.AllocsPerRun(1000, func() {
+		clear(w.h)
+		h.ServeHTTP(w, get)
+	}); got != 0 {
+		t.Errorf("429: got %v allocations, want 0", got)
+	}
+	if got := w.h.Get("Retry-After"); got != "1" {
+		t.Errorf("Retry-After: got %q, want \"1\"", got)
+	}
+}
+
 type noopCloser struct{ *strings.Reader }
 
 func (noopCloser) Close() error { return nil }
@@ -101,6 +126,27 @@ func BenchmarkDoor(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// BenchmarkDoorRejected measures a flood from one client far over the link
+// group's budget: every request is answered 429 at the door.
+func BenchmarkDoorRejected(b *testing.B) {
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	d, err := New(Config{MeterProvider: mp})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := d.Wrap(GroupLink, http.NotFoundHandler(), nil)
+	w := &discard{h: http.Header{}}
+	r := requests(1, "GET")[0]
+	for range DefaultLinkBurst {
+		h.ServeHTTP(w, r)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		clear(w.h)
+		h.ServeHTTP(w, r)
 	}
 }
 
