@@ -49,7 +49,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return usageError{err}
 	}
 	log := newLogger(cfg, stderr)
-	slog.SetDefault(log) // for the packages that log through the default logger
 	s, err := newServer(ctx, cfg, log)
 	if err != nil {
 		return err

@@ -58,7 +58,7 @@ func openPostgres(ctx context.Context, cfg config, mp metric.MeterProvider, log 
 		}
 		return nil, fmt.Errorf("admit: --store %q: %w", redactURL(cfg.Store.URL), err)
 	}
-	st, err := pgquota.New(pool, pgquota.Config{Table: cfg.StoreTable, FailOpen: cfg.StoreFailOpen, MeterProvider: mp})
+	st, err := pgquota.New(pool, pgquota.Config{Table: cfg.StoreTable, FailOpen: cfg.StoreFailOpen, MeterProvider: mp, Logger: log})
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("admit: --store-table %q: %w", cfg.StoreTable, err)

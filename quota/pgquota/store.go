@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -50,6 +51,9 @@ type Config struct {
 	// MeterProvider receives the store's metrics (store "postgres", see
 	// [quota.Metrics]); nil means the global meter provider.
 	MeterProvider metric.MeterProvider
+	// Logger receives SweepEvery's failures and progress; nil means
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // Store is a [quota.Charger] whose buckets are rows in one PostgreSQL table,
@@ -65,6 +69,7 @@ type Store struct {
 	policy  quota.Policy
 	timeout time.Duration
 	metrics *quota.Metrics
+	logger  *slog.Logger
 
 	// Statements, built once for the configured table.
 	fixedSQL, fixedLookSQL, gcraSQL, gcraLookSQL, sweepSQL string
@@ -102,6 +107,10 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		policy:  quota.PolicyFor(cfg.FailOpen),
 		timeout: cfg.Timeout,
 		metrics: m,
+		logger:  cfg.Logger,
+	}
+	if s.logger == nil {
+		s.logger = slog.Default()
 	}
 	if s.now == nil {
 		s.now = time.Now

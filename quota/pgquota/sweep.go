@@ -3,7 +3,6 @@ package pgquota
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 )
 
@@ -49,8 +48,8 @@ func (s *Store) Sweep(ctx context.Context, batch int) (int64, error) {
 }
 
 // SweepEvery sweeps once, then every interval (0 means [DefaultSweepEvery]),
-// with batches of batch rows, until ctx ends. A failed sweep is logged with
-// log/slog at Warn and retried at the next tick. Run it in its own goroutine
+// with batches of batch rows, until ctx ends. A failed sweep is logged to
+// Config.Logger at Warn and retried at the next tick. Run it in its own goroutine
 // on one or more replicas; concurrent sweeps are safe.
 func (s *Store) SweepEvery(ctx context.Context, interval time.Duration, batch int) {
 	if interval <= 0 {
@@ -64,9 +63,9 @@ func (s *Store) SweepEvery(ctx context.Context, interval time.Duration, batch in
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			slog.Warn("pgquota: sweep failed", "table", s.table.name, "err", err)
+			s.logger.Warn("pgquota: sweep failed", "table", s.table.name, "err", err)
 		default:
-			slog.Debug("pgquota: swept", "table", s.table.name, "rows", n)
+			s.logger.Debug("pgquota: swept", "table", s.table.name, "rows", n)
 		}
 		select {
 		case <-ctx.Done():
