@@ -42,11 +42,15 @@ type group struct {
 
 // shard is one part of a group's client state.
 type shard struct {
-	mu        sync.Mutex             // guards table and perClient
-	table     table                  // at most the shard's share of MaxClients
-	perClient map[netip.Prefix]int32 // in-flight requests per client; no zero entries
-	counts    counts                 // outcomes of requests keyed to this shard
-	_         [64]byte               // keeps neighbouring shards off one cache line
+	mu    sync.Mutex // guards table and perClient
+	table table      // at most the shard's share of MaxClients
+	// perClient counts the requests in flight of clients without a table
+	// entry (those on the shared bucket, and every client of a group with a
+	// shared store); it holds no zero counts. A client with an entry keeps
+	// its count there.
+	perClient map[netip.Prefix]int32
+	counts    counts   // outcomes of requests keyed to this shard
+	_         [64]byte // keeps neighbouring shards off one cache line
 }
 
 // shardsFor returns how many shards a table of maxClients entries gets: one
@@ -136,19 +140,36 @@ func (g *group) admit(key netip.Prefix, now int64, shadow, headers bool) (ticket
 	s := &g.shards[t.shard]
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	slot, tabled := int32(-1), false
+	if g.budget.Store == nil {
+		slot, tabled = s.table.lookup(key)
+	}
 	prior := s.perClient[key]
+	if tabled {
+		prior = s.table.entries[slot].inflight
+	}
 	if int(prior) >= g.budget.PerClient {
 		return t, g.reject(OutcomeClientConcurrency, 1, shadow)
 	}
 	t.prior = prior
-	if g.budget.Store == nil {
+	if g.budget.Store != nil {
+		if !g.takeSlot() {
+			return t, g.reject(OutcomeGroupConcurrency, 1, shadow)
+		}
+	} else {
+		if !tabled {
+			slot, v.evicted = g.claimLocked(s, key, now)
+		}
+		t.slot = slot
 		if w, ok := g.spendLocked(s, &t, &v, now, shadow, headers); !ok {
 			return t, w
 		}
-	} else if !g.takeSlot() {
-		return t, g.reject(OutcomeGroupConcurrency, 1, shadow)
 	}
-	s.perClient[key] = prior + 1
+	if slot >= 0 {
+		s.table.entries[slot].inflight++
+	} else {
+		s.perClient[key] = prior + 1
+	}
 	t.taken = true
 	return t, v
 }
@@ -166,18 +187,14 @@ func (g *group) takeSlot() bool {
 	}
 }
 
-// spendLocked checks the client's tokens and, when they suffice and a group
-// slot is free, takes the slot and spends (or holds) a token. It returns the
+// spendLocked checks the tokens of the client's bucket (its table entry at
+// t.slot, or the shared bucket) and, when they suffice and a group slot is
+// free, takes the slot and spends (or holds) a token. It returns the
 // rejection verdict and false otherwise. The caller holds s.mu.
 func (g *group) spendLocked(s *shard, t *ticket, v *verdict, now int64, shadow, headers bool) (verdict, bool) {
-	slot, ok := s.table.lookup(t.key)
-	if !ok {
-		slot, v.evicted = g.claimLocked(s, t.key, now)
-	}
-	t.slot = slot
 	b, f, held := &g.sharedB, g.shared, &g.sharedHeld
-	if slot >= 0 {
-		e := &s.table.entries[slot]
+	if t.slot >= 0 {
+		e := &s.table.entries[t.slot]
 		b, f, held = &e.bucket, g.client, &e.held
 	} else {
 		g.sharedMu.Lock()
@@ -225,22 +242,30 @@ func (g *group) reject(o Outcome, retry int, shadow bool) verdict {
 // claimLocked finds a slot for a client its shard's table does not hold. On a
 // full table it probes the oldest entries: each that cannot be reclaimed
 // moves to the front, and the first that is full and idle is given to the
-// newcomer with a full bucket. It returns -1 when none qualifies. The caller
-// holds s.mu.
+// newcomer with a full bucket. It returns -1 when none qualifies. The
+// newcomer's requests in flight on the shared bucket, if any, are counted on
+// its entry from then on. The caller holds s.mu.
 func (g *group) claimLocked(s *shard, key netip.Prefix, now int64) (slot int32, evicted bool) {
+	slot = -1
 	if !s.table.full() {
-		return s.table.insert(key, g.client.full(now)), false
-	}
-	for range min(probes, s.table.len()) {
-		i := s.table.tail
-		e := &s.table.entries[i]
-		if e.held == 0 && s.perClient[e.key] == 0 && e.bucket.tokensAt(now, g.client) >= g.client.burst {
-			s.table.replace(i, key, g.client.full(now))
-			return i, true
+		slot = s.table.insert(key, g.client.full(now))
+	} else {
+		for range min(probes, s.table.len()) {
+			i := s.table.tail
+			e := &s.table.entries[i]
+			if e.inflight == 0 && e.bucket.tokensAt(now, g.client) >= g.client.burst {
+				s.table.replace(i, key, g.client.full(now))
+				slot, evicted = i, true
+				break
+			}
+			s.table.toFront(i)
 		}
-		s.table.toFront(i)
 	}
-	return -1, false
+	if n, ok := s.perClient[key]; ok && slot >= 0 {
+		s.table.entries[slot].inflight = n
+		delete(s.perClient, key)
+	}
+	return slot, evicted
 }
 
 // release gives back the slots of an admitted request without settling a
@@ -258,6 +283,17 @@ func (g *group) releaseLocked(s *shard, t *ticket) {
 	}
 	t.taken = false
 	g.inflight.Add(-1)
+	// An entry with requests in flight is never reclaimed, so the slot the
+	// request was admitted through still belongs to its client; a client
+	// admitted through the shared bucket may have gained an entry since.
+	slot, tabled := t.slot, t.slot >= 0
+	if !tabled {
+		slot, tabled = s.table.index[t.key]
+	}
+	if tabled {
+		s.table.entries[slot].inflight--
+		return
+	}
 	if n := s.perClient[t.key] - 1; n > 0 {
 		s.perClient[t.key] = n
 	} else {

@@ -146,6 +146,11 @@ func assertIdle(t *testing.T, g *group) {
 		s := &g.shards[i]
 		s.mu.Lock()
 		n := len(s.perClient)
+		for _, e := range s.table.entries {
+			if e.inflight != 0 || e.held != 0 {
+				n++
+			}
+		}
 		s.mu.Unlock()
 		if n != 0 {
 			t.Fatalf("group %s shard %d: %d clients in flight, want none", g.name, i, n)

@@ -18,11 +18,12 @@ type table struct {
 	tail    int32 // least recently used, or -1
 }
 
-// entry is one client's bucket. held counts the tokens its unsettled
-// charge-on-failure requests hold.
+// entry is one client's bucket and in-flight count. held counts the tokens
+// its unsettled charge-on-failure requests hold.
 type entry struct {
 	key        netip.Prefix
 	bucket     bucket
+	inflight   int32
 	held       int32
 	prev, next int32 // toward head and toward tail; -1 at the ends
 }
@@ -57,7 +58,7 @@ func (t *table) insert(key netip.Prefix, b bucket) int32 {
 func (t *table) replace(i int32, key netip.Prefix, b bucket) {
 	delete(t.index, t.entries[i].key)
 	e := &t.entries[i]
-	e.key, e.bucket, e.held = key, b, 0
+	e.key, e.bucket, e.inflight, e.held = key, b, 0, 0
 	t.index[key] = i
 	t.toFront(i)
 }

@@ -138,3 +138,34 @@ func TestTableKeepsLRUOrder(t *testing.T) {
 		t.Fatalf("index: got %v, want the replaced key gone", tb.index)
 	}
 }
+
+func TestInflightFollowsAClientIntoTheTable(t *testing.T) {
+	clk := newClock()
+	budget := tinyWebhook()
+	budget.MaxClients, budget.PerClient, budget.ChargeOnFailure = 1, 2, false
+	d := newDoor(t, clk, Config{Budgets: map[Group]Budget{GroupWebhook: budget}})
+	g := d.groups[GroupWebhook]
+
+	allowed(t, d.Wrap(GroupWebhook, status(http.StatusOK), nil), "192.0.2.1:1", http.StatusOK) // A: 9 tokens, not reclaimable
+	b := newBlocker(http.StatusOK)
+	h := d.Wrap(GroupWebhook, b, nil)
+	releaseFirst := hold(t, h, b, "192.0.2.2:1", 1) // B, on the shared bucket
+	if got, want := snapshot(g), []string{"192.0.2.1/32:9"}; !slices.Equal(got, want) {
+		t.Fatalf("table: got %v, want %v", got, want)
+	}
+
+	clk.advance(time.Second) // A is full and idle again
+	b2 := &blocker{entered: b.entered, release: make(chan struct{}), code: http.StatusOK}
+	releaseSecond := hold(t, d.Wrap(GroupWebhook, b2, nil), b2, "192.0.2.2:1", 1) // B takes A's entry
+	if got, want := snapshot(g), []string{"192.0.2.2/32:9"}; !slices.Equal(got, want) {
+		t.Fatalf("table: got %v, want %v", got, want)
+	}
+	// B has two requests in flight, one from before it had an entry.
+	rejected(t, h, "192.0.2.2:1", http.StatusTooManyRequests, "1")
+	if got := outcomeCount(g, OutcomeClientConcurrency); got != 1 {
+		t.Fatalf("client_concurrency: got %d, want 1", got)
+	}
+	releaseFirst()
+	releaseSecond()
+	assertIdle(t, g)
+}
