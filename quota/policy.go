@@ -1,5 +1,11 @@
 package quota
 
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
 // Policy is what a store does when it cannot decide.
 type Policy uint8
 
@@ -39,4 +45,21 @@ func (p Policy) Fail(rule Rule, err error) (Decision, error) {
 // Refuse is the decision for a caller error: refused whatever the policy.
 func Refuse(rule Rule, err error) (Decision, error) {
 	return Decision{Limit: rule.Limit, Window: rule.Window, RetryAfter: rule.Window}, err
+}
+
+// Decide runs one store decision the way every store does: decide gets a
+// context bounded by timeout; an error it returns becomes the policy's
+// decision, wrapped with prefix and the rule's name; and the decision is
+// counted in m (which may be nil). It is the one place where a store's
+// timeout, failure policy and metrics meet.
+func (p Policy) Decide(ctx context.Context, m *Metrics, rule Rule, timeout time.Duration, prefix string, decide func(context.Context) (Decision, error)) (Decision, error) {
+	start := time.Now()
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	d, err := decide(tctx)
+	cancel()
+	if err != nil {
+		d, err = p.Fail(rule, fmt.Errorf("%s: rule %q: %w", prefix, rule.Name, err))
+	}
+	m.Record(ctx, d, err, time.Since(start))
+	return d, err
 }

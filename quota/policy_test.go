@@ -1,7 +1,9 @@
 package quota
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -35,6 +37,41 @@ func TestPolicy(t *testing.T) {
 			}
 			if err != errDown {
 				t.Errorf("error: got %v, want %v", err, errDown)
+			}
+		})
+	}
+}
+
+func TestPolicyDecide(t *testing.T) {
+	rule := Rule{Name: "signup", Limit: 5, Window: time.Minute}
+	ok := Decision{Allowed: true, Remaining: 4, Limit: 5, Window: time.Minute}
+	boom := errors.New("connection refused")
+	tests := []struct {
+		name      string
+		policy    Policy
+		decide    func(context.Context) (Decision, error)
+		want      Decision
+		wantErr   error
+		wantInErr string
+	}{
+		{"success passes through", FailClosed, func(context.Context) (Decision, error) { return ok, nil }, ok, nil, ""},
+		{"failure fails closed", FailClosed, func(context.Context) (Decision, error) { return Decision{}, boom },
+			Decision{Limit: 5, Window: time.Minute, RetryAfter: time.Minute}, boom, `teststore: rule "signup"`},
+		{"failure fails open", FailOpen, func(context.Context) (Decision, error) { return Decision{}, boom },
+			Decision{Allowed: true, Remaining: 5, Limit: 5, Window: time.Minute}, boom, `teststore: rule "signup"`},
+		{"the timeout bounds the call", FailClosed, func(ctx context.Context) (Decision, error) {
+			<-ctx.Done()
+			return Decision{}, ctx.Err()
+		}, Decision{Limit: 5, Window: time.Minute, RetryAfter: time.Minute}, context.DeadlineExceeded, "deadline"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.policy.Decide(context.Background(), nil, rule, 10*time.Millisecond, "teststore", tt.decide)
+			if got != tt.want {
+				t.Errorf("decision: got %+v, want %+v", got, tt.want)
+			}
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr != nil && !strings.Contains(err.Error(), tt.wantInErr)) {
+				t.Errorf("error: got %v, want %v containing %q", err, tt.wantErr, tt.wantInErr)
 			}
 		})
 	}

@@ -175,25 +175,16 @@ func (s *Store) AllowN(ctx context.Context, rule quota.Rule, subject string, n i
 	if err := check(rule, subject, n); err != nil {
 		return quota.Refuse(rule, err)
 	}
-	start := time.Now()
 	// Rows hold nanoseconds since the epoch; drop the monotonic reading so
 	// the arithmetic here and in SQL sees the same instant.
 	now := time.Unix(0, s.now().UnixNano())
-	tctx, cancel := context.WithTimeout(ctx, s.timeout)
 	bucket := rule.Name + ":" + subject
-	var d quota.Decision
-	var err error
-	if rule.Algorithm == quota.GCRA {
-		d, err = s.gcra(tctx, rule, bucket, n, now)
-	} else {
-		d, err = s.fixedWindow(tctx, rule, bucket, n, now)
-	}
-	cancel()
-	if err != nil {
-		d, err = s.policy.Fail(rule, fmt.Errorf("pgquota: rule %q: %w", rule.Name, err))
-	}
-	s.metrics.Record(ctx, d, err, time.Since(start))
-	return d, err
+	return s.policy.Decide(ctx, s.metrics, rule, s.timeout, "pgquota", func(ctx context.Context) (quota.Decision, error) {
+		if rule.Algorithm == quota.GCRA {
+			return s.gcra(ctx, rule, bucket, n, now)
+		}
+		return s.fixedWindow(ctx, rule, bucket, n, now)
+	})
 }
 
 func check(rule quota.Rule, subject string, n int) error {

@@ -153,22 +153,13 @@ func (s *Store) AllowN(ctx context.Context, rule quota.Rule, subject string, n i
 	if err := check(rule, subject, n); err != nil {
 		return quota.Refuse(rule, err)
 	}
-	start := time.Now()
 	now := s.now()
-	tctx, cancel := context.WithTimeout(ctx, s.timeout)
-	var d quota.Decision
-	var err error
-	if rule.Algorithm == quota.GCRA {
-		d, err = s.gcra(tctx, rule, subject, n, now)
-	} else {
-		d, err = s.fixedWindow(tctx, rule, subject, n, now)
-	}
-	cancel()
-	if err != nil {
-		d, err = s.policy.Fail(rule, fmt.Errorf("redisquota: rule %q: %w", rule.Name, err))
-	}
-	s.metrics.Record(ctx, d, err, time.Since(start))
-	return d, err
+	return s.policy.Decide(ctx, s.metrics, rule, s.timeout, "redisquota", func(ctx context.Context) (quota.Decision, error) {
+		if rule.Algorithm == quota.GCRA {
+			return s.gcra(ctx, rule, subject, n, now)
+		}
+		return s.fixedWindow(ctx, rule, subject, n, now)
+	})
 }
 
 // maxExact is the largest integer a Lua number (a double) holds exactly; the
