@@ -31,7 +31,8 @@ type Config struct {
 	// with the proxy's addresses; never a function that trusts a header by
 	// itself, since any client can set one.
 	Key func(*http.Request) netip.Prefix
-	// Now is the clock the buckets refill by. nil: time.Now.
+	// Now is the clock the buckets refill by. nil: the system's monotonic
+	// clock, which a wall-clock step cannot move.
 	Now func() time.Time
 	// Logger receives lifecycle events and throttled store failures, never a
 	// line per request. nil: slog.Default().
