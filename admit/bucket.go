@@ -17,6 +17,9 @@ type refill struct {
 	burst   float64
 }
 
+// unlimited reports a refill of rate.Inf: such a bucket is always full.
+func (f refill) unlimited() bool { return math.IsInf(f.perNano, 1) }
+
 // full returns a bucket holding burst tokens at now.
 func (f refill) full(now int64) bucket {
 	return bucket{tokens: f.burst, last: now}
@@ -25,6 +28,9 @@ func (f refill) full(now int64) bucket {
 // tokensAt returns the tokens the bucket holds at now. A clock that went
 // backwards refills nothing.
 func (b *bucket) tokensAt(now int64, f refill) float64 {
+	if f.unlimited() {
+		return f.burst
+	}
 	if now <= b.last {
 		return b.tokens
 	}

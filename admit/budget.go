@@ -158,8 +158,17 @@ func (b Budget) validate(g Group) error {
 
 // refills returns how the client and shared buckets fill.
 func (b Budget) refills() (client, shared refill) {
-	return refill{perNano: float64(b.Rate) / 1e9, burst: float64(b.Burst)},
-		refill{perNano: float64(b.SharedRate) / 1e9, burst: float64(b.SharedBurst)}
+	return refill{perNano: perNano(b.Rate), burst: float64(b.Burst)},
+		refill{perNano: perNano(b.SharedRate), burst: float64(b.SharedBurst)}
+}
+
+// perNano converts a rate to tokens per nanosecond; rate.Inf, which is the
+// largest finite float64, becomes +Inf so the bucket is always full.
+func perNano(l rate.Limit) float64 {
+	if l == rate.Inf {
+		return math.Inf(1)
+	}
+	return float64(l) / 1e9
 }
 
 // rule returns the GCRA rule a shared store enforces for the group: Rate as
@@ -167,7 +176,7 @@ func (b Budget) refills() (client, shared refill) {
 func (b Budget) rule(g Group) quota.Rule {
 	limit := max(1, int(math.Round(float64(b.Rate))))
 	window := time.Duration(float64(limit) / float64(b.Rate) * float64(time.Second))
-	if math.IsInf(float64(b.Rate), 1) {
+	if b.Rate == rate.Inf {
 		limit, window = math.MaxInt32, time.Second
 	}
 	return quota.Rule{Name: "admit." + string(g), Limit: limit, Window: window, Algorithm: quota.GCRA, Burst: b.Burst}

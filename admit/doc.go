@@ -22,15 +22,17 @@
 // # Bounded memory
 //
 // Each group keeps its client buckets in an LRU table of MaxClients entries:
-// it tracks limits precisely for the most recently seen clients. A newcomer
-// that finds the table full probes the 8 oldest entries and takes over the
-// first one whose bucket is full and whose client has nothing in flight (an
-// entry in that state decides exactly as a fresh one would); probed entries
-// that do not qualify move to the front. When none qualifies, the newcomer
-// spends from the group's shared bucket under the same caps. Memory therefore
-// stays bounded whatever the number of source addresses, and an attacker who
-// wants to pin the table must keep every entry drained: Rate x MaxClients
-// requests a second.
+// it tracks limits precisely for the most recently seen clients. Tables of
+// 1,024 entries or more are split into 16 shards by a hash of the key, seeded
+// at random per group. A newcomer that finds its shard full probes the
+// shard's 8 oldest entries and takes over the first one whose bucket is full
+// and whose client has nothing in flight (an entry in that state decides
+// exactly as a fresh one would); probed entries that do not qualify move to
+// the front. When none qualifies, the newcomer spends from the group's shared
+// bucket under the same caps. Memory therefore stays bounded whatever the
+// number of source addresses, and an attacker who wants to pin the table
+// must keep every entry drained: Rate x MaxClients requests a second, since
+// the random seed keeps anyone from aiming at one shard.
 //
 // # Client keys
 //

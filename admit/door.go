@@ -22,9 +22,10 @@ type Config struct {
 	// name keep their defaults, and a group not among the defaults is added.
 	// nil: DefaultBudgets().
 	Budgets map[Group]Budget
-	// Disabled turns on shadow mode: nothing is rejected, and a request that
-	// enforcement would have rejected proceeds without taking a slot or a
-	// token and counts as its would_* outcome.
+	// Disabled turns on shadow mode: no request is rejected for its rate or
+	// in-flight limits; a request that enforcement would have rejected
+	// proceeds without taking a slot or a token and counts as its would_*
+	// outcome. The body cap and read deadline still apply.
 	Disabled bool
 	// Key returns the client key of a request. nil: the TCP peer masked to /32
 	// (IPv4) or /64 (IPv6). Behind a proxy use a clientip.Resolver configured
@@ -40,7 +41,8 @@ type Config struct {
 	// MeterProvider provides the door's instruments. nil: the global one.
 	MeterProvider metric.MeterProvider
 	// PolicyHeaders adds the IETF draft RateLimit-Policy and RateLimit fields
-	// to every response of a group, for example
+	// to the answers of admitted requests and of rate_limited refusals (not
+	// to in-flight refusals or overflow answers), for example
 	// `RateLimit-Policy: "link";q=20;w=20` and `RateLimit: "link";r=3;t=17`.
 	PolicyHeaders bool
 }

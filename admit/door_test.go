@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 func TestRateLimitsLinkClients(t *testing.T) {
@@ -273,6 +275,41 @@ func TestShardsSpreadKeys(t *testing.T) {
 	for i, n := range per {
 		if n < want/2 || n > want*2 {
 			t.Errorf("shard %d holds %d keys, want about %d", i, n, want)
+		}
+	}
+}
+
+func TestPanicAfterAFailureStillCharges(t *testing.T) {
+	budget := tinyWebhook()
+	budget.Burst = 2
+	d := newDoor(t, newClock(), Config{Budgets: map[Group]Budget{GroupWebhook: budget}})
+	h := d.Wrap(GroupWebhook, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+		panic(http.ErrAbortHandler)
+	}), nil)
+	for range 2 {
+		func() {
+			defer func() { _ = recover() }()
+			do(h, "POST", "192.0.2.1:1")
+		}()
+	}
+	rejected(t, h, "192.0.2.1:1", http.StatusTooManyRequests, "1")
+	if got := outcomeCount(d.groups[GroupWebhook], OutcomeClientError); got != 2 {
+		t.Fatalf("client_error: got %d, want 2 (the answers the client got)", got)
+	}
+}
+
+func TestInfiniteRateNeverLimits(t *testing.T) {
+	for _, charge := range []bool{false, true} {
+		budget := DefaultBudgets()[GroupWebhook]
+		budget.Rate, budget.Burst, budget.ChargeOnFailure = rate.Inf, 1, charge
+		d := newDoor(t, newClock(), Config{Budgets: map[Group]Budget{GroupWebhook: budget}})
+		b := newBlocker(http.StatusBadRequest)
+		h := d.Wrap(GroupWebhook, b, nil)
+		release := hold(t, h, b, "192.0.2.1:1", 2) // two at once with a burst of 1
+		release()
+		for range 5 {
+			allowed(t, d.Wrap(GroupWebhook, status(http.StatusBadRequest), nil), "192.0.2.1:1", http.StatusBadRequest)
 		}
 	}
 }

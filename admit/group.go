@@ -1,6 +1,7 @@
 package admit
 
 import (
+	"hash/maphash"
 	"math"
 	"net/netip"
 	"strconv"
@@ -32,6 +33,7 @@ type group struct {
 	store     storeState
 	shards    []shard
 	shardMask uint32
+	seed      maphash.Seed // of the shard hash
 
 	inflight atomic.Int64 // admitted and not settled; at most budget.Inflight
 
@@ -75,6 +77,7 @@ func newGroup(name Group, b Budget, now int64) *group {
 	n := shardsFor(b.MaxClients)
 	g.shards = make([]shard, n)
 	g.shardMask = uint32(n - 1)
+	g.seed = maphash.MakeSeed()
 	for i := range g.shards {
 		size := b.MaxClients / n
 		if i < b.MaxClients%n {
@@ -87,18 +90,14 @@ func newGroup(name Group, b Budget, now int64) *group {
 	return g
 }
 
-// shardOf returns the index of the shard that holds key.
+// shardOf returns the index of the shard that holds key. The hash is seeded
+// per group at random, so nobody outside the process can choose keys that
+// land in one shard and pin it at a sixteenth of the whole table's price.
 func (g *group) shardOf(key netip.Prefix) uint32 {
 	if g.shardMask == 0 {
 		return 0
 	}
-	a := key.Addr().As16()
-	hi := uint64(a[0])<<56 | uint64(a[1])<<48 | uint64(a[2])<<40 | uint64(a[3])<<32 |
-		uint64(a[4])<<24 | uint64(a[5])<<16 | uint64(a[6])<<8 | uint64(a[7])
-	lo := uint64(a[8])<<56 | uint64(a[9])<<48 | uint64(a[10])<<40 | uint64(a[11])<<32 |
-		uint64(a[12])<<24 | uint64(a[13])<<16 | uint64(a[14])<<8 | uint64(a[15])
-	h := (hi*0x9e3779b97f4a7c15 ^ lo) * 0xff51afd7ed558ccd
-	return uint32(h>>40) & g.shardMask
+	return uint32(maphash.Comparable(g.seed, key)) & g.shardMask
 }
 
 // ticket records what admission took, so settle gives back exactly that.
@@ -201,7 +200,7 @@ func (g *group) spendLocked(s *shard, t *ticket, v *verdict, now int64, shadow, 
 		defer g.sharedMu.Unlock()
 	}
 	need := 1.0
-	if g.budget.ChargeOnFailure {
+	if g.budget.ChargeOnFailure && !f.unlimited() {
 		need += float64(*held)
 	}
 	tokens := b.tokensAt(now, f)

@@ -15,15 +15,28 @@ type handler struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d, g := h.door, h.group
-	key := d.key(r)
-	t, v := g.admit(key, d.now(), d.disabled, d.headers)
+	t, v := g.admit(d.key(r), d.now(), d.disabled, d.headers)
+	var ww *writer
+	settled := false
+	defer func() {
+		// A panic, in a shared store or in the handler: free what admission
+		// took, charge an answer the client already got, and let it unwind.
+		if !settled {
+			status := http.StatusInternalServerError
+			if ww != nil && ww.status != 0 {
+				status = ww.status
+			}
+			h.settle(r, &t, v.outcome, status)
+		}
+	}()
 	if g.budget.Store != nil && t.taken {
 		v = h.decideShared(r, &t)
 	}
 	if v.evicted {
 		g.shards[t.shard].counts.evictions.Add(1)
 	}
-	if v.retry > 0 { // rejected
+	if v.retry > 0 { // rejected; admission took nothing, or gave it back
+		settled = true
 		if h.overflow != nil {
 			g.count(&t, OutcomeCached)
 			h.overflow.ServeHTTP(w, r)
@@ -43,13 +56,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if d.headers && t.taken {
 		setPolicyHeaders(w.Header(), g, v.left, v.reset)
 	}
-	ww := &writer{ResponseWriter: w}
-	settled := false
-	defer func() {
-		if !settled { // the handler panicked: free the slot, then let it unwind
-			h.settle(r, &t, v.outcome, http.StatusInternalServerError)
-		}
-	}()
+	ww = &writer{ResponseWriter: w}
 	if h.prepare(ww, r) {
 		h.next.ServeHTTP(ww, r)
 	}
@@ -57,17 +64,22 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.settle(r, &t, v.outcome, ww.answered())
 }
 
-// prepare applies the group's body deadline and cap. It answers 413 itself,
+// prepare applies the group's body deadline and cap. The deadline covers
+// reading the body only: net/http cancels the request's context when a read
+// deadline passes, so it is lifted once the body has been read, and a handler
+// that acknowledges early keeps its context while it works. It answers 413 itself,
 // and returns false, when the declared body is over the cap; the answer then
 // settles like a handler's 4xx, so it costs a charge-on-failure client a token.
 func (h *handler) prepare(w *writer, r *http.Request) bool {
 	b := &h.group.budget
-	if b.ReadTimeout > 0 {
+	hasBody := r.Body != nil && r.Body != http.NoBody
+	if b.ReadTimeout > 0 && hasBody {
 		if rd := findReadDeadliner(w.ResponseWriter); rd != nil {
 			_ = rd.SetReadDeadline(time.Now().Add(b.ReadTimeout))
+			r.Body = &deadlineBody{ReadCloser: r.Body, rd: rd}
 		}
 	}
-	if b.MaxBodyBytes > 0 && r.Body != nil && r.Body != http.NoBody {
+	if b.MaxBodyBytes > 0 && hasBody {
 		if r.ContentLength > b.MaxBodyBytes {
 			refuse(w, r, http.StatusRequestEntityTooLarge)
 			return false
@@ -84,10 +96,13 @@ func (h *handler) prepare(w *writer, r *http.Request) bool {
 // otherwise the class of the answer.
 func (h *handler) settle(r *http.Request, t *ticket, pending Outcome, status int) {
 	d, g := h.door, h.group
-	g.settle(t, status, d.now)
+	// Charge a shared store before freeing the slot: the slot counts toward
+	// the client's held tokens, so a request arriving meanwhile cannot pass
+	// on the token this one is about to spend.
 	if t.storeHeld && status >= 400 && status < 500 {
 		h.chargeShared(r, t)
 	}
+	g.settle(t, status, d.now)
 	o := pending
 	if o == OutcomeOK {
 		switch {

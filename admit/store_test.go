@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -135,4 +136,74 @@ func TestStoreFailureFollowsThePolicy(t *testing.T) {
 			assertIdle(t, g)
 		})
 	}
+}
+
+// slowCharge wraps a store so that the first 1-token charge blocks until
+// released, while looks pass straight through.
+type slowCharge struct {
+	quota.Charger
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (s *slowCharge) AllowN(ctx context.Context, r quota.Rule, subj string, n int) (quota.Decision, error) {
+	if n == 1 {
+		s.once.Do(func() {
+			close(s.entered)
+			<-s.release
+		})
+	}
+	return s.Charger.AllowN(ctx, r, subj, n)
+}
+
+func TestSharedChargeLandsBeforeTheSlotFrees(t *testing.T) {
+	clk := newClock()
+	mem, err := quota.NewMemory(quota.MemoryConfig{Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &slowCharge{Charger: mem, entered: make(chan struct{}), release: make(chan struct{})}
+	budget := DefaultBudgets()[GroupWebhook]
+	budget.Burst, budget.Store = 1, store
+	d := newDoor(t, clk, Config{Budgets: map[Group]Budget{GroupWebhook: budget}})
+	h := d.Wrap(GroupWebhook, status(http.StatusUnauthorized), nil)
+
+	done := make(chan int)
+	go func() { done <- do(h, "POST", "192.0.2.1:1").Code }()
+	<-store.entered // the first failure is being charged
+	rejected(t, h, "192.0.2.1:1", http.StatusTooManyRequests, "1")
+	close(store.release)
+	if code := <-done; code != http.StatusUnauthorized {
+		t.Fatalf("first request: got %d, want 401", code)
+	}
+	rejected(t, h, "192.0.2.1:1", http.StatusTooManyRequests, "")
+}
+
+// panicky is a store that panics, as a buggy custom store might.
+type panicky struct{}
+
+func (panicky) Allow(ctx context.Context, r quota.Rule, s string) (quota.Decision, error) {
+	panic("store bug")
+}
+
+func (panicky) AllowN(ctx context.Context, r quota.Rule, s string, n int) (quota.Decision, error) {
+	panic("store bug")
+}
+
+func TestPanickingStoreFreesItsSlot(t *testing.T) {
+	budget := DefaultBudgets()[GroupLink]
+	budget.Store = panicky{}
+	d := newDoor(t, newClock(), Config{Budgets: map[Group]Budget{GroupLink: budget}})
+	h := d.Wrap(GroupLink, status(http.StatusOK), nil)
+	for range budget.Inflight + 1 {
+		func() {
+			defer func() {
+				if p := recover(); p != "store bug" {
+					t.Fatalf("recovered %v, want the store's panic", p)
+				}
+			}()
+			do(h, "GET", "192.0.2.1:1")
+		}()
+	}
+	assertIdle(t, d.groups[GroupLink])
 }

@@ -1,6 +1,7 @@
 package admit
 
 import (
+	"io"
 	"net/http"
 	"time"
 )
@@ -73,4 +74,21 @@ func findReadDeadliner(w http.ResponseWriter) readDeadliner {
 			return nil
 		}
 	}
+}
+
+// deadlineBody lifts the connection's read deadline once the request body has
+// been read to its end, so the deadline bounds the body and nothing after it.
+type deadlineBody struct {
+	io.ReadCloser
+	rd     readDeadliner
+	lifted bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.lifted {
+		b.lifted = true
+		_ = b.rd.SetReadDeadline(time.Time{})
+	}
+	return n, err
 }

@@ -166,3 +166,33 @@ func TestWriterRecordsTheFinalStatus(t *testing.T) {
 		})
 	}
 }
+
+func TestReadDeadlineEndsWithTheBody(t *testing.T) {
+	budget := DefaultBudgets()[GroupWebhook]
+	budget.ReadTimeout = 50 * time.Millisecond
+	worked := make(chan error, 1)
+	srv := serveGroup(t, budget, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			worked <- err
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		http.NewResponseController(w).Flush()
+		// Keep working past the deadline, as a webhook handler that
+		// acknowledged early does; its context must stay alive.
+		select {
+		case <-r.Context().Done():
+			worked <- r.Context().Err()
+		case <-time.After(4 * budget.ReadTimeout):
+			worked <- nil
+		}
+	}))
+	resp, err := http.Post(srv.URL, "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := <-worked; err != nil {
+		t.Fatalf("after the body: got %v, want the request's context alive", err)
+	}
+}
