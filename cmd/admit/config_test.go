@@ -462,7 +462,9 @@ func TestRedactURL(t *testing.T) {
 		{"at sign in password", "redis://:p@ss@cache:6379", "redis://:xxxxx@cache:6379"},
 		{"at sign in path kept", "redis://cache/x@y", "redis://cache/x@y"},
 		{"not a URL", "memory", "memory"},
-		{"unparsable", "postgres://u:pw@db:54x/admit", "postgres://u:xxxxx@db:54x/admit"},
+		{"unparsable", "postgres://u:pw@db:54x/admit", "postgres://(unparsable URL)"},
+		{"slash in password", "postgres://u:pa/ss@db/admit", "postgres://(unparsable URL)"},
+		{"password parameter", "postgres://admit@db/admit?password=s3cret&sslmode=require", "postgres://admit@db/admit?password=xxxxx&sslmode=require"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

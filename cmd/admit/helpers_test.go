@@ -212,7 +212,8 @@ func upstreamApp(t *testing.T) *httptest.Server {
 		io.WriteString(w, "delivered\n")
 	})
 	mux.HandleFunc("GET /echo", func(w http.ResponseWriter, r *http.Request) {
-		for _, name := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Forwarded", "X-Real-Ip"} {
+		for _, name := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Forwarded", "X-Real-Ip",
+			"True-Client-Ip", "X-Forwarded-Ssl", "X-Forwarded-Port", "Client-Ip"} {
 			for _, v := range r.Header.Values(name) {
 				fmt.Fprintf(w, "%s: %s\n", name, v)
 			}

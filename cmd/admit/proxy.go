@@ -50,12 +50,25 @@ func newProxy(target *url.URL, resolver *clientip.Resolver, trusted []netip.Pref
 	}
 }
 
+// clientHeaders are the headers, besides the ones Rewrite strips, in which
+// apps and frameworks look for a client's address, scheme or port: the
+// upstream gets admit's answers, never a client's claims.
+var clientHeaders = []string{
+	"X-Real-Ip", "True-Client-Ip", "Cf-Connecting-Ip", "X-Client-Ip", "Client-Ip",
+	"X-Cluster-Client-Ip", "Fastly-Client-Ip", "X-Original-Forwarded-For",
+	"X-Forwarded", "Forwarded-For", "X-Forwarded-Port", "X-Forwarded-Ssl",
+	"X-Forwarded-Scheme", "X-Forwarded-Prefix", "Front-End-Https", "X-Url-Scheme",
+}
+
 func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 	// Rewrite has removed X-Forwarded-For, -Host, -Proto and Forwarded from
-	// pr.Out already; X-Real-IP is no standard, so it is left to us.
+	// pr.Out already; the other headers clients use to claim an address or
+	// a scheme are left to us.
 	pr.SetURL(f.target)
 	h := pr.Out.Header
-	h.Del("X-Real-Ip")
+	for _, name := range clientHeaders {
+		delete(h, name)
+	}
 	if a := f.resolver.Addr(pr.In); a.IsValid() {
 		h["X-Forwarded-For"] = []string{a.String()}
 	}

@@ -94,27 +94,24 @@ func parseStore(v string) (store, error) {
 	return store{Kind: kind[scheme], URL: v}, nil
 }
 
-// redactURL hides the password of a URL that may not parse, for error
-// messages and logs: everything between the user name and the last "@" of
-// the authority.
+// redactURL hides the password of a store URL for error messages and logs:
+// the user's password and any password query parameter (which pgx and
+// go-redis accept too). A URL that does not parse shows its scheme only,
+// since a password with an unescaped "/" or "#" is one way not to parse.
 func redactURL(v string) string {
-	scheme, rest, ok := strings.Cut(v, "://")
+	scheme, _, ok := strings.Cut(v, "://")
 	if !ok {
-		return v
+		return v // "memory", or not a URL at all: nothing to hide
 	}
-	authority := rest
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		authority = rest[:i]
+	u, err := url.Parse(v)
+	if err != nil {
+		return scheme + "://(unparsable URL)"
 	}
-	at := strings.LastIndex(authority, "@")
-	if at < 0 {
-		return v
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
 	}
-	user, _, hasPassword := strings.Cut(authority[:at], ":")
-	if !hasPassword {
-		return v
-	}
-	return scheme + "://" + user + ":xxxxx" + rest[at:]
+	return u.Redacted()
 }
 
 // parseDuration reads a duration that must be positive, or with positive
