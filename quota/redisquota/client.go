@@ -62,8 +62,13 @@ func checkClient(c Client) error {
 		retries, deadlines = c.Options().MaxRetries, c.Options().ContextTimeoutEnabled
 	case *redis.ClusterClient:
 		retries, deadlines = c.Options().MaxRetries, c.Options().ContextTimeoutEnabled
+		// The cluster client also re-sends a command after a dropped
+		// connection, up to MaxRedirects times, whatever MaxRetries says.
+		if r := c.Options().MaxRedirects; r > 0 {
+			return fmt.Errorf("%w: the cluster client re-sends commands after a dropped connection (MaxRedirects %d), so a script could run twice; set MaxRedirects to -1", ErrConfig, r)
+		}
 	case *redis.Ring:
-		retries = c.Options().MaxRetries
+		retries, deadlines = c.Options().MaxRetries, c.Options().ContextTimeoutEnabled
 	}
 	if retries > 0 {
 		return fmt.Errorf("%w: the client retries commands (MaxRetries %d), so a retried script could count one call twice; set MaxRetries to -1", ErrConfig, retries)

@@ -68,8 +68,11 @@
 // The store never sends a script twice for one call. The client must not
 // either: go-redis retries a command after some network errors by default,
 // and an EVALSHA retried after Redis ran it would count the call twice. So
-// the client must have MaxRetries -1, and ContextTimeoutEnabled so that
-// Timeout also bounds the socket reads; [New] checks both where it can.
+// the client must have MaxRetries -1 (and a cluster client MaxRedirects -1,
+// since it re-sends a command after a dropped connection up to MaxRedirects
+// times), and ContextTimeoutEnabled so that Timeout also bounds the socket
+// reads; [New] checks these where it can. Without redirects, a call that
+// meets a slot migration (MOVED) fails and follows the failure policy.
 //
 // # Throughput
 //

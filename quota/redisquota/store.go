@@ -79,9 +79,9 @@ var _ quota.Charger = (*Store)(nil)
 // The client must not retry commands, since a retried script could count one
 // call twice, and must honour context deadlines, or Timeout cannot bound a
 // call: for a *redis.Client, *redis.ClusterClient or *redis.Ring, New checks
-// that MaxRetries is -1 (retries off) and, where the client has it, that
-// ContextTimeoutEnabled is set, and returns an error wrapping [ErrConfig]
-// otherwise. Other clients (an *redis.AutoPipeliner, a wrapper) are trusted to
+// that MaxRetries is -1 (retries off), for a cluster client also that
+// MaxRedirects is -1, and that ContextTimeoutEnabled is set, and returns an
+// error wrapping [ErrConfig] otherwise. Other clients (an *redis.AutoPipeliner, a wrapper) are trusted to
 // be set up the same way.
 func New(client Client, cfg Config) (*Store, error) {
 	if client == nil {
