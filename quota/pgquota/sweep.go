@@ -13,6 +13,12 @@ const DefaultSweepBatch = 5000
 // DefaultSweepEvery is how often SweepEvery sweeps when given 0.
 const DefaultSweepEvery = time.Minute
 
+// SweepGrace is how long past its expiry a row is kept. A replica whose clock
+// lags the sweeper's a little is still counting in a window the sweeper sees
+// as over; deleting the row would let that replica start the count afresh.
+// The Redis store keeps its keys the same grace longer.
+const SweepGrace = time.Second
+
 // sweepSQL deletes up to $2 rows that expired by $1. The ctid subquery bounds
 // the rows one statement locks; SKIP LOCKED lets two sweeps run at once on
 // disjoint rows and leaves rows a decision holds alone. A row updated after
@@ -20,7 +26,8 @@ const DefaultSweepEvery = time.Minute
 const sweepSQL = `DELETE FROM {table} WHERE ctid = ANY (ARRAY(
 	SELECT ctid FROM {table} WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED))`
 
-// Sweep deletes the rows that expired by now (the store's clock), in
+// Sweep deletes the rows that expired by now (the store's clock) less
+// [SweepGrace], in
 // statements of at most batch rows (0 means [DefaultSweepBatch]), until a
 // statement deletes fewer than batch. Each statement commits on its own, so
 // none holds locks for long and a cancelled sweep keeps what it did. It
@@ -33,7 +40,7 @@ func (s *Store) Sweep(ctx context.Context, batch int) (int64, error) {
 	if batch == 0 {
 		batch = DefaultSweepBatch
 	}
-	now := s.now()
+	now := s.now().Add(-SweepGrace)
 	var total int64
 	for {
 		tag, err := s.pool.Exec(ctx, s.sweepSQL, now, batch)
