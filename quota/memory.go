@@ -140,8 +140,12 @@ func (m *Memory) allowNLocked(rule Rule, subject string, n int, now time.Time) (
 
 	ws := WindowStart(now, rule.Window)
 	var count int64
-	if b != nil && b.start.Equal(ws) {
-		count = b.count
+	if b != nil && !b.start.Before(ws) {
+		// The same window, or a clock that stepped back into an earlier one:
+		// a bucket keeps only its latest window, so keep counting there
+		// rather than start afresh, which would admit more than the stores
+		// that keep every window.
+		ws, count = b.start, b.count
 	}
 	count += int64(n)
 	d = FixedWindowDecision(rule, now, count, n)

@@ -27,6 +27,12 @@ func (c *clock) Now() time.Time {
 	return c.now
 }
 
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
 func (c *clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -373,5 +379,33 @@ func BenchmarkMemoryAllow(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+func TestMemoryClockSteppingBackCountsOn(t *testing.T) {
+	clk := newClock(time.Unix(1000, 0))
+	m, err := NewMemory(MemoryConfig{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := Rule{Name: "r", Limit: 2, Window: time.Second}
+	subject := Subject("x")
+	allowedCount := 0
+	// Across a window seam and back: 0.9 s, 1.1 s, 0.95 s and 1.2 s after
+	// a window start, two calls each. The stores that keep every window allow 4.
+	for _, at := range []time.Duration{900, 1100, 950, 1200} {
+		clk.Set(time.Unix(1000, 0).Add(at * time.Millisecond))
+		for range 2 {
+			d, err := m.Allow(context.Background(), rule, subject)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allowed {
+				allowedCount++
+			}
+		}
+	}
+	if allowedCount != 4 {
+		t.Fatalf("allowed: got %d, want 4, as the shared stores decide", allowedCount)
 	}
 }
