@@ -153,6 +153,26 @@ func (b Budget) validate(g Group) error {
 	case b.MaxBodyBytes < 0:
 		return bad("MaxBodyBytes", b.MaxBodyBytes, "0 (no cap) or more")
 	}
+	if b.Store != nil {
+		return b.checkStoreRule(g)
+	}
+	return nil
+}
+
+// checkStoreRule refuses a budget its shared store could not enforce, which
+// would otherwise fail every request of the group as a caller error.
+func (b Budget) checkStoreRule(g Group) error {
+	if b.Rate != rate.Inf && float64(max(1, math.Round(float64(b.Rate))))/float64(b.Rate) > float64(math.MaxInt64)/float64(time.Second) {
+		return fmt.Errorf("admit: group %q: Rate %v is too low for a shared store's window", g, b.Rate)
+	}
+	rule := b.rule(g)
+	err := rule.Validate()
+	if c, ok := b.Store.(quota.RuleChecker); ok && err == nil {
+		err = c.CheckRule(rule)
+	}
+	if err != nil {
+		return fmt.Errorf("admit: group %q: Rate %v and Burst %d with the shared store: %w", g, b.Rate, b.Burst, err)
+	}
 	return nil
 }
 

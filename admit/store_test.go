@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -206,4 +207,21 @@ func TestPanickingStoreFreesItsSlot(t *testing.T) {
 		}()
 	}
 	assertIdle(t, d.groups[GroupLink])
+}
+
+func TestStoreRuleCheckedAtStartup(t *testing.T) {
+	store, err := redisquota.New(testredis.Client(t), redisquota.Config{Prefix: testredis.Prefix(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget := DefaultBudgets()[GroupLink]
+	budget.Rate, budget.Burst, budget.Store = 0.0001, 1000, store // a window of 116 days
+	_, err = New(Config{Budgets: map[Group]Budget{GroupLink: budget}})
+	if err == nil || !strings.Contains(err.Error(), `group "link"`) || !errors.Is(err, quota.ErrRule) {
+		t.Fatalf("New: got %v, want a rule error naming the group", err)
+	}
+	budget.Rate = 1e-300
+	if _, err := New(Config{Budgets: map[Group]Budget{GroupLink: budget}}); err == nil {
+		t.Fatal("New with a vanishing rate: got no error")
+	}
 }

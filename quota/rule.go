@@ -108,3 +108,10 @@ type Charger interface {
 	Limiter
 	AllowN(ctx context.Context, rule Rule, subject string, n int) (Decision, error)
 }
+
+// RuleChecker is implemented by stores that can say, before any call, whether
+// they can enforce a rule, so that a caller can refuse a configuration at
+// startup rather than fail every call.
+type RuleChecker interface {
+	CheckRule(rule Rule) error
+}

@@ -257,3 +257,9 @@ func unixNano(ns *int64, delta int64) time.Time {
 	}
 	return time.Unix(0, *ns+delta)
 }
+
+// CheckRule reports whether the store can enforce rule (quota.RuleChecker),
+// with the error a call with that rule would return.
+func (s *Store) CheckRule(rule quota.Rule) error {
+	return check(rule, quota.Subject(""), 1)
+}

@@ -187,3 +187,9 @@ func check(rule quota.Rule, subject string, n int) error {
 	}
 	return nil
 }
+
+// CheckRule reports whether the store can enforce rule (quota.RuleChecker),
+// with the error a call with that rule would return.
+func (s *Store) CheckRule(rule quota.Rule) error {
+	return check(rule, quota.Subject(""), 1)
+}
