@@ -24,9 +24,9 @@ func TestRateLimitsLinkClients(t *testing.T) {
 	rejected(t, h, "192.0.2.1:1000", http.StatusTooManyRequests, "1")
 	allowed(t, h, "192.0.2.2:1000", http.StatusOK)
 
-	clk.advance(999 * time.Millisecond)
+	clk.Advance(999 * time.Millisecond)
 	rejected(t, h, "192.0.2.1:1001", http.StatusTooManyRequests, "1")
-	clk.advance(time.Millisecond)
+	clk.Advance(time.Millisecond)
 	allowed(t, h, "192.0.2.1:1002", http.StatusOK)
 }
 
@@ -40,7 +40,7 @@ func TestRetryAfterCountsSecondsUntilAToken(t *testing.T) {
 	h := d.Wrap(GroupLink, status(http.StatusOK), nil)
 	allowed(t, h, "192.0.2.1:1", http.StatusOK)
 	rejected(t, h, "192.0.2.1:1", http.StatusTooManyRequests, "10")
-	clk.advance(2500 * time.Millisecond)
+	clk.Advance(2500 * time.Millisecond)
 	rejected(t, h, "192.0.2.1:1", http.StatusTooManyRequests, "8")
 }
 

@@ -11,32 +11,19 @@ import (
 	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/admitgo/admit/internal/testclock"
 )
 
-// clock is a settable clock for the door's Now.
-type clock struct {
-	mu sync.Mutex // guards t
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+// newClock returns a settable clock for the door's Now.
+func newClock() *testclock.Clock {
+	return testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 }
 
 // newDoor builds a door on clk with budgets overriding the defaults.
-func newDoor(t *testing.T, clk *clock, cfg Config) *Door {
+func newDoor(t *testing.T, clk *testclock.Clock, cfg Config) *Door {
 	t.Helper()
-	cfg.Now = clk.now
+	cfg.Now = clk.Now
 	d, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)

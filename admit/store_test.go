@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/admitgo/admit/internal/testclock"
 	"github.com/admitgo/admit/internal/testredis"
 	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/redisquota"
 )
 
 // replicas returns n doors sharing store for every group, each on clk.
-func replicas(t *testing.T, clk *clock, store quota.Charger, n int) []*Door {
+func replicas(t *testing.T, clk *testclock.Clock, store quota.Charger, n int) []*Door {
 	t.Helper()
 	budgets := DefaultBudgets()
 	for g, b := range budgets {
@@ -50,16 +51,16 @@ func spread(t *testing.T, doors []*Door, g Group, next http.Handler, peer string
 }
 
 func TestReplicasShareOneBudget(t *testing.T) {
-	stores := map[string]func(t *testing.T, clk *clock) quota.Charger{
-		"memory": func(t *testing.T, clk *clock) quota.Charger {
-			m, err := quota.NewMemory(quota.MemoryConfig{Now: clk.now})
+	stores := map[string]func(t *testing.T, clk *testclock.Clock) quota.Charger{
+		"memory": func(t *testing.T, clk *testclock.Clock) quota.Charger {
+			m, err := quota.NewMemory(quota.MemoryConfig{Now: clk.Now})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return m
 		},
-		"redis": func(t *testing.T, clk *clock) quota.Charger {
-			s, err := redisquota.New(testredis.Client(t), redisquota.Config{Prefix: testredis.Prefix(t), Now: clk.now})
+		"redis": func(t *testing.T, clk *testclock.Clock) quota.Charger {
+			s, err := redisquota.New(testredis.Client(t), redisquota.Config{Prefix: testredis.Prefix(t), Now: clk.Now})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,7 +76,7 @@ func TestReplicasShareOneBudget(t *testing.T) {
 					t.Fatalf("admitted across two replicas: got %d, want one burst of %d", got, DefaultLinkBurst)
 				}
 				rejected(t, doors[0].Wrap(GroupLink, status(http.StatusOK), nil), "192.0.2.1:1", http.StatusTooManyRequests, "1")
-				clk.advance(time.Second)
+				clk.Advance(time.Second)
 				allowed(t, doors[1].Wrap(GroupLink, status(http.StatusOK), nil), "192.0.2.1:1", http.StatusOK)
 			})
 			t.Run("webhook charges only failures", func(t *testing.T) {
@@ -159,7 +160,7 @@ func (s *slowCharge) AllowN(ctx context.Context, r quota.Rule, subj string, n in
 
 func TestSharedChargeLandsBeforeTheSlotFrees(t *testing.T) {
 	clk := newClock()
-	mem, err := quota.NewMemory(quota.MemoryConfig{Now: clk.now})
+	mem, err := quota.NewMemory(quota.MemoryConfig{Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ func TestRotatingPeersShareOneBucket(t *testing.T) {
 	}
 
 	rejected(t, h, "203.0.113.200:1", http.StatusTooManyRequests, "1")
-	clk.advance(time.Second) // one shared token (and one per entry) refills
+	clk.Advance(time.Second) // one shared token (and one per entry) refills
 	allowed(t, h, "203.0.113.201:1", http.StatusBadRequest)
 }
 
@@ -109,7 +109,7 @@ func TestEvictionNeedsAFullBucket(t *testing.T) {
 	if got := g.sharedB.tokens; got != 9 {
 		t.Fatalf("shared bucket: got %v tokens, want 9", got)
 	}
-	clk.advance(time.Second) // A and B are full again
+	clk.Advance(time.Second) // A and B are full again
 	allowed(t, h, "192.0.2.3:1", http.StatusOK)
 	if got, want := snapshot(g), []string{"192.0.2.3/32:9", "192.0.2.2/32:9"}; !slices.Equal(got, want) {
 		t.Fatalf("table after refill: got %v, want %v (A, the oldest, reclaimed)", got, want)
@@ -154,7 +154,7 @@ func TestInflightFollowsAClientIntoTheTable(t *testing.T) {
 		t.Fatalf("table: got %v, want %v", got, want)
 	}
 
-	clk.advance(time.Second) // A is full and idle again
+	clk.Advance(time.Second) // A is full and idle again
 	b2 := &blocker{entered: b.entered, release: make(chan struct{}), code: http.StatusOK}
 	releaseSecond := hold(t, d.Wrap(GroupWebhook, b2, nil), b2, "192.0.2.2:1", 1) // B takes A's entry
 	if got, want := snapshot(g), []string{"192.0.2.2/32:9"}; !slices.Equal(got, want) {

@@ -11,33 +11,12 @@ import (
 
 	"go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/admitgo/admit/internal/testclock"
 )
 
-// clock is a settable time source for stores under test.
-type clock struct {
-	mu  sync.Mutex // guards now
-	now time.Time
-}
-
-func newClock(t time.Time) *clock { return &clock{now: t} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+// newClock returns a settable clock for stores under test.
+func newClock(t time.Time) *testclock.Clock { return testclock.New(t) }
 
 func newMemory(t *testing.T, cfg MemoryConfig) *Memory {
 	t.Helper()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/admitgo/admit/internal/testclock"
 	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/pgquota"
 )
@@ -21,25 +21,8 @@ import (
 // t0 is aligned to every window the tests use.
 var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// clock is a settable time source.
-type clock struct {
-	mu  sync.Mutex // guards now
-	now time.Time
-}
-
-func newClock(t time.Time) *clock { return &clock{now: t} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+// newClock returns a settable clock for Config.Now.
+func newClock(t time.Time) *testclock.Clock { return testclock.New(t) }
 
 // generous is a Timeout for tests that run many calls on a loaded machine and
 // must not fail closed by accident.

@@ -2,12 +2,12 @@ package redisquota_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/admitgo/admit/internal/testclock"
 	"github.com/admitgo/admit/internal/testredis"
 	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/redisquota"
@@ -17,31 +17,8 @@ import (
 // Redis and back shows.
 var t0 = time.Date(2030, 1, 2, 3, 4, 5, 678901234, time.UTC)
 
-// clock is a settable time source for Config.Now.
-type clock struct {
-	mu sync.Mutex // guards t
-	t  time.Time
-}
-
-func newClock(t time.Time) *clock { return &clock{t: t} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// newClock returns a settable clock for Config.Now.
+func newClock(t time.Time) *testclock.Clock { return testclock.New(t) }
 
 // newStore returns a store on c under prefix with cfg's other fields.
 func newStore(t *testing.T, c redisquota.Client, prefix string, cfg redisquota.Config) *redisquota.Store {
@@ -57,7 +34,7 @@ func newStore(t *testing.T, c redisquota.Client, prefix string, cfg redisquota.C
 
 // testStore returns a store on its own prefix, the client behind it, and the
 // prefix, with the clock clk.
-func testStore(t *testing.T, clk *clock) (*redisquota.Store, *redis.Client, string) {
+func testStore(t *testing.T, clk *testclock.Clock) (*redisquota.Store, *redis.Client, string) {
 	t.Helper()
 	c := testredis.Client(t)
 	prefix := testredis.Prefix(t)
@@ -85,7 +62,7 @@ type step struct {
 }
 
 // runSteps plays steps against s for one subject and checks each decision.
-func runSteps(t *testing.T, s *redisquota.Store, clk *clock, rule quota.Rule, steps []step) {
+func runSteps(t *testing.T, s *redisquota.Store, clk *testclock.Clock, rule quota.Rule, steps []step) {
 	t.Helper()
 	subject := quota.Subject(t.Name())
 	for i, st := range steps {
