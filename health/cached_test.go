@@ -10,26 +10,13 @@ import (
 	"time"
 
 	"connectrpc.com/grpchealth"
+
+	"github.com/admitgo/admit/internal/testclock"
 )
 
-// clock is a manual clock for Cached's now argument.
-type clock struct {
-	mu sync.Mutex // guards t
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+// newClock returns a manual clock for Cached's now argument.
+func newClock() *testclock.Clock {
+	return testclock.New(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 }
 
 // counter is an inner checker that counts its calls per service and answers
