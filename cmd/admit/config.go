@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/admitgo/admit/admit"
+	"github.com/admitgo/admit"
 )
 
 // groups are the groups a route may join, as the door names them.

@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/admitgo/admit/admit"
+	"github.com/admitgo/admit"
 )
 
 // app is the upstream that every case gets from the environment unless it

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/admitgo/admit/admit"
+	"github.com/admitgo/admit"
 )
 
 // The demo upstream checks webhook deliveries as a signing provider's

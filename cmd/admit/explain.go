@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/admitgo/admit/admit"
+	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
 )
 

@@ -16,7 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/time/rate"
 
-	"github.com/admitgo/admit/admit"
+	"github.com/admitgo/admit"
 )
 
 // budgetOverride changes some fields of a group's default budget. A nil field

@@ -10,7 +10,7 @@ import (
 
 	"connectrpc.com/grpchealth"
 
-	"github.com/admitgo/admit/admit"
+	"github.com/admitgo/admit"
 )
 
 func TestHealthOverBudget(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/admitgo/admit/admit"
+	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/internal/testredis"
 )
 

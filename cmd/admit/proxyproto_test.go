@@ -9,7 +9,7 @@ import (
 
 	proxyproto "github.com/pires/go-proxyproto"
 
-	"github.com/admitgo/admit/admit"
+	"github.com/admitgo/admit"
 )
 
 // viaBalancer returns a client whose connections start with a PROXY

@@ -16,7 +16,7 @@ import (
 
 	"connectrpc.com/grpchealth"
 
-	"github.com/admitgo/admit/admit"
+	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
 	"github.com/admitgo/admit/cmd/admit/internal/upstream"
 	"github.com/admitgo/admit/health"

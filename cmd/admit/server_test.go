@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/admitgo/admit/admit"
+	"github.com/admitgo/admit"
 )
 
 // appRoutes are the routes the tests put in front of upstreamApp.

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/admitgo/admit/admit"
+	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
 )
 

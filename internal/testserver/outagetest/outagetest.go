@@ -43,7 +43,7 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/time/rate"
 
-	"github.com/admitgo/admit/admit"
+	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/internal/testserver"
 	"github.com/admitgo/admit/quota"
 )

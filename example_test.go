@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 
-	"github.com/admitgo/admit/admit"
+	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
 )
 
