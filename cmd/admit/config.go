@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/cmd/admit/internal/canon"
 )
 
 // groups are the groups a route may join, as the door names them.
@@ -42,6 +43,9 @@ type config struct {
 	ProxyProtocolFrom      []netip.Prefix                 // peers that must send a PROXY protocol header
 	DisableAnonRouteLimits bool                           // shadow mode: count would_* outcomes, reject nothing
 	PolicyHeaders          bool                           // send RateLimit-Policy and RateLimit fields
+	EscapedSlashes         canon.Slashes                  // what to do with %2F, %5C and \ in paths
+	RouteFolding           bool                           // also match lower-cased paths and a toggled trailing slash
+	MethodOverride         bool                           // forward method override headers and match their methods
 	Store                  store                          // where per-client tokens are decided
 	StorePrefix            string                         // Redis key prefix; empty: the store's default
 	StoreTable             string                         // PostgreSQL table, may be schema-qualified; empty: the store's default
@@ -114,6 +118,12 @@ var settings = []setting{
 		func(c *config, v string) (err error) { c.DisableAnonRouteLimits, err = parseBool(v); return err }},
 	{"policy-headers", "ADMIT_POLICY_HEADERS", "false", "", false, "send the IETF draft RateLimit-Policy and RateLimit fields on the groups' answers",
 		func(c *config, v string) (err error) { c.PolicyHeaders, err = parseBool(v); return err }},
+	{"escaped-slashes", "ADMIT_ESCAPED_SLASHES", "reject", "POLICY", false, "paths with an encoded slash or backslash (%2F, %5C) or a backslash: reject (400), decode (into /, and forward decoded) or keep (forward as they are; only for upstreams that never decode them)",
+		func(c *config, v string) (err error) { c.EscapedSlashes, err = canon.ParseSlashes(v); return err }},
+	{"route-folding", "ADMIT_ROUTE_FOLDING", "true", "", false, "limit a request whose lower-cased path, or path with a trailing slash added or removed, matches a limited route, as upstreams that ignore case or trailing slashes route it; false for upstreams that route exactly",
+		func(c *config, v string) (err error) { c.RouteFolding, err = parseBool(v); return err }},
+	{"method-override", "ADMIT_METHOD_OVERRIDE", "false", "", false, "forward X-HTTP-Method-Override, X-HTTP-Method and X-Method-Override, and limit a request as each method they name too; by default they are removed",
+		func(c *config, v string) (err error) { c.MethodOverride, err = parseBool(v); return err }},
 	{"store", "ADMIT_STORE", "memory", "STORE", false, "memory, postgres://... or redis://...: where token decisions are shared",
 		func(c *config, v string) (err error) { c.Store, err = parseStore(v); return err }},
 	{"store-prefix", "ADMIT_STORE_PREFIX", "", "PREFIX", false, "start of every Redis key; give each deployment sharing a Redis its own (default \"admit:quota:\")",
@@ -325,3 +335,6 @@ func printSettings(w io.Writer, list []setting) {
 		fmt.Fprintln(w)
 	}
 }
+
+// String returns the route as --route takes it, quoted: "link=GET /l/{id}".
+func (r route) String() string { return fmt.Sprintf("%q", string(r.Group)+"="+r.Pattern) }

@@ -11,8 +11,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
+	"github.com/admitgo/admit/cmd/admit/internal/canon"
 )
 
 // explainSettings are the server's settings that explain reads, with their
@@ -20,7 +20,7 @@ import (
 var explainSettings = func() []setting {
 	var list []setting
 	for _, s := range settings {
-		if slices.Contains([]string{"demo", "route", "trusted-proxy", "config"}, s.name) {
+		if slices.Contains([]string{"demo", "route", "trusted-proxy", "config", "escaped-slashes", "route-folding", "method-override"}, s.name) {
 			list = append(list, s)
 		}
 	}
@@ -65,22 +65,45 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 	if err != nil {
 		return usageError{fmt.Errorf("admit explain: %w", err)}
 	}
-	group, pattern, err := matchGroup(c.Routes, req)
+	table, err := newRouteTable(withGRPCHealth(c.Routes), c.RouteFolding)
 	if err != nil {
 		return usageError{err}
 	}
-	printExplanation(out, req, group, pattern, resolver.Explain(req))
+	canonical, err := canon.Request(req, c.EscapedSlashes)
+	if err != nil {
+		fmt.Fprintf(out, "request  %s %s (host %s)\n", req.Method, req.RequestURI, req.Host)
+		fmt.Fprintf(out, "refused  400 Bad Request: %v; admit answers it before routing, and it never reaches the upstream\n", err)
+		return nil
+	}
+	var overrides []string
+	if c.MethodOverride {
+		overrides = overrideMethods(canonical.Header)
+	}
+	i, sp := table.match(canonical, overrides)
+	m := routeMatch{index: -1}
+	if i >= 0 {
+		m = routeMatch{index: i, route: table.routes[i], how: sp.how}
+	}
+	printExplanation(out, req, canonical, m, resolver.Explain(canonical))
 	return nil
 }
 
-// explainRequest builds the request explain resolves. A Host header sets the
-// request's host, which ServeMux patterns may name.
+// routeMatch is the route a request matched, for explain.
+type routeMatch struct {
+	index int // -1: none
+	route route
+	how   string // the folding that found it; empty for the request as sent
+}
+
+// explainRequest builds the request explain resolves, as net/http's server
+// reads a request line: target is origin-form ("/l/abc") or absolute-form
+// ("http://host/l/abc"), whose host then wins over a Host header.
 func explainRequest(method, target, peer string, headers []string) (*http.Request, error) {
 	u, err := url.ParseRequestURI(target)
-	if err != nil || !strings.HasPrefix(target, "/") {
-		return nil, fmt.Errorf("admit explain: path %q: want a path such as /l/abc", target)
+	if err != nil || !strings.HasPrefix(target, "/") && u.Host == "" {
+		return nil, fmt.Errorf("admit explain: path %q: want a path such as /l/abc, or an absolute URL, as a request line holds them", target)
 	}
-	req := &http.Request{Method: strings.ToUpper(method), URL: u, RequestURI: target, Header: http.Header{},
+	req := &http.Request{Method: method, URL: u, RequestURI: target, Header: http.Header{},
 		Host: "localhost", RemoteAddr: peer, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}
 	for _, h := range headers {
 		name, value, ok := strings.Cut(h, ":")
@@ -95,31 +118,10 @@ func explainRequest(method, target, peer string, headers []string) (*http.Reques
 		}
 		req.Header.Add(name, value)
 	}
+	if u.Host != "" {
+		req.Host = u.Host
+	}
 	return req, nil
-}
-
-// groupOf marks the handler of a route in explain's mux.
-type groupOf struct {
-	group   admit.Group
-	routed  bool
-	pattern string
-}
-
-func (groupOf) ServeHTTP(http.ResponseWriter, *http.Request) {}
-
-// matchGroup finds the route a request matches as the server's mux would.
-func matchGroup(routes []route, req *http.Request) (admit.Group, string, error) {
-	mux, err := mount(routes, func(r route) http.Handler {
-		return groupOf{r.Group, true, r.Pattern}
-	}, groupOf{admit.GroupHealth, true, grpcHealthPattern + " (the gRPC health service)"}, groupOf{})
-	if err != nil {
-		return "", "", err
-	}
-	h, _ := mux.Handler(req)
-	if g, ok := h.(groupOf); ok && g.routed {
-		return g.group, g.pattern, nil
-	}
-	return "", "", nil
 }
 
 var reasons = map[clientip.Reason]string{
@@ -131,12 +133,22 @@ var reasons = map[clientip.Reason]string{
 	clientip.ReasonAllTrusted:    "every hop is a trusted proxy, so the left-most is the client",
 }
 
-func printExplanation(w io.Writer, req *http.Request, group admit.Group, pattern string, e clientip.Explanation) {
-	fmt.Fprintf(w, "request  %s %s (host %s)\n", req.Method, req.URL.RequestURI(), req.Host)
-	if group == "" {
+func printExplanation(w io.Writer, req, canonical *http.Request, m routeMatch, e clientip.Explanation) {
+	fmt.Fprintf(w, "request  %s %s (host %s)\n", req.Method, req.RequestURI, req.Host)
+	if canonical != req {
+		fmt.Fprintf(w, "forward  %s %s (host %s): the canonical form, which admit matches and the upstream receives\n",
+			canonical.Method, canonical.RequestURI, canonical.Host)
+	}
+	switch {
+	case m.index < 0:
 		fmt.Fprintf(w, "group    none: no route matches, so the request passes through unlimited\n")
-	} else {
-		fmt.Fprintf(w, "group    %s (route %s)\n", group, pattern)
+	case m.route.Pattern == grpcHealthPattern:
+		fmt.Fprintf(w, "group    %s (route %s (the gRPC health service))\n", m.route.Group, m.route.Pattern)
+	default:
+		fmt.Fprintf(w, "group    %s (route %s)\n", m.route.Group, m.route.Pattern)
+	}
+	if m.how != "" {
+		fmt.Fprintf(w, "matched  %s: upstreams that fold case or trailing slashes route it to this route\n", m.how)
 	}
 	peer := "not an IP address"
 	if e.Peer.IsValid() {

@@ -172,6 +172,21 @@ func (r *running) count(t *testing.T, group, outcome string) int {
 	return 0
 }
 
+// scrapeCount returns the sum of the values of the /metrics lines that
+// start with prefix; 0 when there is none.
+func (r *running) scrapeCount(t *testing.T, prefix string) int {
+	t.Helper()
+	total := 0
+	for _, line := range r.scrape(t, prefix) {
+		n, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		total += int(n)
+	}
+	return total
+}
+
 // scrape returns the lines of /metrics that start with prefix.
 func (r *running) scrape(t *testing.T, prefix string) []string {
 	t.Helper()

@@ -21,24 +21,27 @@ type forwarder struct {
 	target   *url.URL
 	resolver *clientip.Resolver
 	trusted  []netip.Prefix // the resolver's trusted proxies, for X-Forwarded-Proto and -Host
-	log      *slog.Logger
-	failures rate.Sometimes // throttles the log of upstream failures
+	// keepOverrides forwards method override headers (--method-override).
+	keepOverrides bool
+	log           *slog.Logger
+	failures      rate.Sometimes // throttles the log of upstream failures
 }
 
 // newProxy returns a reverse proxy to target over transport. The request it
 // sends carries:
 //
 //   - X-Forwarded-For: the client address the resolver found, alone. The
-//     client's own X-Forwarded-For, Forwarded and X-Real-IP are removed, so
-//     the upstream can trust the header as long as only admit reaches it.
+//     client's own X-Forwarded-For, Forwarded, X-Real-IP and the other
+//     headers of stripHeaders are removed, so the upstream can trust the
+//     header as long as only admit reaches it.
 //   - X-Forwarded-Host and X-Forwarded-Proto: those a trusted proxy sent, or
 //     else the request's Host and the scheme admit served it with.
 //
 // An upstream that cannot be reached or fails mid-answer gets the client a
 // plain 502 that names nothing internal; the cause is logged, at most once
 // every 10 seconds.
-func newProxy(target *url.URL, resolver *clientip.Resolver, trusted []netip.Prefix, transport http.RoundTripper, log *slog.Logger) *httputil.ReverseProxy {
-	f := &forwarder{target: target, resolver: resolver, trusted: trusted, log: log,
+func newProxy(target *url.URL, resolver *clientip.Resolver, trusted []netip.Prefix, keepOverrides bool, transport http.RoundTripper, log *slog.Logger) *httputil.ReverseProxy {
+	f := &forwarder{target: target, resolver: resolver, trusted: trusted, keepOverrides: keepOverrides, log: log,
 		failures: rate.Sometimes{Interval: 10 * time.Second}}
 	return &httputil.ReverseProxy{
 		Rewrite:      f.rewrite,
@@ -50,25 +53,12 @@ func newProxy(target *url.URL, resolver *clientip.Resolver, trusted []netip.Pref
 	}
 }
 
-// clientHeaders are the headers, besides the ones Rewrite strips, in which
-// apps and frameworks look for a client's address, scheme or port: the
-// upstream gets admit's answers, never a client's claims.
-var clientHeaders = []string{
-	"X-Real-Ip", "True-Client-Ip", "Cf-Connecting-Ip", "X-Client-Ip", "Client-Ip",
-	"X-Cluster-Client-Ip", "Fastly-Client-Ip", "X-Original-Forwarded-For",
-	"X-Forwarded", "Forwarded-For", "X-Forwarded-Port", "X-Forwarded-Ssl",
-	"X-Forwarded-Scheme", "X-Forwarded-Prefix", "Front-End-Https", "X-Url-Scheme",
-}
-
 func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 	// Rewrite has removed X-Forwarded-For, -Host, -Proto and Forwarded from
-	// pr.Out already; the other headers clients use to claim an address or
-	// a scheme are left to us.
+	// pr.Out already; the other managed headers are left to us.
 	pr.SetURL(f.target)
 	h := pr.Out.Header
-	for _, name := range clientHeaders {
-		delete(h, name)
-	}
+	stripHeaders(h, f.keepOverrides)
 	if a := f.resolver.Addr(pr.In); a.IsValid() {
 		h["X-Forwarded-For"] = []string{a.String()}
 	}

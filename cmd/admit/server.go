@@ -9,17 +9,20 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"connectrpc.com/grpchealth"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
 	"github.com/admitgo/admit/cmd/admit/internal/upstream"
 	"github.com/admitgo/admit/health"
+	"github.com/admitgo/admit/quota"
 )
 
 // Limits of the proxy's HTTP server.
@@ -50,8 +53,11 @@ type server struct {
 	resolver *clientip.Resolver
 	health   grpchealth.Checker // cached; reports draining at once
 	draining atomic.Bool
-	handler  http.Handler // the proxy's routes
-	tlsCert  *tls.Certificate
+	handler  *front // the proxy's routes
+
+	malformed    malformedCounts
+	malformedReg metric.Registration
+	tlsCert      *tls.Certificate
 
 	ln, metricsLn net.Listener // set by listen
 
@@ -138,9 +144,12 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	}
 	s.health = health.Cached(inner, s.draining.Load, healthTTL, nil)
 
-	proxy := newProxy(target, s.resolver, cfg.TrustedProxies, transport, log)
+	proxy := newProxy(target, s.resolver, cfg.TrustedProxies, cfg.MethodOverride, transport, log)
 	if s.handler, err = s.routes(proxy); err != nil {
 		return nil, err
+	}
+	if s.malformedReg, err = s.malformed.register(s.tel.provider.Meter(quota.MeterName)); err != nil {
+		return nil, fmt.Errorf("admit: metrics: %w", err)
 	}
 	log.Info("admit: starting", "upstream", target.Redacted(), "upstream_health", cfg.UpstreamHealth,
 		"routes", len(cfg.Routes), "trusted_proxies", len(cfg.TrustedProxies),
@@ -153,13 +162,14 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 // untrustedXFF counts a forwarding header from an untrusted local peer.
 func (s *server) untrustedXFF() { s.door.UntrustedXFF() }
 
-// routes mounts every route behind the door, the gRPC health service in the
-// health group, and the proxy, unlimited, for everything else.
+// routes puts every route behind the door, the gRPC health service in the
+// health group, and the proxy, unlimited, for everything else, behind the
+// front that canonicalises requests.
 //
 // Health routes are proxied to the upstream while the server runs, and
 // answered from the health cache when they are over budget (which the door
 // counts as cached) or the server is draining, so a drain shows at once.
-func (s *server) routes(proxy http.Handler) (*http.ServeMux, error) {
+func (s *server) routes(proxy http.Handler) (*front, error) {
 	status := health.Handler(s.health)
 	probe := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.draining.Load() {
@@ -169,32 +179,32 @@ func (s *server) routes(proxy http.Handler) (*http.ServeMux, error) {
 		proxy.ServeHTTP(w, r)
 	})
 	_, grpc := grpchealth.NewHandler(s.health)
-	return mount(s.cfg.Routes, func(r route) http.Handler {
-		if r.Group == admit.GroupHealth {
-			return s.door.Wrap(r.Group, probe, status)
+	table, err := newRouteTable(withGRPCHealth(s.cfg.Routes), s.cfg.RouteFolding)
+	if err != nil {
+		return nil, err
+	}
+	f := &front{table: table, rest: proxy, slashes: s.cfg.EscapedSlashes, overrides: s.cfg.MethodOverride, malformed: &s.malformed}
+	for _, r := range table.routes {
+		switch {
+		case r.Pattern == grpcHealthPattern:
+			f.handlers = append(f.handlers, s.door.Wrap(r.Group, grpc, grpc))
+		case r.Group == admit.GroupHealth:
+			f.handlers = append(f.handlers, s.door.Wrap(r.Group, probe, status))
+		default:
+			f.handlers = append(f.handlers, s.door.Wrap(r.Group, proxy, nil))
 		}
-		return s.door.Wrap(r.Group, proxy, nil)
-	}, s.door.Wrap(admit.GroupHealth, grpc, grpc), proxy)
+	}
+	return f, nil
 }
 
-// grpcHealthPattern is where the gRPC health service is mounted: gRPC and
+// grpcHealthPattern is where the gRPC health service is served: gRPC and
 // Connect calls are POSTs to /grpc.health.v1.Health/METHOD.
 const grpcHealthPattern = "POST /" + grpchealth.HealthV1ServiceName + "/"
 
-// mount registers each route's handler, the gRPC health service and, when no
-// route claims "/", the handler for unmatched requests.
-func mount(routes []route, handler func(route) http.Handler, grpc, rest http.Handler) (*http.ServeMux, error) {
-	mux := http.NewServeMux()
-	for _, r := range routes {
-		if err := register(mux, r.Pattern, handler(r)); err != nil {
-			return nil, fmt.Errorf("admit: route \"%s=%s\": %s", r.Group, r.Pattern, conflict(err))
-		}
-	}
-	if err := register(mux, grpcHealthPattern, grpc); err != nil {
-		return nil, fmt.Errorf("admit: the routes conflict with the gRPC health service (%s): %s", grpcHealthPattern, conflict(err))
-	}
-	_ = register(mux, "/", rest) // fails only when a route is "/" itself
-	return mux, nil
+// withGRPCHealth returns routes with the gRPC health service's route, in the
+// health group, after them.
+func withGRPCHealth(routes []route) []route {
+	return append(slices.Clip(routes), route{admit.GroupHealth, grpcHealthPattern})
 }
 
 // listen binds the proxy's and the metrics listeners. The proxy's accepts
@@ -308,6 +318,9 @@ func (s *server) close() {
 	}
 	if s.door != nil {
 		s.door.Close()
+	}
+	if s.malformedReg != nil {
+		s.malformedReg.Unregister()
 	}
 	if s.store != nil {
 		s.store.close()

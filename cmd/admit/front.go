@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/admitgo/admit/cmd/admit/internal/canon"
+)
+
+// front is the proxy's handler. Every request passes it before routing: it
+// closes the connection after a request whose framing RFC 9112 calls faulty,
+// puts the request into its canonical form (refusing, with 400, one that
+// has none), and sends it through the door of the route it matches, or
+// unlimited to the upstream. What the upstream receives is the canonical
+// request the route was matched on.
+type front struct {
+	table     *routeTable
+	handlers  []http.Handler // per route of table: the route's door in front of its handler
+	rest      http.Handler   // the proxy, unlimited
+	slashes   canon.Slashes
+	overrides bool // read method override headers as further methods to match
+	malformed *malformedCounts
+}
+
+func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if faultyFraming(r) {
+		w.Header()["Connection"] = closeValue
+	}
+	c, err := canon.Request(r, f.slashes)
+	if err != nil {
+		f.malformed.add(err)
+		w.Header()["Connection"] = closeValue
+		http.Error(w, "Bad Request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	var overrides []string
+	if f.overrides {
+		overrides = overrideMethods(c.Header)
+	}
+	if i, _ := f.table.match(c, overrides); i >= 0 {
+		f.handlers[i].ServeHTTP(w, c)
+		return
+	}
+	f.rest.ServeHTTP(w, c)
+}
+
+// closeValue is a shared header value; handlers never modify it.
+var closeValue = []string{"close"}[:1:1]
+
+// faultyFraming reports a request after which the connection must close
+// (RFC 9112 §6.1, §6.3). net/http hides both signals: it deletes
+// Content-Length beside Transfer-Encoding, and ignores and deletes
+// Transfer-Encoding on HTTP/1.0. So every HTTP/1.0 request, and every
+// chunked HTTP/1.x request, closes its connection: a body framed two ways
+// can then never be read as a next request.
+func faultyFraming(r *http.Request) bool {
+	return r.ProtoMajor == 1 && (r.ProtoMinor == 0 || len(r.TransferEncoding) > 0)
+}
+
+// overrideMethods returns the methods the method override headers name,
+// upper-cased as the override middlewares of Express and others do; values
+// that are not tokens are left out.
+func overrideMethods(h http.Header) []string {
+	var ms []string
+	for _, name := range methodOverrideHeaders {
+		for _, v := range h[name] {
+			m := strings.ToUpper(strings.TrimSpace(v))
+			if m != "" && canon.Method(m) == nil && isToken(m) {
+				ms = append(ms, m)
+			}
+		}
+	}
+	return ms
+}
+
+func isToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// malformedReasons names each canon error in the admit.server.malformed
+// counter.
+var malformedReasons = []struct {
+	err    error
+	reason string
+}{
+	{canon.ErrEncodedSlash, "encoded_slash"},
+	{canon.ErrBadEscape, "bad_escape"},
+	{canon.ErrNUL, "nul"},
+	{canon.ErrFragment, "fragment"},
+	{canon.ErrTarget, "target"},
+	{canon.ErrMethod, "method"},
+	{canon.ErrConnect, "connect"},
+}
+
+// malformedCounts counts the requests refused for having no canonical
+// form, by reason.
+type malformedCounts struct {
+	n [7]atomic.Int64 // indexed like malformedReasons
+}
+
+func (m *malformedCounts) add(err error) {
+	for i, r := range malformedReasons {
+		if errors.Is(err, r.err) {
+			m.n[i].Add(1)
+			return
+		}
+	}
+}
+
+// register reports the counts as admit.server.malformed.
+func (m *malformedCounts) register(meter metric.Meter) (metric.Registration, error) {
+	c, err := meter.Int64ObservableCounter("admit.server.malformed",
+		metric.WithDescription("Requests refused with 400 before routing because they have no canonical form, by reason."),
+		metric.WithUnit("{request}"))
+	if err != nil {
+		return nil, err
+	}
+	opts := make([][]metric.ObserveOption, len(malformedReasons))
+	for i, r := range malformedReasons {
+		opts[i] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("admit.server.reason", r.reason)))}
+	}
+	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		for i := range malformedReasons {
+			o.ObserveInt64(c, m.n[i].Load(), opts[i]...)
+		}
+		return nil
+	}, c)
+}

@@ -1,0 +1,47 @@
+// Package testrouter runs a real upstream web app for one test, so that the
+// test can check what reaches the app through admit: not a model of a router
+// but the router itself, with whatever it decodes, folds or forgives that
+// Go 1.22's ServeMux does not.
+//
+// Every [Kind] of app serves the same routes:
+//
+//   - GET /l/<id>, exactly one segment after /l/: the limited handler. It
+//     answers 200 "limited <id>\n" and counts each run; [Router.Hits] reads
+//     the count.
+//   - GET /u/<anything>, one segment or more: an unlimited handler that
+//     answers 200 "unlimited <path it saw>\n" and counts nothing.
+//   - anything else: the app's own 404 (or 405).
+//
+// and records the last request it routed, as it saw it ([Router.Last]). A
+// test sends a spelling of a limited request through admit, and asserts that
+// the limited handler ran no more often than the limit allows, whatever the
+// app made of the spelling:
+//
+//	up := testrouter.Start(t, testrouter.Express)
+//	proxy := ... // admit in front of up.URL, limiting /l/ to one request
+//	get(proxy, "/l/abc")
+//	get(proxy, "/L/abc") // Express routes this to /l/:id too
+//	if n := up.Hits(t); n > 1 {
+//		t.Errorf("limited handler ran %d times, want at most 1", n)
+//	}
+//
+// The apps keep their counters behind control endpoints under /__router/,
+// a path no spelling of /l/ or /u/ can reach, and do not record requests to
+// them.
+//
+// Each app runs as a child process on a free loopback port, bound to
+// 127.0.0.1 only, with its log in the test's temporary directory; it is
+// killed when the test ends and, on Linux, when the test binary dies. [Start]
+// returns once the app answers, and fails the test with the end of the app's
+// log if it exits or does not answer within 30 seconds.
+//
+// What each kind needs is never skipped when missing: the test fails and
+// says what to install. Flask needs Debian's python3-flask (run by
+// /usr/bin/python3, never another Python on PATH), Express needs node and
+// npm (the first Start runs npm ci into express/node_modules), NginxGo needs
+// Debian's nginx (/usr/sbin/nginx), and the Go apps need the go command,
+// which builds them once per test binary into .bin beside this file, and,
+// for Gorilla, the module proxy or a module cache holding gorilla/mux.
+//
+// Runs on Unix systems only.
+package testrouter

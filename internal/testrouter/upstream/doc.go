@@ -1,0 +1,9 @@
+// Package upstream is the bookkeeping the Go upstream apps of testrouter share:
+// the hit counter of the limited handler, the record of the last request, and
+// the control endpoints that report both. Each app brings only its router.
+//
+// It imports the standard library only, so that the apps built from it show
+// their own router's behaviour and nothing else. The gorilla app lives in a
+// module of its own and holds a copy of this file; testrouter's tests check
+// that the two stay the same.
+package upstream
