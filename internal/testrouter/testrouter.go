@@ -13,7 +13,8 @@ import (
 )
 
 // Kind names an upstream app: a web framework, or a proxy in front of one,
-// serving the package's routes with its own router.
+// serving the package's routes with its own router. Only the constants below
+// are kinds; Start fails the test on any other.
 type Kind string
 
 const (
@@ -47,8 +48,9 @@ func Kinds() []Kind { return []Kind{Flask, Express, PrefixMux, Gorilla, NginxGo}
 // controlTimeout bounds one request to a control endpoint.
 const controlTimeout = 10 * time.Second
 
-// Router is one running upstream app. Its methods fail the test on error, so
-// they must be called from the test's goroutine.
+// Router is one running upstream app, as Start returns it; the zero Router
+// is not usable. Its methods fail the test on error, so they must be called
+// from the test's goroutine.
 type Router struct {
 	// URL is where tests send requests: http://127.0.0.1:port, with no
 	// trailing slash. For NginxGo it is nginx's address.

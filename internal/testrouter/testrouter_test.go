@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -235,6 +236,8 @@ func TestNginxGoQuirks(t *testing.T) {
 	}
 }
 
+var packageClause = regexp.MustCompile(`(?m)^package \w+\n`)
+
 // TestUpstreamCopy keeps the gorilla module's copy of the upstream package
 // the same as the original.
 func TestUpstreamCopy(t *testing.T) {
@@ -244,12 +247,11 @@ func TestUpstreamCopy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, after, ok := strings.Cut(string(b), "\npackage ")
-		if !ok {
+		clause := packageClause.FindIndex(b)
+		if clause == nil {
 			t.Fatalf("%s: no package clause", path)
 		}
-		_, after, _ = strings.Cut(after, "\n")
-		return after
+		return string(b[clause[1]:])
 	}
 	if body("upstream/upstream.go") != body("gorilla/upstream.go") {
 		t.Errorf("gorilla/upstream.go differs from upstream/upstream.go below the package clause; copy it again")

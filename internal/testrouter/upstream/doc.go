@@ -4,6 +4,6 @@
 //
 // It imports the standard library only, so that the apps built from it show
 // their own router's behaviour and nothing else. The gorilla app lives in a
-// module of its own and holds a copy of this file; testrouter's tests check
+// module of its own and holds a copy of upstream.go; testrouter's tests check
 // that the two stay the same.
 package upstream
