@@ -53,6 +53,18 @@ type Budget struct {
 	// 413 at the door, a longer streamed body fails the handler's read with
 	// *http.MaxBytesError. 0 means no cap.
 	MaxBodyBytes int64
+	// HoldTimeout bounds how long an admitted request may hold its slots,
+	// from admission to the end of its answer: the connection's read and
+	// write deadlines are set to admission plus HoldTimeout, so a client that
+	// stops reading the answer (or drip-feeds its body) has its request cut
+	// there and its slots freed, and the request's context ends with it (on
+	// HTTP/1.x once the body has been read, on HTTP/2 once the write
+	// deadline passes). An upgraded connection (a WebSocket) is cut at the
+	// same time. The write deadline is cleared when the request settles, so
+	// a kept-alive connection's next request is not cut by it. It takes
+	// effect where the ResponseWriter supports deadlines, as net/http's do.
+	// 0 means no bound.
+	HoldTimeout time.Duration
 	// ChargeOnFailure spends a client's token only when the handler answers
 	// 4xx. Every unsettled request holds a token meanwhile, so a client cannot
 	// exceed its burst with concurrent requests either.
@@ -76,27 +88,30 @@ const (
 	DefaultWebhookInflight     = 64
 	DefaultWebhookReadTimeout  = 10 * time.Second
 	DefaultWebhookMaxBodyBytes = 1 << 20
+	DefaultWebhookHoldTimeout  = 30 * time.Second
 
 	DefaultLinkRate         = 1
 	DefaultLinkBurst        = 20
 	DefaultLinkPerClient    = 2
 	DefaultLinkInflight     = 4
 	DefaultLinkMaxBodyBytes = 64 << 10
+	DefaultLinkHoldTimeout  = 10 * time.Second
 
 	DefaultHealthRate         = 5
 	DefaultHealthBurst        = 20
 	DefaultHealthPerClient    = 4
 	DefaultHealthInflight     = 32
 	DefaultHealthMaxBodyBytes = 64 << 10
+	DefaultHealthHoldTimeout  = 5 * time.Second
 )
 
 // DefaultBudgets returns a new map with the default budget of every known
 // group:
 //
-//	group    rate, burst  per client  group cap  token spent        read timeout  body cap
-//	webhook  50/s, 500    16          64         only on a 4xx      10s           1 MiB
-//	link     1/s, 20      2           4          on every request   server's      64 KiB
-//	health   5/s, 20      4           32         on every request   server's      64 KiB
+//	group    rate, burst  per client  group cap  token spent        read timeout  body cap  hold
+//	webhook  50/s, 500    16          64         only on a 4xx      10s           1 MiB     30s
+//	link     1/s, 20      2           4          on every request   server's      64 KiB    10s
+//	health   5/s, 20      4           32         on every request   server's      64 KiB    5s
 //
 // The shared bucket of each group has the same rate and burst as a client's,
 // and each client table holds 16,384 clients. With the webhook group cap of 64,
@@ -109,19 +124,22 @@ func DefaultBudgets() map[Group]Budget {
 			SharedRate: DefaultWebhookRate, SharedBurst: DefaultWebhookBurst,
 			PerClient: DefaultWebhookPerClient, Inflight: DefaultWebhookInflight,
 			MaxClients: DefaultMaxClients, ReadTimeout: DefaultWebhookReadTimeout,
-			MaxBodyBytes: DefaultWebhookMaxBodyBytes, ChargeOnFailure: true,
+			MaxBodyBytes: DefaultWebhookMaxBodyBytes, HoldTimeout: DefaultWebhookHoldTimeout,
+			ChargeOnFailure: true,
 		},
 		GroupLink: {
 			Rate: DefaultLinkRate, Burst: DefaultLinkBurst,
 			SharedRate: DefaultLinkRate, SharedBurst: DefaultLinkBurst,
 			PerClient: DefaultLinkPerClient, Inflight: DefaultLinkInflight,
 			MaxClients: DefaultMaxClients, MaxBodyBytes: DefaultLinkMaxBodyBytes,
+			HoldTimeout: DefaultLinkHoldTimeout,
 		},
 		GroupHealth: {
 			Rate: DefaultHealthRate, Burst: DefaultHealthBurst,
 			SharedRate: DefaultHealthRate, SharedBurst: DefaultHealthBurst,
 			PerClient: DefaultHealthPerClient, Inflight: DefaultHealthInflight,
 			MaxClients: DefaultMaxClients, MaxBodyBytes: DefaultHealthMaxBodyBytes,
+			HoldTimeout: DefaultHealthHoldTimeout,
 		},
 	}
 }
@@ -152,6 +170,8 @@ func (b Budget) validate(g Group) error {
 		return bad("ReadTimeout", b.ReadTimeout, "0 (the server's) or more")
 	case b.MaxBodyBytes < 0:
 		return bad("MaxBodyBytes", b.MaxBodyBytes, "0 (no cap) or more")
+	case b.HoldTimeout < 0:
+		return bad("HoldTimeout", b.HoldTimeout, "0 (no bound) or more")
 	}
 	if b.Store != nil {
 		return b.checkStoreRule(g)

@@ -36,6 +36,7 @@ type group struct {
 	seed      maphash.Seed // of the shard hash
 
 	inflight atomic.Int64 // admitted and not settled; at most budget.Inflight
+	overflow atomic.Int64 // over budget and served by the overflow handler; at most budget.Inflight
 
 	sharedMu   sync.Mutex // guards the following
 	sharedB    bucket
@@ -181,6 +182,21 @@ func (g *group) takeSlot() bool {
 			return false
 		}
 		if g.inflight.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// takeOverflow takes one of the group's overflow slots, if one is free: the
+// overflow handler serves at most Inflight requests at once, so over-budget
+// requests cannot make the process buffer more than admitted ones can.
+func (g *group) takeOverflow() bool {
+	for {
+		n := g.overflow.Load()
+		if n >= int64(g.budget.Inflight) {
+			return false
+		}
+		if g.overflow.CompareAndSwap(n, n+1) {
 			return true
 		}
 	}

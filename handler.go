@@ -37,10 +37,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if v.retry > 0 { // rejected; admission took nothing, or gave it back
 		settled = true
-		if h.overflow != nil {
+		if h.overflow != nil && g.takeOverflow() {
 			g.count(&t, OutcomeCached)
-			h.overflow.ServeHTTP(w, r)
+			h.serveOverflow(w, r)
 			return
+		}
+		if h.overflow != nil && v.outcome != OutcomeGroupConcurrency {
+			v.outcome, v.retry = OutcomeGroupConcurrency, 1 // the overflow is at the group's cap
 		}
 		g.count(&t, v.outcome)
 		status := http.StatusTooManyRequests
@@ -61,22 +64,53 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(ww, r)
 	}
 	settled = true
+	ww.release()
 	h.settle(r, &t, v.outcome, ww.answered())
 }
 
-// prepare applies the group's body deadline and cap. The deadline covers
-// reading the body only: net/http cancels the request's context when a read
-// deadline passes, so it is lifted once the body has been read, and a handler
-// that acknowledges early keeps its context while it works. It answers 413 itself,
-// and returns false, when the declared body is over the cap; the answer then
-// settles like a handler's 4xx, so it costs a charge-on-failure client a token.
+// serveOverflow serves a request over budget with the overflow handler,
+// under the same body cap, deadlines and hold bound as an admitted request,
+// in one of the group's overflow slots.
+func (h *handler) serveOverflow(w http.ResponseWriter, r *http.Request) {
+	ww := &writer{ResponseWriter: w}
+	defer h.group.overflow.Add(-1)
+	defer ww.release()
+	if h.prepare(ww, r) {
+		h.overflow.ServeHTTP(ww, r)
+	}
+}
+
+// prepare applies the group's body deadline and cap and its hold bound. The
+// body deadline covers reading the body only: net/http cancels the request's
+// context when a read deadline passes, so once the body has been read the
+// read deadline moves on to the hold bound (or is lifted), and a handler
+// that acknowledges early keeps its context while it works, up to the
+// bound. It answers 413 itself, and returns false, when the declared body is
+// over the cap; the answer then settles like a handler's 4xx, so it costs a
+// charge-on-failure client a token.
 func (h *handler) prepare(w *writer, r *http.Request) bool {
 	b := &h.group.budget
 	hasBody := r.Body != nil && r.Body != http.NoBody
-	if b.ReadTimeout > 0 && hasBody {
-		if rd := findReadDeadliner(w.ResponseWriter); rd != nil {
-			_ = rd.SetReadDeadline(time.Now().Add(b.ReadTimeout))
-			r.Body = &deadlineBody{ReadCloser: r.Body, rd: rd}
+	if b.HoldTimeout > 0 || (b.ReadTimeout > 0 && hasBody) {
+		if d := findDeadliner(w.ResponseWriter); d != nil {
+			now := time.Now()
+			var hold time.Time
+			if b.HoldTimeout > 0 {
+				hold = now.Add(b.HoldTimeout)
+				_ = d.SetWriteDeadline(hold)
+				w.held = d
+			}
+			switch {
+			case b.ReadTimeout > 0 && hasBody:
+				body := now.Add(b.ReadTimeout)
+				if !hold.IsZero() && hold.Before(body) {
+					body = hold
+				}
+				_ = d.SetReadDeadline(body)
+				r.Body = &deadlineBody{ReadCloser: r.Body, d: d, after: hold}
+			case !hold.IsZero():
+				_ = d.SetReadDeadline(hold)
+			}
 		}
 	}
 	if b.MaxBodyBytes > 0 && hasBody {

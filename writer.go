@@ -13,6 +13,9 @@ import (
 type writer struct {
 	http.ResponseWriter
 	status int // 0 until the handler sends a final status
+	// held is the connection whose write deadline the hold bound set; the
+	// deadline is cleared when the request settles. nil: none was set.
+	held deadliner
 }
 
 // WriteHeader records the first final status; informational 1xx answers other
@@ -54,19 +57,31 @@ func (w *writer) answered() int {
 	return w.status
 }
 
-// readDeadliner is what a server's ResponseWriter implements to move the
-// connection's read deadline.
-type readDeadliner interface {
-	SetReadDeadline(time.Time) error
+// release clears the write deadline the hold bound set: net/http sets a
+// connection's write deadline anew per request only when its server has a
+// WriteTimeout, so a kept-alive connection's next request would otherwise
+// inherit it. The read deadline it sets anew for every request itself.
+func (w *writer) release() {
+	if w.held != nil {
+		_ = w.held.SetWriteDeadline(time.Time{})
+		w.held = nil
+	}
 }
 
-// findReadDeadliner walks the Unwrap chain as http.ResponseController does,
-// but returns nil rather than building an error when no writer supports read
+// deadliner is what a server's ResponseWriter implements to move the
+// connection's (or, on HTTP/2, the stream's) deadlines.
+type deadliner interface {
+	SetReadDeadline(time.Time) error
+	SetWriteDeadline(time.Time) error
+}
+
+// findDeadliner walks the Unwrap chain as http.ResponseController does, but
+// returns nil rather than building an error when no writer supports
 // deadlines, so that case costs nothing per request.
-func findReadDeadliner(w http.ResponseWriter) readDeadliner {
+func findDeadliner(w http.ResponseWriter) deadliner {
 	for {
 		switch t := w.(type) {
-		case readDeadliner:
+		case deadliner:
 			return t
 		case interface{ Unwrap() http.ResponseWriter }:
 			w = t.Unwrap()
@@ -76,11 +91,13 @@ func findReadDeadliner(w http.ResponseWriter) readDeadliner {
 	}
 }
 
-// deadlineBody lifts the connection's read deadline once the request body has
-// been read to its end, so the deadline bounds the body and nothing after it.
+// deadlineBody moves the connection's read deadline on once the request body
+// has been read to its end, so the body's deadline bounds the body and
+// nothing after it: to the hold bound, or to none.
 type deadlineBody struct {
 	io.ReadCloser
-	rd     readDeadliner
+	d      deadliner
+	after  time.Time // the hold bound; zero: none
 	lifted bool
 }
 
@@ -88,7 +105,7 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err == io.EOF && !b.lifted {
 		b.lifted = true
-		_ = b.rd.SetReadDeadline(time.Time{})
+		_ = b.d.SetReadDeadline(b.after)
 	}
 	return n, err
 }

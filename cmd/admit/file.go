@@ -31,6 +31,7 @@ type budgetOverride struct {
 	MaxClients      *int           `yaml:"max_clients"`
 	ReadTimeout     *time.Duration `yaml:"read_timeout"`   // "10s"; 0 keeps the server's
 	MaxBodyBytes    *int64         `yaml:"max_body_bytes"` // 0: no cap
+	HoldTimeout     *time.Duration `yaml:"hold_timeout"`   // 0: no bound
 	ChargeOnFailure *bool          `yaml:"charge_on_failure"`
 }
 
@@ -136,6 +137,9 @@ func (o budgetOverride) validate() error {
 	if o.MaxBodyBytes != nil && *o.MaxBodyBytes < 0 {
 		return fmt.Errorf("max_body_bytes: must not be negative, got %d", *o.MaxBodyBytes)
 	}
+	if o.HoldTimeout != nil && *o.HoldTimeout < 0 {
+		return fmt.Errorf("hold_timeout: must not be negative, got %v", *o.HoldTimeout)
+	}
 	return nil
 }
 
@@ -162,6 +166,9 @@ func (o budgetOverride) apply(b admit.Budget) admit.Budget {
 	}
 	if o.MaxBodyBytes != nil {
 		b.MaxBodyBytes = *o.MaxBodyBytes
+	}
+	if o.HoldTimeout != nil {
+		b.HoldTimeout = *o.HoldTimeout
 	}
 	if o.ChargeOnFailure != nil {
 		b.ChargeOnFailure = *o.ChargeOnFailure
@@ -199,6 +206,9 @@ func (o budgetOverride) String() string {
 	}
 	if o.MaxBodyBytes != nil {
 		add("max_body_bytes", *o.MaxBodyBytes)
+	}
+	if o.HoldTimeout != nil {
+		add("hold_timeout", *o.HoldTimeout)
 	}
 	if o.ChargeOnFailure != nil {
 		add("charge_on_failure", *o.ChargeOnFailure)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
 	"go.opentelemetry.io/otel/metric"
 
@@ -178,7 +180,8 @@ func (s *server) routes(proxy http.Handler) (*front, error) {
 		}
 		proxy.ServeHTTP(w, r)
 	})
-	_, grpc := grpchealth.NewHandler(s.health)
+	healthBudget, _ := s.door.Budget(admit.GroupHealth)
+	_, grpc := grpchealth.NewHandler(s.health, grpcHealthOptions(healthBudget)...)
 	table, err := newRouteTable(withGRPCHealth(s.cfg.Routes), s.cfg.RouteFolding)
 	if err != nil {
 		return nil, err
@@ -195,6 +198,18 @@ func (s *server) routes(proxy http.Handler) (*front, error) {
 		}
 	}
 	return f, nil
+}
+
+// grpcHealthOptions bound what a gRPC or Connect health call may make the
+// process buffer: a message at most the health group's body cap, and no
+// compressed messages at all, since a small gzip body can inflate to
+// hundreds of megabytes and health checks are a few bytes anyway.
+func grpcHealthOptions(b admit.Budget) []connect.HandlerOption {
+	opts := []connect.HandlerOption{connect.WithCompression("gzip", nil, nil)}
+	if b.MaxBodyBytes > 0 {
+		opts = append(opts, connect.WithReadMaxBytes(int(min(b.MaxBodyBytes, math.MaxInt32))))
+	}
+	return opts
 }
 
 // grpcHealthPattern is where the gRPC health service is served: gRPC and
