@@ -54,8 +54,10 @@ func TestHoldTimeoutFreesSlowReaders(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close() // before srv.Close, which waits for the handlers
-		fmt.Fprintf(c, "GET /l/big HTTP/1.1\r\nHost: x\r\n\r\n") // and never read
+		// Closed before srv.Close, which waits for the handlers.
+		defer c.Close()
+		// A request whose answer the client never reads.
+		fmt.Fprintf(c, "GET /l/big HTTP/1.1\r\nHost: x\r\n\r\n")
 		conns = append(conns, c)
 		<-entered
 	}
