@@ -51,6 +51,8 @@ type config struct {
 	StoreTable             string                         // PostgreSQL table, may be schema-qualified; empty: the store's default
 	StoreMigrate           bool                           // create the PostgreSQL table at startup when missing
 	StoreFailOpen          bool                           // admit when the store cannot decide (default: refuse)
+	MaxConns               int                            // open connections on the proxy's listener; at least 1
+	MaxConnsPerClient      int                            // open connections per client key; 0: no cap
 	MetricsListen          string                         // address of /metrics, host:port
 	TLSCert, TLSKey        string                         // both set or both empty
 	DrainDelay             time.Duration                  // how long health reports draining before the listener closes
@@ -134,6 +136,10 @@ var settings = []setting{
 		func(c *config, v string) (err error) { c.StoreMigrate, err = parseBool(v); return err }},
 	{"store-fail-open", "ADMIT_STORE_FAIL_OPEN", "false", "", false, "admit requests when the store cannot decide; by default they are refused",
 		func(c *config, v string) (err error) { c.StoreFailOpen, err = parseBool(v); return err }},
+	{"max-conns", "ADMIT_MAX_CONNS", "4096", "N", false, "connections the proxy's listener keeps open at most; newer ones are closed on arrival",
+		func(c *config, v string) (err error) { c.MaxConns, err = parseCount(v, 1); return err }},
+	{"max-conns-per-client", "ADMIT_MAX_CONNS_PER_CLIENT", "64", "N", false, "connections one client (an IPv4 address or IPv6 /64, after the PROXY protocol) keeps open at most; trusted proxies are exempt; 0: no cap (set it behind an L4 balancer without the PROXY protocol)",
+		func(c *config, v string) (err error) { c.MaxConnsPerClient, err = parseCount(v, 0); return err }},
 	{"metrics-listen", "ADMIT_METRICS_LISTEN", "127.0.0.1:9464", "ADDR", false, "address of /metrics (and of a /healthz that no budget limits)",
 		func(c *config, v string) (err error) { c.MetricsListen, err = parseAddr(v); return err }},
 	{"tls-cert", "ADMIT_TLS_CERT", "", "FILE", false, "TLS certificate (PEM); with --tls-key, serves HTTPS and HTTP/2",

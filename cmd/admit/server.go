@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"math"
 	"net"
@@ -37,6 +38,10 @@ const (
 	maxConcurrentStreams = 250
 	readHeaderTimeout    = 10 * time.Second
 	idleTimeout          = 2 * time.Minute
+	// The metrics listener's bounds: a scrape is one small request.
+	metricsReadTimeout  = 10 * time.Second
+	metricsWriteTimeout = 30 * time.Second
+	metricsIdleTimeout  = time.Minute
 	// healthTTL is how long a health status is served from the cache.
 	healthTTL = time.Second
 )
@@ -59,6 +64,8 @@ type server struct {
 
 	malformed    malformedCounts
 	malformedReg metric.Registration
+	conns        connCounts // the proxy listener's
+	connsReg     metric.Registration
 	tlsCert      *tls.Certificate
 
 	ln, metricsLn net.Listener // set by listen
@@ -150,7 +157,11 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	if s.handler, err = s.routes(proxy); err != nil {
 		return nil, err
 	}
-	if s.malformedReg, err = s.malformed.register(s.tel.provider.Meter(quota.MeterName)); err != nil {
+	meter := s.tel.provider.Meter(quota.MeterName)
+	if s.malformedReg, err = s.malformed.register(meter); err != nil {
+		return nil, fmt.Errorf("admit: metrics: %w", err)
+	}
+	if s.connsReg, err = s.conns.register(meter); err != nil {
 		return nil, fmt.Errorf("admit: metrics: %w", err)
 	}
 	log.Info("admit: starting", "upstream", target.Redacted(), "upstream_health", cfg.UpstreamHealth,
@@ -239,6 +250,7 @@ func (s *server) listen() error {
 	if len(s.cfg.ProxyProtocolFrom) > 0 {
 		s.ln = clientip.ProxyProtocolListener(ln, s.cfg.ProxyProtocolFrom, 0)
 	}
+	s.ln = newConnLimit(s.ln, s.cfg.MaxConns, s.cfg.MaxConnsPerClient, 64, s.cfg.TrustedProxies, &s.conns)
 	return nil
 }
 
@@ -259,10 +271,7 @@ func (s *server) serve(ctx context.Context) error {
 	if s.tlsCert != nil {
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{*s.tlsCert}, MinVersion: tls.VersionTLS12}
 	}
-	metrics := http.NewServeMux()
-	metrics.Handle("GET /metrics", s.tel.handler)
-	metrics.Handle("GET /healthz", health.Handler(s.health))
-	msrv := &http.Server{Handler: metrics, ReadHeaderTimeout: readHeaderTimeout, ErrorLog: errorLog}
+	msrv := s.metricsServer(errorLog)
 
 	bg, stopBG := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -325,6 +334,24 @@ func (s *server) serve(ctx context.Context) error {
 	return nil
 }
 
+// metricsServer returns the server of the metrics listener. Scrapes are
+// small and quick, so unlike the proxy it bounds every phase: a client that
+// holds a connection idle or stalls mid-request is cut.
+func (s *server) metricsServer(errorLog *log.Logger) *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.tel.handler)
+	mux.Handle("GET /healthz", health.Handler(s.health))
+	return &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       metricsReadTimeout,
+		WriteTimeout:      metricsWriteTimeout,
+		IdleTimeout:       metricsIdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          errorLog,
+	}
+}
+
 // close releases what newServer opened. It is safe on a partly built server.
 func (s *server) close() {
 	if s.ln != nil {
@@ -336,6 +363,9 @@ func (s *server) close() {
 	}
 	if s.malformedReg != nil {
 		s.malformedReg.Unregister()
+	}
+	if s.connsReg != nil {
+		s.connsReg.Unregister()
 	}
 	if s.store != nil {
 		s.store.close()

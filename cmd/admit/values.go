@@ -130,6 +130,18 @@ func parseDuration(v string, positive bool) (time.Duration, error) {
 	return d, nil
 }
 
+// parseCount reads a whole number of at least least.
+func parseCount(v string, least int) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, errors.New("not a whole number")
+	}
+	if n < least {
+		return 0, fmt.Errorf("must be at least %d", least)
+	}
+	return n, nil
+}
+
 func parseLogFormat(v string) (string, error) {
 	if v != "text" && v != "json" {
 		return "", errors.New("want text or json")
