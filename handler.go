@@ -98,7 +98,7 @@ func (h *handler) prepare(w *writer, r *http.Request) bool {
 			if b.HoldTimeout > 0 {
 				hold = now.Add(b.HoldTimeout)
 				_ = d.SetWriteDeadline(hold)
-				w.held = d
+				w.held, w.hold = d, hold
 			}
 			switch {
 			case b.ReadTimeout > 0 && hasBody:

@@ -1,7 +1,9 @@
 package admit
 
 import (
+	"bufio"
 	"io"
+	"net"
 	"net/http"
 	"time"
 )
@@ -16,6 +18,7 @@ type writer struct {
 	// held is the connection whose write deadline the hold bound set; the
 	// deadline is cleared when the request settles. nil: none was set.
 	held deadliner
+	hold time.Time // the hold bound; zero: none
 }
 
 // WriteHeader records the first final status; informational 1xx answers other
@@ -44,6 +47,26 @@ func (w *writer) FlushError() error {
 
 // Flush implements http.Flusher for handlers that assert it directly.
 func (w *writer) Flush() { _ = w.FlushError() }
+
+// Hijack hands the connection over, as http.Hijacker does, with the hold
+// bound on it: net/http clears a connection's read deadline when it is
+// hijacked, so an upgraded connection (a WebSocket) would otherwise outlive
+// the bound. Once hijacked, the connection is the handler's: settling no
+// longer touches its deadlines.
+func (w *writer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	if w.status == 0 {
+		w.status = http.StatusSwitchingProtocols
+	}
+	if !w.hold.IsZero() {
+		_ = c.SetDeadline(w.hold)
+	}
+	w.held = nil
+	return c, brw, nil
+}
 
 // Unwrap lets http.ResponseController reach the server's writer.
 func (w *writer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
