@@ -81,7 +81,14 @@ type rawAnswer struct {
 // answer, then whether the server closes the connection.
 func raw(t *testing.T, addr, request string) rawAnswer {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
+	return rawFrom(t, "127.0.0.1", addr, request)
+}
+
+// rawFrom is raw from local address from.
+func rawFrom(t *testing.T, from, addr, request string) rawAnswer {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: testTimeout}
+	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
