@@ -47,12 +47,12 @@ func TestAddressRotation(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	runtime.KeepAlive(d)
 
-	if want := DefaultMaxClients + DefaultWebhookBurst; admitted != want {
+	if want := defaults[GroupLink].MaxClients + defaults[GroupWebhook].Burst; admitted != want {
 		t.Errorf("admitted: got %d, want %d (one per table entry, then the shared burst)", admitted, want)
 	}
 	g := d.groups[GroupWebhook]
-	if _, got, _, _ := g.stats(); got != DefaultMaxClients {
-		t.Errorf("table: got %d entries, want %d", got, DefaultMaxClients)
+	if _, got, _, _ := g.stats(); got != defaults[GroupLink].MaxClients {
+		t.Errorf("table: got %d entries, want %d", got, defaults[GroupLink].MaxClients)
 	}
 	growth := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 	t.Logf("heap growth: %.2f MiB", float64(growth)/(1<<20))

@@ -25,33 +25,51 @@ const (
 	GroupHealth Group = "health"
 )
 
-// Budget is what one group admits. The zero Budget is invalid; start from
-// [DefaultBudgets].
+// Charge says when a request spends its token. The zero Charge means the
+// group's default: ChargeOnFailure for GroupWebhook, ChargeAlways otherwise.
+type Charge uint8
+
+const (
+	// ChargeAlways spends a token when the request is admitted.
+	ChargeAlways Charge = iota + 1
+	// ChargeOnFailure spends a token only when the handler answers 4xx.
+	// Every unsettled request holds a token meanwhile, so a client cannot
+	// exceed its burst with concurrent requests either.
+	ChargeOnFailure
+)
+
+// Budget is what one group admits. A field left zero takes the group's
+// default (see [DefaultBudgets]; a group that is not built in takes
+// GroupLink's, but must give its Rate and Burst), so a budget that changes
+// one figure names one field. The zero Budget is every default.
 type Budget struct {
 	// Rate is the refill rate of each client's bucket in tokens per second;
-	// rate.Inf disables the client limit. Must be positive.
+	// rate.Inf disables the client limit. 0: the default.
 	Rate rate.Limit
-	// Burst is the capacity of each client's bucket; at least 1.
+	// Burst is the capacity of each client's bucket. 0: the default.
 	Burst int
 	// SharedRate and SharedBurst size the group's shared bucket, which serves
-	// the clients that find no room in the client table. Same rules as Rate
-	// and Burst.
+	// the clients that find no room in the client table. 0: the same as
+	// Rate and Burst.
 	SharedRate  rate.Limit
 	SharedBurst int
-	// PerClient is how many requests one client may have in flight; at least 1.
+	// PerClient is how many requests one client may have in flight. 0: the
+	// default.
 	PerClient int
-	// Inflight is how many requests the whole group may have in flight; at
-	// least 1.
+	// Inflight is how many requests the whole group may have in flight;
+	// over-budget requests served by an overflow handler have as many slots
+	// of their own. 0: the default.
 	Inflight int
-	// MaxClients is the size of the group's client table; at least 1. Memory
-	// for the table is bounded by it whatever the number of addresses seen.
+	// MaxClients is the size of the group's client table. Memory for the
+	// table is bounded by it whatever the number of addresses seen. 0: the
+	// default, 16,384.
 	MaxClients int
 	// ReadTimeout is the deadline for reading the request body, counted from
-	// admission; 0 keeps the server's own.
+	// admission. 0: the default; negative: none (the server's own).
 	ReadTimeout time.Duration
 	// MaxBodyBytes caps the request body: a longer declared body is answered
 	// 413 at the door, a longer streamed body fails the handler's read with
-	// *http.MaxBytesError. 0 means no cap.
+	// *http.MaxBytesError. 0: the default; negative: no cap.
 	MaxBodyBytes int64
 	// HoldTimeout bounds how long an admitted request may hold its slots,
 	// from admission to the end of its answer: the connection's read and
@@ -63,12 +81,10 @@ type Budget struct {
 	// same time. The write deadline is cleared when the request settles, so
 	// a kept-alive connection's next request is not cut by it. It takes
 	// effect where the ResponseWriter supports deadlines, as net/http's do.
-	// 0 means no bound.
+	// 0: the default; negative: no bound.
 	HoldTimeout time.Duration
-	// ChargeOnFailure spends a client's token only when the handler answers
-	// 4xx. Every unsettled request holds a token meanwhile, so a client cannot
-	// exceed its burst with concurrent requests either.
-	ChargeOnFailure bool
+	// Charge says when a request spends its token. 0: the default.
+	Charge Charge
 	// Store, when set, decides each client's tokens in a shared store (GCRA
 	// at Rate and Burst, the client key hashed with quota.Subject), so several
 	// replicas enforce one budget. In-flight caps stay per process, and the
@@ -78,73 +94,83 @@ type Budget struct {
 	Store quota.Charger
 }
 
-// Default budget figures; see [DefaultBudgets].
-const (
-	DefaultMaxClients = 16384
+// defaults are the built-in groups' budgets, every field set.
+var defaults = map[Group]Budget{
+	GroupWebhook: {
+		Rate: 50, Burst: 500, SharedRate: 50, SharedBurst: 500, PerClient: 16, Inflight: 64,
+		MaxClients: 16384, ReadTimeout: 10 * time.Second, MaxBodyBytes: 1 << 20,
+		HoldTimeout: 30 * time.Second, Charge: ChargeOnFailure,
+	},
+	GroupLink: {
+		Rate: 1, Burst: 20, SharedRate: 1, SharedBurst: 20, PerClient: 2, Inflight: 4,
+		MaxClients: 16384, ReadTimeout: -1, MaxBodyBytes: 64 << 10,
+		HoldTimeout: 10 * time.Second, Charge: ChargeAlways,
+	},
+	GroupHealth: {
+		Rate: 5, Burst: 20, SharedRate: 5, SharedBurst: 20, PerClient: 4, Inflight: 32,
+		MaxClients: 16384, ReadTimeout: -1, MaxBodyBytes: 64 << 10,
+		HoldTimeout: 5 * time.Second, Charge: ChargeAlways,
+	},
+}
 
-	DefaultWebhookRate         = 50
-	DefaultWebhookBurst        = 500
-	DefaultWebhookPerClient    = 16
-	DefaultWebhookInflight     = 64
-	DefaultWebhookReadTimeout  = 10 * time.Second
-	DefaultWebhookMaxBodyBytes = 1 << 20
-	DefaultWebhookHoldTimeout  = 30 * time.Second
-
-	DefaultLinkRate         = 1
-	DefaultLinkBurst        = 20
-	DefaultLinkPerClient    = 2
-	DefaultLinkInflight     = 4
-	DefaultLinkMaxBodyBytes = 64 << 10
-	DefaultLinkHoldTimeout  = 10 * time.Second
-
-	DefaultHealthRate         = 5
-	DefaultHealthBurst        = 20
-	DefaultHealthPerClient    = 4
-	DefaultHealthInflight     = 32
-	DefaultHealthMaxBodyBytes = 64 << 10
-	DefaultHealthHoldTimeout  = 5 * time.Second
-)
-
-// DefaultBudgets returns a new map with the default budget of every known
-// group:
+// DefaultBudgets returns a new map with the default budget of every built-in
+// group, each field set:
 //
 //	group    rate, burst  per client  group cap  token spent        read timeout  body cap  hold
 //	webhook  50/s, 500    16          64         only on a 4xx      10s           1 MiB     30s
-//	link     1/s, 20      2           4          on every request   server's      64 KiB    10s
-//	health   5/s, 20      4           32         on every request   server's      64 KiB    5s
+//	link     1/s, 20      2           4          on every request   none          64 KiB    10s
+//	health   5/s, 20      4           32         on every request   none          64 KiB    5s
 //
 // The shared bucket of each group has the same rate and burst as a client's,
 // and each client table holds 16,384 clients. With the webhook group cap of 64,
 // the body cap bounds what webhooks can make the process buffer to 64 MiB; the
 // 10 s read deadline matches how long GitHub waits for a delivery.
 func DefaultBudgets() map[Group]Budget {
-	return map[Group]Budget{
-		GroupWebhook: {
-			Rate: DefaultWebhookRate, Burst: DefaultWebhookBurst,
-			SharedRate: DefaultWebhookRate, SharedBurst: DefaultWebhookBurst,
-			PerClient: DefaultWebhookPerClient, Inflight: DefaultWebhookInflight,
-			MaxClients: DefaultMaxClients, ReadTimeout: DefaultWebhookReadTimeout,
-			MaxBodyBytes: DefaultWebhookMaxBodyBytes, HoldTimeout: DefaultWebhookHoldTimeout,
-			ChargeOnFailure: true,
-		},
-		GroupLink: {
-			Rate: DefaultLinkRate, Burst: DefaultLinkBurst,
-			SharedRate: DefaultLinkRate, SharedBurst: DefaultLinkBurst,
-			PerClient: DefaultLinkPerClient, Inflight: DefaultLinkInflight,
-			MaxClients: DefaultMaxClients, MaxBodyBytes: DefaultLinkMaxBodyBytes,
-			HoldTimeout: DefaultLinkHoldTimeout,
-		},
-		GroupHealth: {
-			Rate: DefaultHealthRate, Burst: DefaultHealthBurst,
-			SharedRate: DefaultHealthRate, SharedBurst: DefaultHealthBurst,
-			PerClient: DefaultHealthPerClient, Inflight: DefaultHealthInflight,
-			MaxClients: DefaultMaxClients, MaxBodyBytes: DefaultHealthMaxBodyBytes,
-			HoldTimeout: DefaultHealthHoldTimeout,
-		},
+	m := make(map[Group]Budget, len(defaults))
+	for g, b := range defaults {
+		m[g] = b
+	}
+	return m
+}
+
+// resolve returns b with its zero fields taken from g's defaults, or, for a
+// group that is not built in, from GroupLink's; such a group must give its
+// Rate and Burst.
+func (b Budget) resolve(g Group) (Budget, error) {
+	base, builtIn := defaults[g]
+	if !builtIn {
+		switch {
+		case b.Rate == 0:
+			return Budget{}, fmt.Errorf("admit: group %q: Rate 0: a group that is not built in needs its Rate and Burst", g)
+		case b.Burst == 0:
+			return Budget{}, fmt.Errorf("admit: group %q: Burst 0: a group that is not built in needs its Rate and Burst", g)
+		}
+		base = defaults[GroupLink]
+	}
+	pick(&b.Rate, base.Rate)
+	pick(&b.Burst, base.Burst)
+	pick(&b.SharedRate, b.Rate)
+	pick(&b.SharedBurst, b.Burst)
+	pick(&b.PerClient, base.PerClient)
+	pick(&b.Inflight, base.Inflight)
+	pick(&b.MaxClients, base.MaxClients)
+	pick(&b.ReadTimeout, base.ReadTimeout)
+	pick(&b.MaxBodyBytes, base.MaxBodyBytes)
+	pick(&b.HoldTimeout, base.HoldTimeout)
+	pick(&b.Charge, base.Charge)
+	return b, b.validate(g)
+}
+
+// pick sets *field to def when it is zero.
+func pick[T comparable](field *T, def T) {
+	var zero T
+	if *field == zero {
+		*field = def
 	}
 }
 
-// validate returns an error naming the group and the first bad field.
+// validate returns an error naming the group and the first bad field of a
+// resolved budget.
 func (b Budget) validate(g Group) error {
 	bad := func(field string, v any, want string) error {
 		return fmt.Errorf("admit: group %q: %s %v, want %s", g, field, v, want)
@@ -166,12 +192,8 @@ func (b Budget) validate(g Group) error {
 		return bad("Inflight", b.Inflight, "at least 1")
 	case b.MaxClients < 1 || b.MaxClients > math.MaxInt32:
 		return bad("MaxClients", b.MaxClients, "between 1 and 2^31-1")
-	case b.ReadTimeout < 0:
-		return bad("ReadTimeout", b.ReadTimeout, "0 (the server's) or more")
-	case b.MaxBodyBytes < 0:
-		return bad("MaxBodyBytes", b.MaxBodyBytes, "0 (no cap) or more")
-	case b.HoldTimeout < 0:
-		return bad("HoldTimeout", b.HoldTimeout, "0 (no bound) or more")
+	case b.Charge != ChargeAlways && b.Charge != ChargeOnFailure:
+		return bad("Charge", b.Charge, "ChargeAlways or ChargeOnFailure")
 	}
 	if b.Store != nil {
 		return b.checkStoreRule(g)
@@ -220,4 +242,15 @@ func (b Budget) rule(g Group) quota.Rule {
 		limit, window = math.MaxInt32, time.Second
 	}
 	return quota.Rule{Name: "admit." + string(g), Limit: limit, Window: window, Algorithm: quota.GCRA, Burst: b.Burst}
+}
+
+// String returns the charge as the config file spells it.
+func (c Charge) String() string {
+	switch c {
+	case ChargeAlways:
+		return "always"
+	case ChargeOnFailure:
+		return "on-failure"
+	}
+	return fmt.Sprintf("Charge(%d)", uint8(c))
 }

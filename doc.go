@@ -2,7 +2,8 @@
 // request and before the handler runs, whether a client may come in.
 //
 // Routes are wired to a [Group] (webhook, link, health, or your own), each with
-// a [Budget]:
+// a [Budget], through [Door.Wrap] or, in middleware chains such as chi's
+// r.With, [Door.Middleware]:
 //
 //   - Token buckets per client, refilled continuously at Rate up to Burst. A
 //     request spends one token on entry, or, for a ChargeOnFailure group such
@@ -40,20 +41,29 @@
 // /64 for IPv6. Behind proxies, use package clientip: it reads forwarding
 // headers only from the proxies you list.
 //
+// A Budget names only what it changes: a zero field keeps the group's
+// default ([DefaultBudgets]).
+//
 // # Shadow mode and metrics
 //
-// With Config.Disabled the same arithmetic runs but nothing is rejected: a
+// With Config.Shadow the same arithmetic runs but nothing is rejected: a
 // request that would have been rejected proceeds without taking a slot or a
 // token, and counts as would_rate_limited, would_client_concurrency or
-// would_group_concurrency. Every request counts exactly one [Outcome] in the
-// OpenTelemetry counter admit.door.requests; the door also reports
-// admit.door.inflight, admit.door.clients, admit.door.evictions and
-// admit.door.untrusted_xff. Attributes are the group and the outcome only,
-// never a client address.
+// would_group_concurrency. Every request counts exactly one outcome in the
+// OpenTelemetry counter admit.door.requests: ok, client_error, server_error
+// (admitted, by the class of the answer), rate_limited, client_concurrency,
+// group_concurrency, cached (served by an overflow handler), store_error, or
+// a would_* form. The door also reports admit.door.inflight,
+// admit.door.clients and admit.door.evictions. Attributes are the group
+// ([AttrGroup]) and the outcome ([AttrOutcome]) only, never a client key.
+//
+// The admitted path allocates nothing for a request without a body, and one
+// http.MaxBytesReader for a request with one.
 //
 // # Shared stores
 //
 // A Budget with a Store decides client tokens in a shared quota store (see
 // package quota), so several replicas enforce one budget; in-flight caps stay
-// per process.
+// per process. Each group picks its engine once, in New: the door's own
+// buckets, or the store.
 package admit

@@ -3,6 +3,7 @@ package admit
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -12,21 +13,22 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/admitgo/admit/clientip"
-	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/internal/meter"
 )
 
 // Config configures a [Door]. The zero Config enforces [DefaultBudgets] on the
 // TCP peer's address.
 type Config struct {
-	// Budgets overrides the budget of the groups it names; groups it does not
-	// name keep their defaults, and a group not among the defaults is added.
-	// nil: DefaultBudgets().
+	// Budgets sets the budget of the groups it names, field by field: a
+	// zero field keeps the group's default, and a group that is not built in
+	// is added. Groups it does not name keep their defaults. nil: the
+	// defaults.
 	Budgets map[Group]Budget
-	// Disabled turns on shadow mode: no request is rejected for its rate or
+	// Shadow turns on shadow mode: no request is rejected for its rate or
 	// in-flight limits; a request that enforcement would have rejected
 	// proceeds without taking a slot or a token and counts as its would_*
-	// outcome. The body cap and read deadline still apply.
-	Disabled bool
+	// outcome. The body cap, read deadline and hold bound still apply.
+	Shadow bool
 	// Key returns the client key of a request. nil: the TCP peer masked to /32
 	// (IPv4) or /64 (IPv6). Behind a proxy use a clientip.Resolver configured
 	// with the proxy's addresses; never a function that trusts a header by
@@ -49,70 +51,58 @@ type Config struct {
 
 // Door admits requests to route groups. It is safe for concurrent use.
 type Door struct {
-	groups   map[Group]*group
-	key      func(*http.Request) netip.Prefix
-	now      func() int64 // nanoseconds on the buckets' time line
-	logger   *slog.Logger
-	meters   *meters
-	disabled bool
-	headers  bool
+	groups map[Group]*group
+	meters *meters
+}
+
+// settings are the door-wide settings every group reads.
+type settings struct {
+	key     func(*http.Request) netip.Prefix
+	now     func() int64 // nanoseconds on the buckets' time line
+	logger  *slog.Logger
+	shadow  bool
+	headers bool
 }
 
 // New validates cfg and returns a door. An error names the group and the field
 // at fault.
 func New(cfg Config) (*Door, error) {
-	budgets := DefaultBudgets()
-	for g, b := range cfg.Budgets {
-		budgets[g] = b
+	set := &settings{key: cfg.Key, now: timeline(cfg.Now), logger: cfg.Logger, shadow: cfg.Shadow, headers: cfg.PolicyHeaders}
+	if set.logger == nil {
+		set.logger = slog.Default()
 	}
-	d := &Door{
-		groups:   make(map[Group]*group, len(budgets)),
-		key:      cfg.Key,
-		now:      timeline(cfg.Now),
-		logger:   cfg.Logger,
-		disabled: cfg.Disabled,
-		headers:  cfg.PolicyHeaders,
-	}
-	if d.logger == nil {
-		d.logger = slog.Default()
-	}
-	if d.key == nil {
+	if set.key == nil {
 		peer, err := clientip.New(clientip.Config{})
 		if err != nil {
 			return nil, err
 		}
-		d.key = peer.Key
+		set.key = peer.Key
 	}
-	names := slices.Sorted(func(yield func(Group) bool) {
-		for g := range budgets {
-			if !yield(g) {
-				return
-			}
-		}
-	})
-	now := d.now()
-	for _, name := range names {
-		b := budgets[name]
-		if err := b.validate(name); err != nil {
+	budgets := make(map[Group]Budget, len(defaults)+len(cfg.Budgets))
+	for g := range defaults {
+		budgets[g] = Budget{}
+	}
+	maps.Copy(budgets, cfg.Budgets)
+	d := &Door{groups: make(map[Group]*group, len(budgets))}
+	now := set.now()
+	for _, name := range slices.Sorted(maps.Keys(budgets)) {
+		b, err := budgets[name].resolve(name)
+		if err != nil {
 			return nil, err
 		}
-		d.groups[name] = newGroup(name, b, now)
+		d.groups[name] = newGroup(name, b, set, now)
 	}
 	mp := cfg.MeterProvider
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
-	meter := mp.Meter(quota.MeterName)
-	m, err := newMeters(meter)
-	if err == nil {
-		err = m.register(meter, d.groups)
-	}
+	m, err := newMeters(mp.Meter(meter.Name), d.groups)
 	if err != nil {
 		return nil, fmt.Errorf("admit: metrics: %w", err)
 	}
 	d.meters = m
-	if d.disabled {
-		d.logger.Info("admit: limits disabled; counting would_* outcomes only (shadow mode)")
+	if set.shadow {
+		set.logger.Info("admit: shadow mode: limits count would_* outcomes and reject nothing")
 	}
 	return d, nil
 }
@@ -131,29 +121,16 @@ func timeline(now func() time.Time) func() int64 {
 
 // Close stops reporting the door's gauges. The door keeps admitting.
 func (d *Door) Close() error {
-	if d.meters.registration == nil {
-		return nil
-	}
 	return d.meters.registration.Unregister()
-}
-
-// UntrustedXFF counts one request whose forwarding headers came from an
-// untrusted loopback or private peer; pass it as clientip.Config.OnUntrusted.
-func (d *Door) UntrustedXFF() {
-	d.meters.untrustedN.Add(1)
 }
 
 // Groups returns the names of the door's groups, sorted.
 func (d *Door) Groups() []Group {
-	names := make([]Group, 0, len(d.groups))
-	for g := range d.groups {
-		names = append(names, g)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Sorted(maps.Keys(d.groups))
 }
 
-// Budget returns the budget group g enforces, and whether the door knows g.
+// Budget returns the budget group g enforces, every field resolved, and
+// whether the door knows g.
 func (d *Door) Budget(g Group) (Budget, bool) {
 	grp, ok := d.groups[g]
 	if !ok {
@@ -175,5 +152,17 @@ func (d *Door) Wrap(g Group, next, overflow http.Handler) http.Handler {
 	if next == nil {
 		panic(fmt.Sprintf("admit: Wrap: nil handler for group %q", g))
 	}
-	return &handler{door: d, group: grp, next: next, overflow: overflow}
+	return &handler{group: grp, next: next, overflow: overflow}
+}
+
+// Middleware returns group g's door as middleware, for chains of
+// func(http.Handler) http.Handler such as chi's r.With or alice: each handler
+// it wraps is admitted under g's budget, and a request over budget is
+// answered 429 or 503 with Retry-After. It panics as Wrap does when the door
+// does not know g.
+func (d *Door) Middleware(g Group) func(http.Handler) http.Handler {
+	if _, ok := d.groups[g]; !ok {
+		panic(fmt.Sprintf("admit: Middleware: unknown group %q (known: %v)", g, d.Groups()))
+	}
+	return func(next http.Handler) http.Handler { return d.Wrap(g, next, nil) }
 }

@@ -17,7 +17,7 @@ func TestRateLimitsLinkClients(t *testing.T) {
 	d := newDoor(t, clk, Config{})
 	h := d.Wrap(GroupLink, status(http.StatusOK), nil)
 
-	for range DefaultLinkBurst {
+	for range defaults[GroupLink].Burst {
 		allowed(t, h, "192.0.2.1:1000", http.StatusOK)
 	}
 	// One token refills per second at 1/s: the next is a second away.
@@ -49,7 +49,7 @@ func TestChargeOnFailure(t *testing.T) {
 	t.Run("failures spend tokens", func(t *testing.T) {
 		d := newDoor(t, newClock(), Config{})
 		h := d.Wrap(GroupWebhook, status(http.StatusBadRequest), nil)
-		for range DefaultWebhookBurst {
+		for range defaults[GroupWebhook].Burst {
 			allowed(t, h, peer, http.StatusBadRequest)
 		}
 		rejected(t, h, peer, http.StatusTooManyRequests, "1")
@@ -57,14 +57,14 @@ func TestChargeOnFailure(t *testing.T) {
 	t.Run("successes spend nothing", func(t *testing.T) {
 		d := newDoor(t, newClock(), Config{})
 		h := d.Wrap(GroupWebhook, status(http.StatusOK), nil)
-		for range 2 * DefaultWebhookBurst {
+		for range 2 * defaults[GroupWebhook].Burst {
 			allowed(t, h, peer, http.StatusOK)
 		}
 	})
 	t.Run("a held token is not lent twice", func(t *testing.T) {
 		d := newDoor(t, newClock(), Config{})
 		fail := d.Wrap(GroupWebhook, status(http.StatusUnauthorized), nil)
-		for range DefaultWebhookBurst - 1 {
+		for range defaults[GroupWebhook].Burst - 1 {
 			allowed(t, fail, peer, http.StatusUnauthorized)
 		}
 		b := newBlocker(http.StatusOK)
@@ -83,7 +83,7 @@ func TestConcurrencyCaps(t *testing.T) {
 		d := newDoor(t, newClock(), Config{})
 		b := newBlocker(http.StatusOK)
 		h := d.Wrap(GroupLink, b, nil)
-		release := hold(t, h, b, "192.0.2.1:1", DefaultLinkPerClient)
+		release := hold(t, h, b, "192.0.2.1:1", defaults[GroupLink].PerClient)
 		defer release()
 		rejected(t, h, "192.0.2.1:2", http.StatusTooManyRequests, "1")
 	})
@@ -91,10 +91,10 @@ func TestConcurrencyCaps(t *testing.T) {
 		d := newDoor(t, newClock(), Config{})
 		b := newBlocker(http.StatusOK)
 		h := d.Wrap(GroupLink, b, nil)
-		r1 := hold(t, h, b, "192.0.2.1:1", DefaultLinkPerClient)
+		r1 := hold(t, h, b, "192.0.2.1:1", defaults[GroupLink].PerClient)
 		defer r1()
 		b2 := &blocker{entered: b.entered, release: make(chan struct{}), code: http.StatusOK}
-		r2 := hold(t, d.Wrap(GroupLink, b2, nil), b2, "192.0.2.2:1", DefaultLinkInflight-DefaultLinkPerClient)
+		r2 := hold(t, d.Wrap(GroupLink, b2, nil), b2, "192.0.2.2:1", defaults[GroupLink].Inflight-defaults[GroupLink].PerClient)
 		defer r2()
 		rejected(t, h, "192.0.2.3:1", http.StatusServiceUnavailable, "1")
 	})
@@ -103,13 +103,13 @@ func TestConcurrencyCaps(t *testing.T) {
 		b := newBlocker(http.StatusOK)
 		overflow := status(http.StatusTeapot)
 		h := d.Wrap(GroupLink, b, overflow)
-		release := hold(t, h, b, "192.0.2.1:1", DefaultLinkPerClient)
+		release := hold(t, h, b, "192.0.2.1:1", defaults[GroupLink].PerClient)
 		defer release()
 		if w := do(h, "GET", "192.0.2.1:1"); w.Code != http.StatusTeapot {
 			t.Errorf("over the client cap: got %d, want the overflow's %d", w.Code, http.StatusTeapot)
 		}
 		b2 := &blocker{entered: b.entered, release: make(chan struct{}), code: http.StatusOK}
-		r2 := hold(t, d.Wrap(GroupLink, b2, nil), b2, "192.0.2.2:1", DefaultLinkInflight-DefaultLinkPerClient)
+		r2 := hold(t, d.Wrap(GroupLink, b2, nil), b2, "192.0.2.2:1", defaults[GroupLink].Inflight-defaults[GroupLink].PerClient)
 		defer r2()
 		if w := do(h, "GET", "192.0.2.3:1"); w.Code != http.StatusTeapot {
 			t.Errorf("over the group cap: got %d, want the overflow's %d", w.Code, http.StatusTeapot)
@@ -120,7 +120,7 @@ func TestConcurrencyCaps(t *testing.T) {
 		h := d.Wrap(GroupLink, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 			panic(http.ErrAbortHandler)
 		}), nil)
-		for range DefaultLinkPerClient + 1 {
+		for range defaults[GroupLink].PerClient + 1 {
 			func() {
 				defer func() {
 					if p := recover(); p != http.ErrAbortHandler {
@@ -136,9 +136,9 @@ func TestConcurrencyCaps(t *testing.T) {
 }
 
 func TestShadowModeRejectsNothing(t *testing.T) {
-	d := newDoor(t, newClock(), Config{Disabled: true})
+	d := newDoor(t, newClock(), Config{Shadow: true})
 	h := d.Wrap(GroupLink, status(http.StatusOK), nil)
-	for range DefaultLinkBurst + 5 {
+	for range defaults[GroupLink].Burst + 5 {
 		allowed(t, h, "192.0.2.1:1", http.StatusOK)
 	}
 }
@@ -177,16 +177,16 @@ func TestBadConfiguration(t *testing.T) {
 		change func(*Budget)
 		want   string
 	}{
-		{"zero rate", func(b *Budget) { b.Rate = 0 }, "Rate"},
 		{"negative rate", func(b *Budget) { b.Rate = -1 }, "Rate"},
-		{"burst below one", func(b *Budget) { b.Burst = 0 }, "Burst"},
-		{"zero shared rate", func(b *Budget) { b.SharedRate = 0 }, "SharedRate"},
-		{"shared burst below one", func(b *Budget) { b.SharedBurst = 0 }, "SharedBurst"},
-		{"zero per-client cap", func(b *Budget) { b.PerClient = 0 }, "PerClient"},
+		{"burst below one", func(b *Budget) { b.Burst = -1 }, "Burst"},
+		{"negative shared rate", func(b *Budget) { b.SharedRate = -1 }, "SharedRate"},
+		{"shared burst below one", func(b *Budget) { b.SharedBurst = -2 }, "SharedBurst"},
+		{"negative per-client cap", func(b *Budget) { b.PerClient = -1 }, "PerClient"},
 		{"negative group cap", func(b *Budget) { b.Inflight = -3 }, "Inflight"},
-		{"zero table", func(b *Budget) { b.MaxClients = 0 }, "MaxClients"},
-		{"negative read timeout", func(b *Budget) { b.ReadTimeout = -time.Second }, "ReadTimeout"},
-		{"negative body cap", func(b *Budget) { b.MaxBodyBytes = -1 }, "MaxBodyBytes"},
+		{"negative table", func(b *Budget) { b.MaxClients = -1 }, "MaxClients"},
+		{"unknown charge", func(b *Budget) { b.Charge = 9 }, "Charge"},
+		{"a new group without its rate", func(b *Budget) { b.Rate = 0 }, "Rate"},
+		{"a new group without its burst", func(b *Budget) { b.Burst = 0 }, "Burst"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -200,6 +200,32 @@ func TestBadConfiguration(t *testing.T) {
 				t.Fatalf("New: got %q, want it to name group \"signup\" and field %s", msg, tt.want)
 			}
 		})
+	}
+}
+
+// TestZeroFieldsTakeTheDefaults checks that a budget names only what it
+// changes: zero fields keep the group's default (the link group's for a new
+// group), the shared bucket follows the client bucket, and a negative
+// timeout or cap means none.
+func TestZeroFieldsTakeTheDefaults(t *testing.T) {
+	d := newDoor(t, newClock(), Config{Budgets: map[Group]Budget{
+		GroupWebhook: {Burst: 7},
+		"signup":     {Rate: 2, Burst: 3, MaxBodyBytes: -1, HoldTimeout: -1},
+	}})
+	webhook, _ := d.Budget(GroupWebhook)
+	want := DefaultBudgets()[GroupWebhook]
+	want.Burst, want.SharedBurst = 7, 7
+	if webhook != want {
+		t.Errorf("webhook: got %+v, want %+v", webhook, want)
+	}
+	signup, _ := d.Budget("signup")
+	want = DefaultBudgets()[GroupLink]
+	want.Rate, want.Burst, want.SharedRate, want.SharedBurst, want.MaxBodyBytes, want.HoldTimeout = 2, 3, 2, 3, -1, -1
+	if signup != want {
+		t.Errorf("signup: got %+v, want %+v", signup, want)
+	}
+	if link, _ := d.Budget(GroupLink); link != DefaultBudgets()[GroupLink] {
+		t.Errorf("link, not named: got %+v, want its defaults", link)
 	}
 }
 
@@ -242,10 +268,10 @@ func TestGroupCapIsExactAcrossShards(t *testing.T) {
 	for i := range clients {
 		wg.Go(func() { codes <- do(h, "POST", fmt.Sprintf("198.51.%d.%d:1", i/200, i%200)).Code })
 	}
-	for range DefaultWebhookInflight {
+	for range defaults[GroupWebhook].Inflight {
 		<-b.entered
 	}
-	for range clients - DefaultWebhookInflight {
+	for range clients - defaults[GroupWebhook].Inflight {
 		if code := <-codes; code != http.StatusServiceUnavailable {
 			t.Errorf("over the group cap: got %d, want 503", code)
 		}
@@ -262,7 +288,7 @@ func TestGroupCapIsExactAcrossShards(t *testing.T) {
 }
 
 func TestShardsSpreadKeys(t *testing.T) {
-	g := newGroup(GroupWebhook, DefaultBudgets()[GroupWebhook], 0)
+	g := newGroup(GroupWebhook, DefaultBudgets()[GroupWebhook], &settings{now: timeline(nil)}, 0)
 	per := make([]int, len(g.shards))
 	for i := range 1 << 14 {
 		per[g.shardOf(netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}), 32))]++
@@ -294,15 +320,15 @@ func TestPanicAfterAFailureStillCharges(t *testing.T) {
 		}()
 	}
 	rejected(t, h, "192.0.2.1:1", http.StatusTooManyRequests, "1")
-	if got := outcomeCount(d.groups[GroupWebhook], OutcomeClientError); got != 2 {
+	if got := outcomeCount(d.groups[GroupWebhook], outcomeClientError); got != 2 {
 		t.Fatalf("client_error: got %d, want 2 (the answers the client got)", got)
 	}
 }
 
 func TestInfiniteRateNeverLimits(t *testing.T) {
-	for _, charge := range []bool{false, true} {
+	for _, charge := range []Charge{ChargeAlways, ChargeOnFailure} {
 		budget := DefaultBudgets()[GroupWebhook]
-		budget.Rate, budget.Burst, budget.ChargeOnFailure = rate.Inf, 1, charge
+		budget.Rate, budget.Burst, budget.Charge = rate.Inf, 1, charge
 		d := newDoor(t, newClock(), Config{Budgets: map[Group]Budget{GroupWebhook: budget}})
 		b := newBlocker(http.StatusBadRequest)
 		h := d.Wrap(GroupWebhook, b, nil)

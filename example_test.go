@@ -33,7 +33,7 @@ func Example() {
 	// The link budget is a burst of 20: the 21st request in a row is turned
 	// away with Retry-After.
 	var last *httptest.ResponseRecorder
-	for range admit.DefaultLinkBurst + 1 {
+	for range admit.DefaultBudgets()[admit.GroupLink].Burst + 1 {
 		req := httptest.NewRequest("GET", "/l/abc", nil)
 		req.RemoteAddr = "203.0.113.9:5000"
 		last = httptest.NewRecorder()
@@ -50,15 +50,11 @@ func ExampleNew_behindAProxy() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	var door *admit.Door
-	resolver, err := clientip.New(clientip.Config{
-		TrustedProxies: proxies,
-		OnUntrusted:    func() { door.UntrustedXFF() },
-	})
+	resolver, err := clientip.New(clientip.Config{TrustedProxies: proxies})
 	if err != nil {
 		log.Fatal(err)
 	}
-	door, err = admit.New(admit.Config{Key: resolver.Key})
+	door, err := admit.New(admit.Config{Key: resolver.Key})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -79,7 +75,7 @@ func ExampleNew_behindAProxy() {
 // Shadow mode for a rollout: nothing is rejected, and the metrics count what
 // enforcement would have done as would_* outcomes.
 func ExampleConfig_shadowMode() {
-	door, err := admit.New(admit.Config{Disabled: true})
+	door, err := admit.New(admit.Config{Shadow: true})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -95,4 +91,29 @@ func ExampleConfig_shadowMode() {
 	}
 	fmt.Println(served)
 	// Output: 100
+}
+
+// The door as middleware, for chains of func(http.Handler) http.Handler such
+// as chi's r.With(...) or alice: here the standard library's mux, with one
+// middleware per route group.
+func ExampleDoor_Middleware() {
+	door, err := admit.New(admit.Config{Budgets: map[admit.Group]admit.Budget{
+		admit.GroupLink: {Burst: 2}, // one field changed; the rest are the link defaults
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	limitLinks := door.Middleware(admit.GroupLink)
+	mux := http.NewServeMux()
+	mux.Handle("GET /s/{token}", limitLinks(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "shared", r.PathValue("token"))
+	})))
+	for range 3 {
+		req := httptest.NewRequest("GET", "/s/abc", nil)
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, req)
+		fmt.Print(w.Code, " ")
+	}
+	fmt.Println()
+	// Output: 200 200 429
 }

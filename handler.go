@@ -2,70 +2,86 @@ package admit
 
 import (
 	"net/http"
+	"sync"
 	"time"
 )
 
 // handler is what Wrap returns: one group's door in front of next.
 type handler struct {
-	door     *Door
 	group    *group
 	next     http.Handler
 	overflow http.Handler
 }
 
+// ServeHTTP reads as the door works: key the request, admit it (the group's
+// caps and its engine's token), refuse it or serve it, then settle what
+// admission took.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	d, g := h.door, h.group
-	t, v := g.admit(d.key(r), d.now(), d.disabled, d.headers)
-	var ww *writer
-	settled := false
-	defer func() {
-		// A panic, in a shared store or in the handler: free what admission
-		// took, charge an answer the client already got, and let it unwind.
-		if !settled {
-			status := http.StatusInternalServerError
-			if ww != nil && ww.status != 0 {
-				status = ww.status
-			}
-			h.settle(r, &t, v.outcome, status)
-		}
-	}()
-	if g.budget.Store != nil && t.taken {
-		v = h.decideShared(r, &t)
-	}
+	g := h.group
+	t, v := g.admit(r.Context(), g.set.key(r), g.set.now())
 	if v.evicted {
 		g.shards[t.shard].counts.evictions.Add(1)
 	}
-	if v.retry > 0 { // rejected; admission took nothing, or gave it back
-		settled = true
-		if h.overflow != nil && g.takeOverflow() {
-			g.count(&t, OutcomeCached)
-			h.serveOverflow(w, r)
-			return
-		}
-		if h.overflow != nil && v.outcome != OutcomeGroupConcurrency {
-			v.outcome, v.retry = OutcomeGroupConcurrency, 1 // the overflow is at the group's cap
-		}
-		g.count(&t, v.outcome)
-		status := http.StatusTooManyRequests
-		if v.outcome == OutcomeGroupConcurrency || v.outcome == OutcomeStoreError {
-			status = http.StatusServiceUnavailable
-		}
-		if d.headers && v.outcome == OutcomeRateLimited {
-			setPolicyHeaders(w.Header(), g, 0, v.reset)
-		}
-		rejectWith(w, r, status, v.retry)
+	if !v.admitted {
+		h.refuse(w, r, &t, v)
 		return
 	}
-	if d.headers && t.taken {
+	if g.set.headers && t.taken {
 		setPolicyHeaders(w.Header(), g, v.left, v.reset)
 	}
-	ww = &writer{ResponseWriter: w}
+	ww := writers.Get().(*writer)
+	ww.ResponseWriter = w
+	settled := false
+	defer func() {
+		// A panic in the handler: free what admission took, charge an
+		// answer the client already got, and let it unwind. The writer is
+		// not reused, since the panic may leave it referenced.
+		if !settled {
+			status := http.StatusInternalServerError
+			if ww.status != 0 {
+				status = ww.status
+			}
+			ww.release()
+			h.settle(r, &t, v.outcome, status)
+		}
+	}()
 	if h.prepare(ww, r) {
 		h.next.ServeHTTP(ww, r)
 	}
 	settled = true
 	ww.release()
 	h.settle(r, &t, v.outcome, ww.answered())
+	*ww = writer{}
+	writers.Put(ww)
+}
+
+// writers recycles the status-recording writers of admitted requests, so
+// the allowed path allocates nothing: net/http forbids using a
+// ResponseWriter after ServeHTTP returns, so a writer is free once its
+// request has settled.
+var writers = sync.Pool{New: func() any { return new(writer) }}
+
+// refuse answers a request admission refused, with the overflow handler when
+// there is one and it has a free slot, or with 429 or 503 and Retry-After.
+func (h *handler) refuse(w http.ResponseWriter, r *http.Request, t *ticket, v verdict) {
+	g := h.group
+	if h.overflow != nil {
+		if g.takeOverflow() {
+			g.count(t, outcomeCached)
+			h.serveOverflow(w, r)
+			return
+		}
+		v.outcome, v.retry = outcomeGroupConcurrency, 1 // the overflow is at the group's cap
+	}
+	g.count(t, v.outcome)
+	status := http.StatusTooManyRequests
+	if v.outcome == outcomeGroupConcurrency || v.outcome == outcomeStoreError {
+		status = http.StatusServiceUnavailable
+	}
+	if g.set.headers && v.outcome == outcomeRateLimited {
+		setPolicyHeaders(w.Header(), g, 0, v.reset)
+	}
+	rejectWith(w, r, status, v.retry)
 }
 
 // serveOverflow serves a request over budget with the overflow handler,
@@ -128,22 +144,18 @@ func (h *handler) prepare(w *writer, r *http.Request) bool {
 // settle frees what admission took and counts the request's one outcome: the
 // outcome admission left pending (a shadow would_* or store_error) if any,
 // otherwise the class of the answer.
-func (h *handler) settle(r *http.Request, t *ticket, pending Outcome, status int) {
-	d, g := h.door, h.group
-	// Charge a shared store before freeing the slot: the slot counts toward
-	// the client's held tokens, so a request arriving meanwhile cannot pass
-	// on the token this one is about to spend.
-	if t.storeHeld && status >= 400 && status < 500 {
-		h.chargeShared(r, t)
+func (h *handler) settle(r *http.Request, t *ticket, pending outcome, status int) {
+	g := h.group
+	if t.taken {
+		g.engine.settle(r.Context(), *t, status)
 	}
-	g.settle(t, status, d.now)
 	o := pending
-	if o == OutcomeOK {
+	if o == outcomeOK {
 		switch {
 		case status >= 500:
-			o = OutcomeServerError
+			o = outcomeServerError
 		case status >= 400:
-			o = OutcomeClientError
+			o = outcomeClientError
 		}
 	}
 	g.count(t, o)

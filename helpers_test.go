@@ -146,7 +146,7 @@ func assertIdle(t *testing.T, g *group) {
 }
 
 // outcomeCount returns how many requests of g ended with o.
-func outcomeCount(g *group, o Outcome) int64 {
+func outcomeCount(g *group, o outcome) int64 {
 	_, _, outcomes, _ := g.stats()
 	return outcomes[o]
 }

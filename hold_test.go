@@ -177,7 +177,7 @@ func TestOverflowIsBounded(t *testing.T) {
 	if code := post("/", 0); code != http.StatusOK {
 		t.Errorf("after the overflow drained: got %d, want 200 from the overflow handler", code)
 	}
-	if got := outcomeCount(d.groups[GroupHealth], OutcomeCached); got != int64(budget.Inflight)+2 {
+	if got := outcomeCount(d.groups[GroupHealth], outcomeCached); got != int64(budget.Inflight)+2 {
 		t.Errorf("cached: got %d, want %d", got, budget.Inflight+2)
 	}
 }

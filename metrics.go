@@ -8,23 +8,23 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// Outcome is what the door did with one request; every request counts exactly
+// outcome is what the door did with one request; every request counts exactly
 // one outcome in admit.door.requests.
-type Outcome uint8
+type outcome uint8
 
 // Outcomes, as the admit.door.outcome attribute spells them.
 const (
-	OutcomeOK                     Outcome = iota // admitted; the handler answered 1xx-3xx
-	OutcomeClientError                           // admitted; the handler answered 4xx
-	OutcomeServerError                           // admitted; the handler answered 5xx or panicked
-	OutcomeRateLimited                           // 429: no token
-	OutcomeClientConcurrency                     // 429: the client's in-flight cap
-	OutcomeGroupConcurrency                      // 503: the group's in-flight cap
-	OutcomeCached                                // over budget, served by the overflow handler
-	OutcomeStoreError                            // the shared store failed; its failure policy decided
-	OutcomeWouldRateLimited                      // shadow mode: would have been rate_limited
-	OutcomeWouldClientConcurrency                // shadow mode: would have been client_concurrency
-	OutcomeWouldGroupConcurrency                 // shadow mode: would have been group_concurrency
+	outcomeOK                     outcome = iota // admitted; the handler answered 1xx-3xx
+	outcomeClientError                           // admitted; the handler answered 4xx
+	outcomeServerError                           // admitted; the handler answered 5xx or panicked
+	outcomeRateLimited                           // 429: no token
+	outcomeClientConcurrency                     // 429: the client's in-flight cap
+	outcomeGroupConcurrency                      // 503: the group's in-flight cap
+	outcomeCached                                // over budget, served by the overflow handler
+	outcomeStoreError                            // the shared store failed; its failure policy decided
+	outcomeWouldRateLimited                      // shadow mode: would have been rate_limited
+	outcomeWouldClientConcurrency                // shadow mode: would have been client_concurrency
+	outcomeWouldGroupConcurrency                 // shadow mode: would have been group_concurrency
 	numOutcomes
 )
 
@@ -35,7 +35,7 @@ var outcomeNames = [numOutcomes]string{
 }
 
 // String returns the outcome as the metrics spell it, such as "rate_limited".
-func (o Outcome) String() string {
+func (o outcome) String() string {
 	if o < numOutcomes {
 		return outcomeNames[o]
 	}
@@ -43,20 +43,20 @@ func (o Outcome) String() string {
 }
 
 // would returns the shadow-mode form of a rejection outcome.
-func (o Outcome) would() Outcome {
+func (o outcome) would() outcome {
 	switch o {
-	case OutcomeRateLimited:
-		return OutcomeWouldRateLimited
-	case OutcomeClientConcurrency:
-		return OutcomeWouldClientConcurrency
-	case OutcomeGroupConcurrency:
-		return OutcomeWouldGroupConcurrency
+	case outcomeRateLimited:
+		return outcomeWouldRateLimited
+	case outcomeClientConcurrency:
+		return outcomeWouldClientConcurrency
+	case outcomeGroupConcurrency:
+		return outcomeWouldGroupConcurrency
 	}
 	return o
 }
 
-// Attribute keys; no instrument carries any other attribute, and never a
-// client address.
+// Attribute keys of the door's instruments; no instrument carries any other
+// attribute, and never a client key.
 const (
 	AttrGroup   = attribute.Key("admit.door.group")
 	AttrOutcome = attribute.Key("admit.door.outcome")
@@ -70,14 +70,14 @@ const (
 type meters struct {
 	requests     metric.Int64ObservableCounter
 	evictions    metric.Int64ObservableCounter
-	untrusted    metric.Int64ObservableCounter
 	inflight     metric.Int64ObservableUpDownCounter
 	clients      metric.Int64ObservableGauge
-	untrustedN   atomic.Int64
 	registration metric.Registration
 }
 
-func newMeters(meter metric.Meter) (*meters, error) {
+// newMeters creates the door's instruments on meter and reports groups'
+// figures through them.
+func newMeters(meter metric.Meter, groups map[Group]*group) (*meters, error) {
 	m := &meters{}
 	var err error
 	if m.requests, err = meter.Int64ObservableCounter("admit.door.requests",
@@ -90,11 +90,6 @@ func newMeters(meter metric.Meter) (*meters, error) {
 		metric.WithUnit("{entry}")); err != nil {
 		return nil, err
 	}
-	if m.untrusted, err = meter.Int64ObservableCounter("admit.door.untrusted_xff",
-		metric.WithDescription("Requests whose forwarding headers came from an untrusted loopback or private peer and were ignored."),
-		metric.WithUnit("{request}")); err != nil {
-		return nil, err
-	}
 	if m.inflight, err = meter.Int64ObservableUpDownCounter("admit.door.inflight",
 		metric.WithDescription("Requests admitted and not yet settled, by group."),
 		metric.WithUnit("{request}")); err != nil {
@@ -103,6 +98,9 @@ func newMeters(meter metric.Meter) (*meters, error) {
 	if m.clients, err = meter.Int64ObservableGauge("admit.door.clients",
 		metric.WithDescription("Entries in the group's client table."),
 		metric.WithUnit("{client}")); err != nil {
+		return nil, err
+	}
+	if err := m.register(meter, groups); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -146,9 +144,8 @@ func (m *meters) register(meter metric.Meter, groups map[Group]*group) error {
 			o.ObserveInt64(m.inflight, int64(inflight), gm.group...)
 			o.ObserveInt64(m.clients, int64(clients), gm.group...)
 		}
-		o.ObserveInt64(m.untrusted, m.untrustedN.Load())
 		return nil
-	}, m.requests, m.evictions, m.untrusted, m.inflight, m.clients)
+	}, m.requests, m.evictions, m.inflight, m.clients)
 	m.registration = reg
 	return err
 }

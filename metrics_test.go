@@ -54,7 +54,7 @@ func TestMetricsCountEveryOutcome(t *testing.T) {
 	d := newDoor(t, clk, Config{MeterProvider: mp, Budgets: map[Group]Budget{GroupWebhook: tinyWebhook()}})
 
 	link := d.Wrap(GroupLink, status(http.StatusOK), nil)
-	for range DefaultLinkBurst {
+	for range defaults[GroupLink].Burst {
 		allowed(t, link, "192.0.2.1:1", http.StatusOK)
 	}
 	rejected(t, link, "192.0.2.1:1", http.StatusTooManyRequests, "1")
@@ -64,7 +64,7 @@ func TestMetricsCountEveryOutcome(t *testing.T) {
 
 	b := newBlocker(http.StatusOK)
 	health := d.Wrap(GroupHealth, b, nil)
-	release := hold(t, health, b, "192.0.2.3:1", DefaultHealthPerClient)
+	release := hold(t, health, b, "192.0.2.3:1", defaults[GroupHealth].PerClient)
 	rejected(t, health, "192.0.2.3:1", http.StatusTooManyRequests, "1")
 	release()
 
@@ -72,36 +72,35 @@ func TestMetricsCountEveryOutcome(t *testing.T) {
 	allowed(t, hooks, "192.0.2.4:1", http.StatusOK)
 	allowed(t, hooks, "192.0.2.5:1", http.StatusOK)
 	allowed(t, hooks, "192.0.2.6:1", http.StatusOK) // evicts 192.0.2.4
-	d.UntrustedXFF()
 
 	// Shadow mode, on a provider of its own (gauges of two doors on one
 	// provider would overwrite each other): every would_* form.
 	shadowReader := sdkmetric.NewManualReader()
 	shadowMP := sdkmetric.NewMeterProvider(sdkmetric.WithReader(shadowReader))
-	shadow := newDoor(t, clk, Config{MeterProvider: shadowMP, Disabled: true})
+	shadow := newDoor(t, clk, Config{MeterProvider: shadowMP, Shadow: true})
 	sl := shadow.Wrap(GroupLink, status(http.StatusOK), nil)
-	for range DefaultLinkBurst + 1 {
+	for range defaults[GroupLink].Burst + 1 {
 		allowed(t, sl, "192.0.2.7:1", http.StatusOK)
 	}
 	sb := newBlocker(http.StatusOK)
 	sh := shadow.Wrap(GroupLink, sb, nil)
-	r1 := hold(t, sh, sb, "192.0.2.8:1", DefaultLinkPerClient)
+	r1 := hold(t, sh, sb, "192.0.2.8:1", defaults[GroupLink].PerClient)
 	allowed(t, shadow.Wrap(GroupLink, status(http.StatusOK), nil), "192.0.2.8:1", http.StatusOK)
 	sb2 := &blocker{entered: sb.entered, release: make(chan struct{}), code: http.StatusOK}
-	r2 := hold(t, shadow.Wrap(GroupLink, sb2, nil), sb2, "192.0.2.9:1", DefaultLinkInflight-DefaultLinkPerClient)
+	r2 := hold(t, shadow.Wrap(GroupLink, sb2, nil), sb2, "192.0.2.9:1", defaults[GroupLink].Inflight-defaults[GroupLink].PerClient)
 	allowed(t, shadow.Wrap(GroupLink, status(http.StatusOK), nil), "192.0.2.10:1", http.StatusOK)
 
 	points := collect(t, reader)
 	shadowPoints := collect(t, shadowReader)
 	got := outcomes(t, append(points["admit.door.requests"], shadowPoints["admit.door.requests"]...))
 	want := map[string]int64{
-		"link/ok":                       2 * DefaultLinkBurst, // requests still held are not settled yet
+		"link/ok":                       2 * int64(defaults[GroupLink].Burst), // requests still held are not settled yet
 		"link/rate_limited":             1,
 		"link/client_error":             1,
 		"link/server_error":             1,
 		"link/cached":                   1,
 		"health/client_concurrency":     1,
-		"health/ok":                     DefaultHealthPerClient,
+		"health/ok":                     int64(defaults[GroupHealth].PerClient),
 		"webhook/ok":                    3,
 		"link/would_rate_limited":       1,
 		"link/would_client_concurrency": 1,
@@ -123,9 +122,6 @@ func TestMetricsCountEveryOutcome(t *testing.T) {
 	if v := gauge(points["admit.door.evictions"], "webhook"); v != 1 {
 		t.Errorf("evictions{webhook}: got %d, want 1", v)
 	}
-	if pts := points["admit.door.untrusted_xff"]; len(pts) != 1 || pts[0].Value != 1 || pts[0].Attributes.Len() != 0 {
-		t.Errorf("untrusted_xff: got %v, want one point of 1 without attributes", pts)
-	}
 	for _, name := range []string{"admit.door.inflight", "admit.door.clients"} {
 		pts := points[name]
 		if len(pts) == 0 {
@@ -140,8 +136,8 @@ func TestMetricsCountEveryOutcome(t *testing.T) {
 	if v := gauge(points["admit.door.clients"], "webhook"); v != 2 {
 		t.Errorf("clients{webhook}: got %d, want the full table of 2", v)
 	}
-	if v := gauge(shadowPoints["admit.door.inflight"], "link"); v != DefaultLinkInflight {
-		t.Errorf("inflight{link}: got %d, want the shadow door's %d held requests", v, DefaultLinkInflight)
+	if v := gauge(shadowPoints["admit.door.inflight"], "link"); v != int64(defaults[GroupLink].Inflight) {
+		t.Errorf("inflight{link}: got %d, want the shadow door's %d held requests", v, defaults[GroupLink].Inflight)
 	}
 }
 

@@ -72,8 +72,8 @@ func TestReplicasShareOneBudget(t *testing.T) {
 			t.Run("link charges every request", func(t *testing.T) {
 				clk := newClock()
 				doors := replicas(t, clk, open(t, clk), 2)
-				if got := spread(t, doors, GroupLink, status(http.StatusOK), "192.0.2.1:1", 2*DefaultLinkBurst); got != DefaultLinkBurst {
-					t.Fatalf("admitted across two replicas: got %d, want one burst of %d", got, DefaultLinkBurst)
+				if got := spread(t, doors, GroupLink, status(http.StatusOK), "192.0.2.1:1", 2*defaults[GroupLink].Burst); got != defaults[GroupLink].Burst {
+					t.Fatalf("admitted across two replicas: got %d, want one burst of %d", got, defaults[GroupLink].Burst)
 				}
 				rejected(t, doors[0].Wrap(GroupLink, status(http.StatusOK), nil), "192.0.2.1:1", http.StatusTooManyRequests, "1")
 				clk.Advance(time.Second)
@@ -82,11 +82,11 @@ func TestReplicasShareOneBudget(t *testing.T) {
 			t.Run("webhook charges only failures", func(t *testing.T) {
 				clk := newClock()
 				doors := replicas(t, clk, open(t, clk), 2)
-				if got := spread(t, doors, GroupWebhook, status(http.StatusOK), "192.0.2.2:1", 2*DefaultWebhookBurst); got != 2*DefaultWebhookBurst {
-					t.Fatalf("successful deliveries admitted: got %d, want all %d", got, 2*DefaultWebhookBurst)
+				if got := spread(t, doors, GroupWebhook, status(http.StatusOK), "192.0.2.2:1", 2*defaults[GroupWebhook].Burst); got != 2*defaults[GroupWebhook].Burst {
+					t.Fatalf("successful deliveries admitted: got %d, want all %d", got, 2*defaults[GroupWebhook].Burst)
 				}
-				if got := spread(t, doors, GroupWebhook, status(http.StatusUnauthorized), "192.0.2.2:1", DefaultWebhookBurst+10); got != DefaultWebhookBurst {
-					t.Fatalf("failing deliveries admitted: got %d, want one burst of %d", got, DefaultWebhookBurst)
+				if got := spread(t, doors, GroupWebhook, status(http.StatusUnauthorized), "192.0.2.2:1", defaults[GroupWebhook].Burst+10); got != defaults[GroupWebhook].Burst {
+					t.Fatalf("failing deliveries admitted: got %d, want one burst of %d", got, defaults[GroupWebhook].Burst)
 				}
 			})
 		})
@@ -122,7 +122,7 @@ func TestStoreFailureFollowsThePolicy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			budget := DefaultBudgets()[GroupLink]
 			budget.Store = failing{tt.policy}
-			d := newDoor(t, newClock(), Config{Disabled: tt.shadow, Budgets: map[Group]Budget{GroupLink: budget}})
+			d := newDoor(t, newClock(), Config{Shadow: tt.shadow, Budgets: map[Group]Budget{GroupLink: budget}})
 			h := d.Wrap(GroupLink, status(http.StatusOK), nil)
 			w := do(h, "GET", "192.0.2.1:1")
 			if w.Code != tt.want {
@@ -132,7 +132,7 @@ func TestStoreFailureFollowsThePolicy(t *testing.T) {
 				t.Fatal("fail-closed answer has no Retry-After")
 			}
 			g := d.groups[GroupLink]
-			if got := outcomeCount(g, OutcomeStoreError); got != 1 {
+			if got := outcomeCount(g, outcomeStoreError); got != 1 {
 				t.Fatalf("store_error count: got %d, want 1", got)
 			}
 			assertIdle(t, g)

@@ -95,7 +95,7 @@ func TestEvictionSparesClientsInFlight(t *testing.T) {
 func TestEvictionNeedsAFullBucket(t *testing.T) {
 	clk := newClock()
 	budget := tinyWebhook()
-	budget.ChargeOnFailure = false
+	budget.Charge = ChargeAlways
 	d := newDoor(t, clk, Config{Budgets: map[Group]Budget{GroupWebhook: budget}})
 	g := d.groups[GroupWebhook]
 	h := d.Wrap(GroupWebhook, status(http.StatusOK), nil)
@@ -106,7 +106,7 @@ func TestEvictionNeedsAFullBucket(t *testing.T) {
 	if got, want := snapshot(g), []string{"192.0.2.2/32:9", "192.0.2.1/32:9"}; !slices.Equal(got, want) {
 		t.Fatalf("table: got %v, want %v", got, want)
 	}
-	if got := g.sharedB.tokens; got != 9 {
+	if got := g.engine.(*local).bucket.tokens; got != 9 {
 		t.Fatalf("shared bucket: got %v tokens, want 9", got)
 	}
 	clk.Advance(time.Second) // A and B are full again
@@ -142,7 +142,7 @@ func TestTableKeepsLRUOrder(t *testing.T) {
 func TestInflightFollowsAClientIntoTheTable(t *testing.T) {
 	clk := newClock()
 	budget := tinyWebhook()
-	budget.MaxClients, budget.PerClient, budget.ChargeOnFailure = 1, 2, false
+	budget.MaxClients, budget.PerClient, budget.Charge = 1, 2, ChargeAlways
 	d := newDoor(t, clk, Config{Budgets: map[Group]Budget{GroupWebhook: budget}})
 	g := d.groups[GroupWebhook]
 
@@ -162,7 +162,7 @@ func TestInflightFollowsAClientIntoTheTable(t *testing.T) {
 	}
 	// B has two requests in flight, one from before it had an entry.
 	rejected(t, h, "192.0.2.2:1", http.StatusTooManyRequests, "1")
-	if got := outcomeCount(g, OutcomeClientConcurrency); got != 1 {
+	if got := outcomeCount(g, outcomeClientConcurrency); got != 1 {
 		t.Fatalf("client_concurrency: got %d, want 1", got)
 	}
 	releaseFirst()

@@ -42,7 +42,8 @@
 //
 // When an untrusted peer on a loopback, private or link-local address sends
 // a forwarding header, it is most likely a proxy the operator forgot to
-// list. The header is still ignored; [Config.OnUntrusted] is called and one
+// list. The header is still ignored; the request is counted in
+// admit.clientip.ignored_forwarding (see [Config.MeterProvider]) and one
 // warning is logged per Resolver. Client addresses are never logged.
 //
 // [Resolver.Explain] replays the same walk and records each step for

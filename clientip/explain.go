@@ -51,7 +51,7 @@ const (
 )
 
 // Explain resolves req as Key does and records each step. It allocates and
-// does not call Config.OnUntrusted or log; keep it off the request path.
+// does not count or log untrusted peers; keep it off the request path.
 func (r *Resolver) Explain(req *http.Request) Explanation {
 	var e Explanation
 	e.Addr = r.resolve(req, &e)

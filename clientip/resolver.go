@@ -1,11 +1,17 @@
 package clientip
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/netip"
 	"sync/atomic"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/admitgo/admit/internal/meter"
 )
 
 // Header names, in the canonical form net/http stores them in.
@@ -39,15 +45,15 @@ type Config struct {
 	// always /32.
 	IPv6Bits int
 
-	// OnUntrusted, if not nil, is called for each request in which an
-	// untrusted loopback, private, shared (100.64.0.0/10) or link-local peer
-	// sends a forwarding header: most likely a local proxy or tunnel the
-	// operator forgot to trust. The header is ignored either way. It runs on
-	// the request path, so it must be fast, such as a counter's Add.
-	OnUntrusted func()
+	// MeterProvider provides the admit.clientip.ignored_forwarding counter:
+	// requests in which an untrusted loopback, private, shared
+	// (100.64.0.0/10) or link-local peer sent a forwarding header, most
+	// likely a local proxy or tunnel the operator forgot to trust. The
+	// header is ignored either way. nil: the global meter provider.
+	MeterProvider metric.MeterProvider
 
-	// Logger receives one warning per Resolver the first time OnUntrusted's
-	// condition occurs. It never carries a client address. Nil means
+	// Logger receives one warning per Resolver the first time such a
+	// request arrives. It never carries a client address. Nil means
 	// slog.Default().
 	Logger *slog.Logger
 }
@@ -58,13 +64,13 @@ type Config struct {
 // Resolver is safe for concurrent use; its zero value is not usable, call
 // [New].
 type Resolver struct {
-	trusted4    []netip.Prefix // IPv4 prefixes of Config.TrustedProxies
-	trusted6    []netip.Prefix // IPv6 prefixes of Config.TrustedProxies
-	header      string         // the header the walk reads
-	forwarded   bool           // header is Forwarded, not X-Forwarded-For
-	bits6       int            // IPv6 key width
-	onUntrusted func()
-	logger      *slog.Logger
+	trusted4  []netip.Prefix // IPv4 prefixes of Config.TrustedProxies
+	trusted6  []netip.Prefix // IPv6 prefixes of Config.TrustedProxies
+	header    string         // the header the walk reads
+	forwarded bool           // header is Forwarded, not X-Forwarded-For
+	bits6     int            // IPv6 key width
+	ignored   metric.Int64Counter
+	logger    *slog.Logger
 
 	warned atomic.Bool // set once the untrusted-peer warning is logged
 }
@@ -74,11 +80,10 @@ type Resolver struct {
 // cfg.TrustedProxies, so later changes to that slice have no effect.
 func New(cfg Config) (*Resolver, error) {
 	r := &Resolver{
-		header:      headerXFF,
-		forwarded:   cfg.Forwarded,
-		bits6:       cfg.IPv6Bits,
-		onUntrusted: cfg.OnUntrusted,
-		logger:      cfg.Logger,
+		header:    headerXFF,
+		forwarded: cfg.Forwarded,
+		bits6:     cfg.IPv6Bits,
+		logger:    cfg.Logger,
 	}
 	if r.forwarded {
 		r.header = headerForwarded
@@ -91,6 +96,17 @@ func New(cfg Config) (*Resolver, error) {
 	}
 	if r.logger == nil {
 		r.logger = slog.Default()
+	}
+	mp := cfg.MeterProvider
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	var err error
+	r.ignored, err = mp.Meter(meter.Name).Int64Counter("admit.clientip.ignored_forwarding",
+		metric.WithDescription("Requests whose forwarding header came from an untrusted loopback, private or link-local peer and was ignored: most likely a proxy the configuration forgot to trust."),
+		metric.WithUnit("{request}"))
+	if err != nil {
+		return nil, fmt.Errorf("clientip: metrics: %w", err)
 	}
 	for _, p := range cfg.TrustedProxies {
 		if !p.IsValid() {
@@ -168,9 +184,7 @@ func local(a netip.Addr) bool {
 
 // untrusted reports an untrusted local peer that sent a forwarding header.
 func (r *Resolver) untrusted(header string) {
-	if r.onUntrusted != nil {
-		r.onUntrusted()
-	}
+	r.ignored.Add(context.Background(), 1)
 	if !r.warned.Load() && r.warned.CompareAndSwap(false, true) {
 		r.logger.Warn("clientip: ignored a forwarding header from an untrusted loopback or private peer; if a proxy or tunnel runs there, add its address to the trusted proxies",
 			"header", header)

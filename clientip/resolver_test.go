@@ -2,13 +2,16 @@ package clientip
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
 	"net/netip"
 	"strings"
-	"sync/atomic"
 	"testing"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 // proxies is the trusted set most cases use: a private IPv4 range, a ULA
@@ -57,7 +60,7 @@ func TestKey(t *testing.T) {
 		header    string
 		lines     []string
 		want      string // the key
-		untrusted int    // OnUntrusted calls
+		untrusted int    // requests counted as ignored forwarding
 	}{
 		// The peer alone.
 		{name: "zero config keys the peer", peer: "198.51.100.7:4711", want: "198.51.100.7/32"},
@@ -144,12 +147,12 @@ func TestKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var calls atomic.Int32
+			calls := newIgnoredCounter()
 			cfg := Config{
-				Forwarded:   tt.forwarded,
-				IPv6Bits:    tt.bits,
-				OnUntrusted: func() { calls.Add(1) },
-				Logger:      slog.New(slog.DiscardHandler),
+				Forwarded:     tt.forwarded,
+				IPv6Bits:      tt.bits,
+				MeterProvider: calls.mp,
+				Logger:        slog.New(slog.DiscardHandler),
 			}
 			if tt.trusted != "" {
 				cfg.TrustedProxies = trusted(t, tt.trusted)
@@ -160,8 +163,8 @@ func TestKey(t *testing.T) {
 			if got := r.Key(req); got != want {
 				t.Errorf("Key = %v, want %v", got, want)
 			}
-			if got := calls.Load(); int(got) != tt.untrusted {
-				t.Errorf("OnUntrusted called %d times, want %d", got, tt.untrusted)
+			if got := calls.load(t); int(got) != tt.untrusted {
+				t.Errorf("ignored forwarding counted %d times, want %d", got, tt.untrusted)
 			}
 			// Addr is the unmasked address the key was cut from.
 			addr := r.Addr(req)
@@ -172,13 +175,13 @@ func TestKey(t *testing.T) {
 			} else if !want.Contains(addr) {
 				t.Errorf("Addr = %v, not inside key %v", addr, want)
 			}
-			// Explain tells the same story and calls no hooks.
-			before := calls.Load()
+			// Explain tells the same story and counts nothing.
+			before := calls.load(t)
 			if e := r.Explain(req); e.Key != want {
 				t.Errorf("Explain().Key = %v, want %v", e.Key, want)
 			}
-			if calls.Load() != before {
-				t.Errorf("Explain called OnUntrusted")
+			if calls.load(t) != before {
+				t.Errorf("Explain counted an ignored forwarding header")
 			}
 		})
 	}
@@ -257,21 +260,21 @@ func TestNewCopiesAndCanonicalises(t *testing.T) {
 	}
 }
 
-// TestUntrustedWarnsOnce checks that a forgotten local proxy is reported to
-// OnUntrusted on every request but logged once, and that the log line at
-// Warn does not carry the address.
+// TestUntrustedWarnsOnce checks that a forgotten local proxy is counted on
+// every request but logged once, and that the log line at Warn does not
+// carry the address.
 func TestUntrustedWarnsOnce(t *testing.T) {
 	var buf bytes.Buffer
-	var calls atomic.Int32
+	calls := newIgnoredCounter()
 	r := resolver(t, Config{
-		OnUntrusted: func() { calls.Add(1) },
-		Logger:      slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		MeterProvider: calls.mp,
+		Logger:        slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	})
 	for range 3 {
 		r.Key(request("192.168.7.7:5000", "X-Forwarded-For", "198.51.100.7"))
 	}
-	if got := calls.Load(); got != 3 {
-		t.Errorf("OnUntrusted called %d times, want 3", got)
+	if got := calls.load(t); got != 3 {
+		t.Errorf("ignored forwarding counted %d times, want 3", got)
 	}
 	out := buf.String()
 	if n := strings.Count(out, "level=WARN"); n != 1 {
@@ -280,9 +283,42 @@ func TestUntrustedWarnsOnce(t *testing.T) {
 	if strings.Contains(out, "192.168.7.7") || strings.Contains(out, "198.51.100.7") {
 		t.Errorf("warning carries an address:\n%s", out)
 	}
-	// A nil OnUntrusted is allowed.
-	r = resolver(t, Config{Logger: slog.New(slog.DiscardHandler)})
-	r.Key(request("127.0.0.1:5000", "X-Forwarded-For", "198.51.100.7"))
+}
+
+// ignoredCounter reads admit.clientip.ignored_forwarding from a meter
+// provider of its own.
+type ignoredCounter struct {
+	reader *sdkmetric.ManualReader
+	mp     *sdkmetric.MeterProvider
+}
+
+func newIgnoredCounter() *ignoredCounter {
+	reader := sdkmetric.NewManualReader()
+	return &ignoredCounter{reader: reader, mp: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))}
+}
+
+func (c *ignoredCounter) load(t *testing.T) int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := c.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "admit.clientip.ignored_forwarding" {
+				continue
+			}
+			var n int64
+			for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				if p.Attributes.Len() != 0 {
+					t.Errorf("ignored_forwarding carries %v, want no attributes", p.Attributes.ToSlice())
+				}
+				n += p.Value
+			}
+			return n
+		}
+	}
+	return 0
 }
 
 func TestExplain(t *testing.T) {

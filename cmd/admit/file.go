@@ -171,7 +171,10 @@ func (o budgetOverride) apply(b admit.Budget) admit.Budget {
 		b.HoldTimeout = *o.HoldTimeout
 	}
 	if o.ChargeOnFailure != nil {
-		b.ChargeOnFailure = *o.ChargeOnFailure
+		b.Charge = admit.ChargeAlways
+		if *o.ChargeOnFailure {
+			b.Charge = admit.ChargeOnFailure
+		}
 	}
 	return b
 }

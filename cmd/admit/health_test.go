@@ -14,7 +14,7 @@ import (
 )
 
 func TestHealthOverBudget(t *testing.T) {
-	burst := admit.DefaultHealthBurst
+	burst := admit.DefaultBudgets()[admit.GroupHealth].Burst
 	t.Run("healthz", func(t *testing.T) {
 		r := start(t, "--demo")
 		for i := range burst + 1 {
@@ -62,7 +62,7 @@ func TestHealthProbesUpstreamOnce(t *testing.T) {
 	cfg := serverConfig(t, append(appRoutes(up.URL), "--upstream-health", "/healthz")...)
 	cfg.Now = frozen() // no refill: every probe past the burst is over budget
 	r := startConfig(t, cfg)
-	burst := admit.DefaultHealthBurst
+	burst := admit.DefaultBudgets()[admit.GroupHealth].Burst
 	start := time.Now()
 	r.answers(t, burst+50, http.StatusOK, "GET", "/healthz", "")
 	// burst probes are proxied; the 50 over budget are answered from the

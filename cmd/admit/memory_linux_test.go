@@ -77,7 +77,7 @@ func TestHealthServiceMemoryIsBounded(t *testing.T) {
 			}
 			before := peakRSS(t, p.cmd.Process.Pid)
 			if tc.spend {
-				for range admit.DefaultHealthBurst {
+				for range admit.DefaultBudgets()[admit.GroupHealth].Burst {
 					healthCall(t, p.url, http.NoBody, "")
 				}
 			}

@@ -11,7 +11,7 @@ import (
 
 func TestMetrics(t *testing.T) {
 	r := start(t, appRoutes(upstreamApp(t).URL)...)
-	r.answers(t, admit.DefaultLinkBurst, http.StatusOK, "GET", "/l/abc", "")
+	r.answers(t, admit.DefaultBudgets()[admit.GroupLink].Burst, http.StatusOK, "GET", "/l/abc", "")
 	r.rejected(t, "GET", "/l/abc", "")
 	r.answers(t, 2, http.StatusUnauthorized, "POST", "/hooks/github", "{}")
 
@@ -19,7 +19,7 @@ func TestMetrics(t *testing.T) {
 		group, outcome string
 		want           int
 	}{
-		{"link", "ok", admit.DefaultLinkBurst},
+		{"link", "ok", admit.DefaultBudgets()[admit.GroupLink].Burst},
 		{"link", "rate_limited", 1},
 		{"webhook", "client_error", 2},
 		{"health", "ok", 0},
@@ -53,7 +53,7 @@ func TestMetrics(t *testing.T) {
 func TestMetricsSharedStore(t *testing.T) {
 	r := start(t, append(appRoutes(upstreamApp(t).URL),
 		"--store", testredis.URL(), "--store-prefix", testredis.Prefix(t))...)
-	r.answers(t, admit.DefaultLinkBurst, http.StatusOK, "GET", "/l/abc", "")
+	r.answers(t, admit.DefaultBudgets()[admit.GroupLink].Burst, http.StatusOK, "GET", "/l/abc", "")
 	r.rejected(t, "GET", "/l/abc", "")
 	want := map[string]bool{
 		`admit_quota_decisions_total{admit_quota_outcome="allowed",admit_quota_store="redis"`: false,

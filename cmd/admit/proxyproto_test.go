@@ -68,7 +68,7 @@ func TestProxyProtocol(t *testing.T) {
 		}
 	})
 	t.Run("the header's source is the key", func(t *testing.T) {
-		for i := range admit.DefaultLinkBurst {
+		for i := range admit.DefaultBudgets()[admit.GroupLink].Burst {
 			if status, body := get(t, a, "/l/x"); status != http.StatusOK {
 				t.Fatalf("request %d from 203.0.113.7: got %d %q, want 200", i+1, status, body)
 			}

@@ -118,7 +118,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	}
 	s.resolver, err = clientip.New(clientip.Config{
 		TrustedProxies: cfg.TrustedProxies,
-		OnUntrusted:    s.untrustedXFF,
+		MeterProvider:  s.tel.provider,
 		Logger:         log,
 	})
 	if err != nil {
@@ -126,7 +126,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	}
 	s.door, err = admit.New(admit.Config{
 		Budgets:       budgets,
-		Disabled:      cfg.DisableAnonRouteLimits,
+		Shadow:        cfg.DisableAnonRouteLimits,
 		Key:           s.resolver.Key,
 		Now:           cfg.Now,
 		Logger:        log,
@@ -171,9 +171,6 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 		"config", cfg.ConfigFile)
 	return s, nil
 }
-
-// untrustedXFF counts a forwarding header from an untrusted local peer.
-func (s *server) untrustedXFF() { s.door.UntrustedXFF() }
 
 // routes puts every route behind the door, the gRPC health service in the
 // health group, and the proxy, unlimited, for everything else, behind the

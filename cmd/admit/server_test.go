@@ -15,7 +15,7 @@ func appRoutes(upstream string) []string {
 }
 
 func TestAnonymousRoutes(t *testing.T) {
-	linkBurst, webhookBurst := admit.DefaultLinkBurst, admit.DefaultWebhookBurst
+	linkBurst, webhookBurst := admit.DefaultBudgets()[admit.GroupLink].Burst, admit.DefaultBudgets()[admit.GroupWebhook].Burst
 	t.Run("link over burst gets 429", func(t *testing.T) {
 		r := start(t, appRoutes(upstreamApp(t).URL)...)
 		r.answers(t, linkBurst, http.StatusOK, "GET", "/l/abc", "")

@@ -1,0 +1,165 @@
+package admit
+
+import (
+	"context"
+	"math"
+	"net/netip"
+	"sync"
+)
+
+// local is the engine of a group without a shared store: each client's
+// bucket lives in its shard's table, and clients that find no room spend
+// from the group's shared bucket under the same caps. The shared bucket has
+// its own mutex, always taken after a shard's.
+type local struct {
+	g              *group
+	client, shared refill
+
+	mu         sync.Mutex // guards bucket and held
+	bucket     bucket     // the shared bucket
+	sharedHeld int32      // tokens held on the shared bucket by unsettled requests
+}
+
+func newLocal(g *group, now int64) *local {
+	l := &local{g: g}
+	l.client, l.shared = g.budget.refills()
+	l.bucket = l.shared.full(now)
+	return l
+}
+
+// admit checks, under the client's shard lock, its in-flight cap and its
+// bucket (its table entry, claimed if need be, or the shared bucket), then
+// takes the group slot and spends or holds the token. In shadow mode a
+// request that would be refused is admitted without taking anything.
+func (l *local) admit(_ context.Context, t ticket, now int64) (ticket, verdict) {
+	g := l.g
+	s := &g.shards[t.shard]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	slot, tabled := s.table.lookup(t.key)
+	prior := s.perClient[t.key]
+	if tabled {
+		prior = s.table.entries[slot].inflight
+	}
+	if int(prior) >= g.budget.PerClient {
+		return t, g.refuse(outcomeClientConcurrency, 1)
+	}
+	var evicted bool
+	if !tabled {
+		slot, evicted = l.claimLocked(s, t.key, now)
+	}
+	t.slot = slot
+	v := l.spendLocked(s, &t, now)
+	v.evicted = evicted
+	if !v.admitted || v.outcome != outcomeOK {
+		return t, v // refused, or admitted in shadow mode without taking anything
+	}
+	if slot >= 0 {
+		s.table.entries[slot].inflight++
+	} else {
+		s.perClient[t.key] = prior + 1
+	}
+	t.taken = true
+	return t, v
+}
+
+// spendLocked checks the tokens of the client's bucket (its table entry at
+// t.slot, or the shared bucket) and, when they suffice and a group slot is
+// free, takes the slot and spends (or holds) a token. The caller holds the
+// shard's lock.
+func (l *local) spendLocked(s *shard, t *ticket, now int64) verdict {
+	g := l.g
+	b, f, held := &l.bucket, l.shared, &l.sharedHeld
+	if t.slot >= 0 {
+		e := &s.table.entries[t.slot]
+		b, f, held = &e.bucket, l.client, &e.held
+	} else {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+	}
+	onFailure := g.budget.Charge == ChargeOnFailure
+	need := 1.0
+	if onFailure && !f.unlimited() {
+		need += float64(*held)
+	}
+	tokens := b.tokensAt(now, f)
+	if tokens < need {
+		v := g.refuse(outcomeRateLimited, b.secondsUntil(now, need, f))
+		if g.set.headers {
+			v.reset = f.seconds(f.burst - tokens + need - 1)
+		}
+		return v
+	}
+	if !g.takeSlot() {
+		return g.refuse(outcomeGroupConcurrency, 1)
+	}
+	if onFailure {
+		*held++
+		t.held = true
+	} else {
+		b.spend(now, 1, f)
+	}
+	v := verdict{admitted: true}
+	if g.set.headers {
+		v.left = int(math.Floor(tokens - need))
+		v.reset = f.seconds(f.burst - tokens + need)
+	}
+	return v
+}
+
+// claimLocked finds a slot for a client its shard's table does not hold. On a
+// full table it probes the oldest entries: each that cannot be reclaimed
+// moves to the front, and the first that is full and idle is given to the
+// newcomer with a full bucket. It returns -1 when none qualifies. The
+// newcomer's requests in flight on the shared bucket, if any, are counted on
+// its entry from then on. The caller holds s.mu.
+func (l *local) claimLocked(s *shard, key netip.Prefix, now int64) (slot int32, evicted bool) {
+	slot = -1
+	if !s.table.full() {
+		slot = s.table.insert(key, l.client.full(now))
+	} else {
+		for range min(probes, s.table.len()) {
+			i := s.table.tail
+			e := &s.table.entries[i]
+			if e.inflight == 0 && e.bucket.tokensAt(now, l.client) >= l.client.burst {
+				s.table.replace(i, key, l.client.full(now))
+				slot, evicted = i, true
+				break
+			}
+			s.table.toFront(i)
+		}
+	}
+	if n, ok := s.perClient[key]; ok && slot >= 0 {
+		s.table.entries[slot].inflight = n
+		delete(s.perClient, key)
+	}
+	return slot, evicted
+}
+
+// settle frees the request's slots and, for a request holding a token,
+// spends it when the answer was a 4xx. It reads the clock only to spend.
+func (l *local) settle(_ context.Context, t ticket, status int) {
+	g := l.g
+	charge := status >= 400 && status < 500
+	s := &g.shards[t.shard]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g.releaseLocked(s, &t)
+	if !t.held {
+		return
+	}
+	if t.slot >= 0 {
+		e := &s.table.entries[t.slot]
+		e.held--
+		if charge {
+			e.bucket.spend(g.set.now(), 1, l.client)
+		}
+		return
+	}
+	l.mu.Lock()
+	l.sharedHeld--
+	if charge {
+		l.bucket.spend(g.set.now(), 1, l.shared)
+	}
+	l.mu.Unlock()
+}
