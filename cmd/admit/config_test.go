@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,13 +39,16 @@ func parse(t *testing.T, args []string, env map[string]string) (config, error) {
 // defaults is what parse answers with no arguments.
 func defaults() config {
 	return config{
-		Listen:        ":8080",
-		Upstream:      mustURL(app),
-		Store:         store{Kind: storeMemory},
-		StoreMigrate:  true,
-		MetricsListen: "127.0.0.1:9464",
-		DrainTimeout:  25 * time.Second,
-		LogFormat:     "text",
+		Listen:            ":8080",
+		Upstream:          mustURL(app),
+		Store:             store{Kind: storeMemory},
+		StoreMigrate:      true,
+		RouteFolding:      true,
+		MaxConns:          4096,
+		MaxConnsPerClient: 64,
+		MetricsListen:     "127.0.0.1:9464",
+		DrainTimeout:      25 * time.Second,
+		LogFormat:         "text",
 	}
 }
 
@@ -55,19 +60,16 @@ func describe(c config) string {
 	for _, r := range c.Routes {
 		fmt.Fprintf(&b, "Route %s=%q\n", r.Group, r.Pattern)
 	}
-	fmt.Fprintf(&b, "TrustedProxies=%v ProxyProtocolFrom=%v DisableAnonRouteLimits=%v PolicyHeaders=%v\n",
-		c.TrustedProxies, c.ProxyProtocolFrom, c.DisableAnonRouteLimits, c.PolicyHeaders)
+	fmt.Fprintf(&b, "TrustedProxies=%v ProxyProtocolFrom=%v Shadow=%v PolicyHeaders=%v\n",
+		c.TrustedProxies, c.ProxyProtocolFrom, c.Shadow, c.PolicyHeaders)
+	fmt.Fprintf(&b, "EscapedSlashes=%v RouteFolding=%v MethodOverride=%v MaxConns=%d MaxConnsPerClient=%d\n",
+		c.EscapedSlashes, c.RouteFolding, c.MethodOverride, c.MaxConns, c.MaxConnsPerClient)
 	fmt.Fprintf(&b, "Store=%+v StorePrefix=%q StoreTable=%q StoreMigrate=%v StoreFailOpen=%v MetricsListen=%q\n",
 		c.Store, c.StorePrefix, c.StoreTable, c.StoreMigrate, c.StoreFailOpen, c.MetricsListen)
 	fmt.Fprintf(&b, "TLSCert=%q TLSKey=%q DrainDelay=%v DrainTimeout=%v ConfigFile=%q\n", c.TLSCert, c.TLSKey, c.DrainDelay, c.DrainTimeout, c.ConfigFile)
 	fmt.Fprintf(&b, "LogFormat=%q LogLevel=%v\n", c.LogFormat, c.LogLevel)
-	for _, g := range groups {
-		if o, ok := c.Budgets[g]; ok {
-			fmt.Fprintf(&b, "Budget %s: %s\n", g, o)
-		}
-	}
-	if len(c.Budgets) > len(groups) {
-		fmt.Fprintf(&b, "Budgets for unknown groups: %v\n", c.Budgets)
+	for _, g := range slices.Sorted(maps.Keys(c.Budgets)) {
+		fmt.Fprintf(&b, "Budget %s: %+v\n", g, c.Budgets[g])
 	}
 	return b.String()
 }
@@ -87,8 +89,6 @@ func prefixes(s ...string) []netip.Prefix {
 	}
 	return ps
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func TestParseConfig(t *testing.T) {
 	tests := []struct {
@@ -160,10 +160,13 @@ func TestParseConfig(t *testing.T) {
 			c.ProxyProtocolFrom = prefixes("10.9.0.0/16")
 		}},
 
-		{"disable limits flag", []string{"--disable-anon-route-limits"}, nil, func(c *config) { c.DisableAnonRouteLimits = true }},
-		{"disable limits env", nil, map[string]string{"ADMIT_DISABLE_ANON_ROUTE_LIMITS": "T"}, func(c *config) { c.DisableAnonRouteLimits = true }},
+		{"shadow flag", []string{"--shadow"}, nil, func(c *config) { c.Shadow = true }},
+		{"shadow env", nil, map[string]string{"ADMIT_SHADOW": "true"}, func(c *config) { c.Shadow = true }},
+		{"disable limits flag, the alias of --shadow", []string{"--disable-anon-route-limits"}, nil, func(c *config) { c.Shadow = true }},
+		{"disable limits env", nil, map[string]string{"ADMIT_DISABLE_ANON_ROUTE_LIMITS": "T"}, func(c *config) { c.Shadow = true }},
 		{"disable limits env false", nil, map[string]string{"ADMIT_DISABLE_ANON_ROUTE_LIMITS": "0"}, func(c *config) {}},
 		{"disable limits flag over env", []string{"--disable-anon-route-limits=false"}, map[string]string{"ADMIT_DISABLE_ANON_ROUTE_LIMITS": "true"}, func(c *config) {}},
+		{"shadow env over the alias's", nil, map[string]string{"ADMIT_SHADOW": "false", "ADMIT_DISABLE_ANON_ROUTE_LIMITS": "true"}, func(c *config) {}},
 
 		{"store memory", []string{"--store", "memory"}, nil, func(c *config) {}},
 		{"store postgres", []string{"--store", "postgres://admit:s3cret@db:5432/admit?sslmode=disable"}, nil, func(c *config) {
@@ -235,15 +238,15 @@ func TestParseConfig(t *testing.T) {
 		{"config file", []string{"--config", "testdata/full.yaml"}, nil, func(c *config) {
 			c.ConfigFile = "testdata/full.yaml"
 			c.Routes = []route{{admit.GroupWebhook, "POST /hooks/github"}, {admit.GroupLink, "GET /s/{token}"}, {admit.GroupHealth, "GET /ready"}}
-			c.Budgets = map[admit.Group]budgetOverride{
+			c.Budgets = map[admit.Group]admit.Budget{
 				admit.GroupWebhook: {
-					Rate: ptr(rate.Limit(100)), Burst: ptr(1000),
-					SharedRate: ptr(rate.Limit(200.5)), SharedBurst: ptr(2000),
-					PerClient: ptr(8), Inflight: ptr(128), MaxClients: ptr(4096),
-					ReadTimeout: ptr(15 * time.Second), MaxBodyBytes: ptr(int64(2 << 20)),
-					ChargeOnFailure: ptr(true),
+					Rate: 100, Burst: 1000, SharedRate: 200.5, SharedBurst: 2000,
+					PerClient: 8, Inflight: 128, MaxClients: 4096,
+					ReadTimeout: 15 * time.Second, MaxBodyBytes: 2 << 20, HoldTimeout: 45 * time.Second,
+					Charge: admit.ChargeOnFailure,
 				},
-				admit.GroupLink: {Burst: ptr(5), ChargeOnFailure: ptr(false)},
+				admit.GroupLink:   {Burst: 5, Charge: admit.ChargeAlways},
+				admit.GroupHealth: {ReadTimeout: -1, MaxBodyBytes: -1, HoldTimeout: -1},
 			}
 		}},
 		{"config file env", nil, map[string]string{"ADMIT_CONFIG": "testdata/empty.yaml"}, func(c *config) {
@@ -260,7 +263,7 @@ func TestParseConfig(t *testing.T) {
 		}},
 		{"config file infinite rate", []string{"--config", "testdata/infinite-rate.yaml"}, nil, func(c *config) {
 			c.ConfigFile = "testdata/infinite-rate.yaml"
-			c.Budgets = map[admit.Group]budgetOverride{admit.GroupHealth: {Rate: ptr(rate.Inf)}}
+			c.Budgets = map[admit.Group]admit.Budget{admit.GroupHealth: {Rate: rate.Inf}}
 		}},
 	}
 	for _, tt := range tests {
@@ -358,14 +361,14 @@ func TestParseConfigErrors(t *testing.T) {
 		{"log level unknown", nil, map[string]string{"ADMIT_LOG_LEVEL": "loud"}, `admit: ADMIT_LOG_LEVEL "loud": *unknown name`},
 
 		{"config file missing", []string{"--config", "testdata/missing.yaml"}, nil, `admit: --config "testdata/missing.yaml": no such file or directory`},
-		{"config unknown budget field", []string{"--config", "testdata/unknown-field.yaml"}, nil, `admit: --config "testdata/unknown-field.yaml": line 3: field brust not found`},
-		{"config unknown top-level field", nil, map[string]string{"ADMIT_CONFIG": "testdata/unknown-top-level.yaml"}, `admit: ADMIT_CONFIG "testdata/unknown-top-level.yaml": line 1: field listen not found`},
-		{"config unknown budget group", []string{"--config", "testdata/unknown-group.yaml"}, nil, `admit: --config "testdata/unknown-group.yaml": budgets: unknown group "admin" (want webhook, link or health)`},
-		{"config unknown route group", []string{"--config", "testdata/unknown-route-group.yaml"}, nil, `admit: --config "testdata/unknown-route-group.yaml": routes[0]: unknown group "admin" (want webhook, link or health)`},
-		{"config bad route pattern", []string{"--config", "testdata/bad-route-pattern.yaml"}, nil, `admit: --config "testdata/bad-route-pattern.yaml": routes[0] "GET /l/{id": *bad wildcard segment`},
-		{"config zero burst", []string{"--config", "testdata/zero-burst.yaml"}, nil, `admit: --config "testdata/zero-burst.yaml": budgets.health.burst: must be at least 1, got 0`},
-		{"config negative rate", []string{"--config", "testdata/negative-rate.yaml"}, nil, `admit: --config "testdata/negative-rate.yaml": budgets.link.rate: must not be negative, got -1`},
-		{"config bad duration", []string{"--config", "testdata/bad-duration.yaml"}, nil, "admit: --config \"testdata/bad-duration.yaml\": line 3: cannot unmarshal !!str `ten sec...` into time.Duration"},
+		{"config unknown budget field", []string{"--config", "testdata/unknown-field.yaml"}, nil, `admit: --config "testdata/unknown-field.yaml": line 3: budgets.link: unknown field "brust" (want burst, charge_on_failure, hold_timeout, inflight, max_body_bytes, max_clients, per_client, rate, read_timeout, shared_burst, shared_rate)`},
+		{"config unknown top-level field", nil, map[string]string{"ADMIT_CONFIG": "testdata/unknown-top-level.yaml"}, `admit: ADMIT_CONFIG "testdata/unknown-top-level.yaml": line 1: the file: unknown field "listen" (want budgets, routes)`},
+		{"config unknown budget group", []string{"--config", "testdata/unknown-group.yaml"}, nil, `admit: --config "testdata/unknown-group.yaml": line 2: budgets: unknown group "admin" (want webhook, link or health)`},
+		{"config unknown route group", []string{"--config", "testdata/unknown-route-group.yaml"}, nil, `admit: --config "testdata/unknown-route-group.yaml": line 2: routes[0]: unknown group "admin" (want webhook, link or health)`},
+		{"config bad route pattern", []string{"--config", "testdata/bad-route-pattern.yaml"}, nil, `admit: --config "testdata/bad-route-pattern.yaml": line 2: routes[0] "GET /l/{id": *bad wildcard segment`},
+		{"config zero burst", []string{"--config", "testdata/zero-burst.yaml"}, nil, `admit: --config "testdata/zero-burst.yaml": line 3: budgets.health.burst: must be at least 1, got 0`},
+		{"config negative rate", []string{"--config", "testdata/negative-rate.yaml"}, nil, `admit: --config "testdata/negative-rate.yaml": line 3: budgets.link.rate: must not be negative, got -1`},
+		{"config bad duration", []string{"--config", "testdata/bad-duration.yaml"}, nil, `admit: --config "testdata/bad-duration.yaml": line 3: budgets.webhook.read_timeout: "ten seconds" is not a duration (such as "10s"; 0 for none)`},
 		{"config not YAML", []string{"--config", "testdata/not-yaml.yaml"}, nil, `admit: --config "testdata/not-yaml.yaml": yaml: *line`},
 		{"config two documents", []string{"--config", "testdata/two-documents.yaml"}, nil, `admit: --config "testdata/two-documents.yaml": more than one YAML document`},
 	}
@@ -389,32 +392,46 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 }
 
-func TestBudgetOverrideValidation(t *testing.T) {
+// TestBudgetFields reads each budget field from a config file: a value given
+// must mean something (a field left out keeps the default), and a 0 timeout
+// or body cap means none.
+func TestBudgetFields(t *testing.T) {
 	tests := []struct {
-		name string
-		o    budgetOverride
-		want string // empty: valid
+		yaml string // the link group's fields
+		want admit.Budget
+		err  string // empty: valid
 	}{
-		{"empty", budgetOverride{}, ""},
-		{"zero rate", budgetOverride{Rate: ptr(rate.Limit(0))}, ""},
-		{"zero read timeout and body cap", budgetOverride{ReadTimeout: ptr(time.Duration(0)), MaxBodyBytes: ptr(int64(0))}, ""},
-		{"negative shared rate", budgetOverride{SharedRate: ptr(rate.Limit(-0.5))}, "shared_rate: must not be negative, got -0.5"},
-		{"zero shared burst", budgetOverride{SharedBurst: ptr(0)}, "shared_burst: must be at least 1, got 0"},
-		{"zero per client", budgetOverride{PerClient: ptr(0)}, "per_client: must be at least 1, got 0"},
-		{"negative inflight", budgetOverride{Inflight: ptr(-3)}, "inflight: must be at least 1, got -3"},
-		{"zero max clients", budgetOverride{MaxClients: ptr(0)}, "max_clients: must be at least 1, got 0"},
-		{"negative read timeout", budgetOverride{ReadTimeout: ptr(-time.Second)}, "read_timeout: must not be negative, got -1s"},
-		{"negative body cap", budgetOverride{MaxBodyBytes: ptr(int64(-1))}, "max_body_bytes: must not be negative, got -1"},
+		{"{}", admit.Budget{}, ""},
+		{"read_timeout: 0\n    max_body_bytes: 0", admit.Budget{ReadTimeout: -1, MaxBodyBytes: -1}, ""},
+		{"hold_timeout: 2m", admit.Budget{HoldTimeout: 2 * time.Minute}, ""},
+		{"rate: .inf", admit.Budget{Rate: rate.Inf}, ""},
+		{"rate: 0", admit.Budget{}, "line 3: budgets.link.rate: must be positive (.inf for no limit), got 0"},
+		{"shared_rate: -0.5", admit.Budget{}, "line 3: budgets.link.shared_rate: must not be negative, got -0.5"},
+		{"shared_burst: 0", admit.Budget{}, "line 3: budgets.link.shared_burst: must be at least 1, got 0"},
+		{"per_client: 0", admit.Budget{}, "line 3: budgets.link.per_client: must be at least 1, got 0"},
+		{"inflight: -3", admit.Budget{}, "line 3: budgets.link.inflight: must be at least 1, got -3"},
+		{"max_clients: 0", admit.Budget{}, "line 3: budgets.link.max_clients: must be at least 1, got 0"},
+		{"read_timeout: -1s", admit.Budget{}, "line 3: budgets.link.read_timeout: must not be negative, got -1s"},
+		{"max_body_bytes: -1", admit.Budget{}, "line 3: budgets.link.max_body_bytes: must not be negative, got -1"},
+		{"burst: fast", admit.Budget{}, "line 3: budgets.link.burst: not a whole number"},
+		{"rate: fast", admit.Budget{}, `line 3: budgets.link.rate: "fast" is not a number of tokens per second (.inf for no limit)`},
+		{"charge_on_failure: maybe", admit.Budget{}, "line 3: budgets.link.charge_on_failure: not a boolean (use true or false)"},
+		{"burst: [1, 2]", admit.Budget{}, "line 3: budgets.link.burst: want a single value"},
+		{"burst: 5\n    burst: 6", admit.Budget{}, "line 4: budgets.link.burst: given twice (first on line 3)"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.o.validate()
+		t.Run(tt.yaml, func(t *testing.T) {
+			path := writeConfig(t, "budgets:\n  link:\n    "+tt.yaml+"\n")
+			c, err := parse(t, []string{"--config", path}, nil)
 			got := ""
 			if err != nil {
-				got = err.Error()
+				got = strings.TrimPrefix(err.Error(), fmt.Sprintf("admit: --config %q: ", path))
 			}
-			if got != tt.want {
-				t.Errorf("got %q, want %q", got, tt.want)
+			if got != tt.err {
+				t.Fatalf("error: got %q, want %q", got, tt.err)
+			}
+			if err == nil && c.Budgets[admit.GroupLink] != tt.want {
+				t.Errorf("link budget: got %+v, want %+v", c.Budgets[admit.GroupLink], tt.want)
 			}
 		})
 	}
@@ -427,10 +444,13 @@ func TestParseConfigHelp(t *testing.T) {
 		t.Fatalf("got %v, want %v", err, flag.ErrHelp)
 	}
 	usage := out.String()
-	for _, s := range settings {
-		want := []string{"--" + s.name, s.env}
-		if s.def != "" {
-			want = append(want, fmt.Sprintf("default %q", s.def))
+	for _, o := range options {
+		want := append([]string{"--" + o.name}, o.envs()...)
+		for _, a := range o.aliases {
+			want = append(want, "--"+a)
+		}
+		if o.def != "" {
+			want = append(want, fmt.Sprintf("default %q", o.def))
 		}
 		for _, w := range want {
 			if w != "" && !strings.Contains(usage, w) {
@@ -481,8 +501,8 @@ func FuzzParseConfig(f *testing.F) {
 	// Seeds: a setting index (modulo the number of settings) and a value,
 	// valid or a near miss, for the settings with the most parsing.
 	seed := func(name, value string) {
-		for i, s := range settings {
-			if s.name == name {
+		for i, o := range options {
+			if o.name == name {
 				f.Add(uint8(i), value)
 			}
 		}
@@ -501,7 +521,7 @@ func FuzzParseConfig(f *testing.F) {
 	seed("drain-timeout", "9223372036854775807ns")
 	seed("demo", "T")
 	f.Fuzz(func(t *testing.T, index uint8, value string) {
-		s := settings[int(index)%len(settings)]
+		s := options[int(index)%len(options)]
 		if s.name == "config" {
 			return // a path: the file system, not the parser
 		}

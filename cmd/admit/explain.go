@@ -8,41 +8,33 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/admitgo/admit/clientip"
 	"github.com/admitgo/admit/cmd/admit/internal/canon"
 )
 
-// explainSettings are the server's settings that explain reads, with their
+// explainOptions are the server's settings that explain reads, with their
 // environment variables, so that it runs against the server's configuration.
-var explainSettings = func() []setting {
-	var list []setting
-	for _, s := range settings {
-		if slices.Contains([]string{"demo", "route", "trusted-proxy", "config", "escaped-slashes", "route-folding", "method-override"}, s.name) {
-			list = append(list, s)
-		}
-	}
-	return list
-}()
+var explainOptions = pick(options, "demo", "route", "trusted-proxy", "config", "escaped-slashes", "route-folding", "method-override")
 
 // explain is the explain subcommand: it prints the group a request would be
 // admitted under, its client key, and how the key was derived. It sends
 // nothing anywhere.
 func explain(args []string, getenv func(string) string, out io.Writer) error {
-	fs := flag.NewFlagSet("admit explain", flag.ContinueOnError)
-	p := newParser(fs, explainSettings)
+	set := newOptionSet("admit explain", explainOptions)
+	fs := set.fs
 	peer := fs.String("peer", "", "")
-	headers := &values{multi: true}
-	fs.Var(headers, "H", "")
-	fs.Var(headers, "header", "")
-	if err := fs.Parse(args); err != nil {
+	var headers []string
+	addHeader := func(v string) error { headers = append(headers, v); return nil }
+	fs.Func("H", "", addHeader)
+	fs.Func("header", "", addHeader)
+	if err := set.parse("admit explain", args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printExplainUsage(out)
 			return nil
 		}
-		return usageError{fmt.Errorf("admit explain: %w", err)}
+		return usageError{err}
 	}
 	if *peer == "" {
 		return usageError{errors.New("admit explain: --peer is required: the address the request comes from, as admit would see it (host:port)")}
@@ -50,14 +42,14 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 	if fs.NArg() != 2 {
 		return usageError{errors.New("admit explain: want METHOD PATH after the flags, such as GET /l/abc")}
 	}
-	c, err := p.apply(getenv)
-	if err != nil {
+	var c config
+	if err := set.apply(getenv, &c); err != nil {
 		return usageError{err}
 	}
-	if c.Demo && len(c.Routes) == 0 {
-		c.Routes = demoRoutes
+	if err := c.finish(set); err != nil {
+		return usageError{err}
 	}
-	req, err := explainRequest(fs.Arg(0), fs.Arg(1), *peer, headers.list)
+	req, err := explainRequest(fs.Arg(0), fs.Arg(1), *peer, headers)
 	if err != nil {
 		return usageError{err}
 	}
@@ -196,5 +188,5 @@ func printExplainUsage(w io.Writer) {
 		"It reads the routes and trusted proxies as the server does.\n\n"+
 		"  --peer HOST:PORT\n    \tthe TCP peer of the request (or the source of its PROXY protocol header)\n"+
 		"  -H, --header 'Name: value'\n    \ta request header; repeatable, and repeated headers count line by line\n")
-	printSettings(w, explainSettings)
+	printOptions(w, explainOptions)
 }

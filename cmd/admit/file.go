@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -19,34 +17,11 @@ import (
 	"github.com/admitgo/admit"
 )
 
-// budgetOverride changes some fields of a group's default budget. A nil field
-// keeps the default; apply puts the others onto a budget.
-type budgetOverride struct {
-	Rate            *rate.Limit    `yaml:"rate"` // tokens/s; .inf means unlimited
-	Burst           *int           `yaml:"burst"`
-	SharedRate      *rate.Limit    `yaml:"shared_rate"`
-	SharedBurst     *int           `yaml:"shared_burst"`
-	PerClient       *int           `yaml:"per_client"`
-	Inflight        *int           `yaml:"inflight"`
-	MaxClients      *int           `yaml:"max_clients"`
-	ReadTimeout     *time.Duration `yaml:"read_timeout"`   // "10s"; 0 keeps the server's
-	MaxBodyBytes    *int64         `yaml:"max_body_bytes"` // 0: no cap
-	HoldTimeout     *time.Duration `yaml:"hold_timeout"`   // 0: no bound
-	ChargeOnFailure *bool          `yaml:"charge_on_failure"`
-}
-
-// fileConfig is the schema of --config. Unknown fields are errors, so a typo
+// readFile reads the YAML config file at path: its routes come before those
+// of --route, and its budgets set each group's figures field by field onto
+// the door's budgets. Errors name the line and the field as the file spells
+// them, never a Go type. Unknown and repeated fields are errors, so a typo
 // never silently keeps a default.
-type fileConfig struct {
-	Routes []struct {
-		Group   string `yaml:"group"`
-		Pattern string `yaml:"pattern"`
-	} `yaml:"routes"`
-	Budgets map[string]budgetOverride `yaml:"budgets"`
-}
-
-// readFile reads the YAML config file at path: its routes come before those of
-// --route, and its budgets are checked for the limits every door enforces.
 func (c *config) readFile(path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -56,165 +31,248 @@ func (c *config) readFile(path string) error {
 		}
 		return err
 	}
-	var f fileConfig
+	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil && err != io.EOF {
-		return yamlError(err)
+	if err := dec.Decode(&doc); err == io.EOF {
+		return nil // an empty file, or comments only
+	} else if err != nil {
+		return err // yaml's syntax errors name their line
 	}
-	if err := dec.Decode(new(fileConfig)); err != io.EOF {
+	if err := dec.Decode(new(yaml.Node)); err != io.EOF {
 		return errors.New("more than one YAML document")
 	}
-	c.ConfigFile = path
-	for i, r := range f.Routes {
-		if err := c.addRouteOf(r.Group, r.Pattern); err != nil {
-			if checkGroup(r.Group) != nil {
-				return fmt.Errorf("routes[%d]: %w", i, err)
+	root := doc.Content[0]
+	if isNull(root) {
+		return nil
+	}
+	return eachField(root, "", map[string]func(*yaml.Node) error{
+		"routes":  c.readRoutes,
+		"budgets": c.readBudgets,
+	})
+}
+
+// readRoutes reads a list of routes, each a group and a pattern.
+func (c *config) readRoutes(list *yaml.Node) error {
+	if list.Kind != yaml.SequenceNode {
+		return at(list, "routes", "want a list of routes, each with a group and a pattern")
+	}
+	for i, n := range list.Content {
+		where := fmt.Sprintf("routes[%d]", i)
+		var group, pattern string
+		err := eachField(n, where, map[string]func(*yaml.Node) error{
+			"group":   scalar(where+".group", func(v string) error { group = v; return nil }),
+			"pattern": scalar(where+".pattern", func(v string) error { pattern = v; return nil }),
+		})
+		switch {
+		case err != nil:
+			return err
+		case group == "" || pattern == "":
+			return at(n, where, "want a group and a pattern")
+		}
+		if err := c.addRoute(admit.Group(group), pattern); err != nil {
+			if c.checkGroup(admit.Group(group)) != nil {
+				return at(n, where, "%v", err)
 			}
-			return fmt.Errorf("routes[%d] %q: %w", i, r.Pattern, err)
+			return at(n, fmt.Sprintf("%s %q", where, pattern), "%v", err)
 		}
-	}
-	for _, g := range slices.Sorted(maps.Keys(f.Budgets)) {
-		if err := checkGroup(g); err != nil {
-			return fmt.Errorf("budgets: %w", err)
-		}
-		o := f.Budgets[g]
-		if err := o.validate(); err != nil {
-			return fmt.Errorf("budgets.%s.%w", g, err)
-		}
-		if o.Rate != nil && math.IsInf(float64(*o.Rate), 1) {
-			*o.Rate = rate.Inf
-		}
-		if o.SharedRate != nil && math.IsInf(float64(*o.SharedRate), 1) {
-			*o.SharedRate = rate.Inf
-		}
-		if c.Budgets == nil {
-			c.Budgets = make(map[admit.Group]budgetOverride)
-		}
-		c.Budgets[admit.Group(g)] = o
 	}
 	return nil
 }
 
-// yamlError turns the decoder's errors into one line, without Go type names.
-func yamlError(err error) error {
-	var terr *yaml.TypeError
-	if !errors.As(err, &terr) {
-		return err
+// readBudgets reads each group's budget fields onto an admit.Budget.
+func (c *config) readBudgets(m *yaml.Node) error {
+	if m.Kind != yaml.MappingNode {
+		return at(m, "budgets", "want a map from group names to their budgets")
 	}
-	msg := strings.Join(terr.Errors, "; ")
-	return errors.New(inType.ReplaceAllString(msg, ""))
+	fields := make(map[string]func(*yaml.Node) error)
+	for i := 0; i < len(m.Content); i += 2 {
+		name := m.Content[i].Value
+		fields[name] = func(n *yaml.Node) error {
+			if err := c.checkGroup(admit.Group(name)); err != nil {
+				return at(m.Content[i], "budgets", "%v", err)
+			}
+			b, err := readBudget(n, "budgets."+name)
+			if err != nil {
+				return err
+			}
+			if c.Budgets == nil {
+				c.Budgets = make(map[admit.Group]admit.Budget)
+			}
+			c.Budgets[admit.Group(name)] = b
+			return nil
+		}
+	}
+	return eachField(m, "budgets", fields)
 }
 
-var inType = regexp.MustCompile(` in type main\.\w+`)
+// readBudget reads one group's fields. A field left out keeps the group's
+// default. In the file, as in nginx, a 0 timeout or body cap means none.
+func readBudget(n *yaml.Node, where string) (admit.Budget, error) {
+	var b admit.Budget
+	if isNull(n) {
+		return b, nil
+	}
+	count := func(name string, dst *int) func(*yaml.Node) error {
+		return scalar(where+"."+name, func(v string) (err error) { *dst, err = parseFileCount(v); return err })
+	}
+	limit := func(name string, dst *rate.Limit) func(*yaml.Node) error {
+		return scalar(where+"."+name, func(v string) (err error) { *dst, err = parseFileRate(v); return err })
+	}
+	timeout := func(name string, dst *time.Duration) func(*yaml.Node) error {
+		return scalar(where+"."+name, func(v string) (err error) { *dst, err = parseFileTimeout(v); return err })
+	}
+	err := eachField(n, where, map[string]func(*yaml.Node) error{
+		"rate":         limit("rate", &b.Rate),
+		"burst":        count("burst", &b.Burst),
+		"shared_rate":  limit("shared_rate", &b.SharedRate),
+		"shared_burst": count("shared_burst", &b.SharedBurst),
+		"per_client":   count("per_client", &b.PerClient),
+		"inflight":     count("inflight", &b.Inflight),
+		"max_clients":  count("max_clients", &b.MaxClients),
+		"read_timeout": timeout("read_timeout", &b.ReadTimeout),
+		"hold_timeout": timeout("hold_timeout", &b.HoldTimeout),
+		"max_body_bytes": scalar(where+".max_body_bytes", func(v string) (err error) {
+			b.MaxBodyBytes, err = parseFileBytes(v)
+			return err
+		}),
+		"charge_on_failure": scalar(where+".charge_on_failure", func(v string) error {
+			on, err := parseBool(v)
+			b.Charge = admit.ChargeAlways
+			if on {
+				b.Charge = admit.ChargeOnFailure
+			}
+			return err
+		}),
+	})
+	return b, err
+}
 
-// validate checks what every door requires of a budget, naming the field as
-// the config file spells it. The door checks again; checking here ties the
-// message to the file.
-func (o budgetOverride) validate() error {
-	for _, f := range []struct {
-		name string
-		v    *int
-	}{
-		{"burst", o.Burst}, {"shared_burst", o.SharedBurst}, {"per_client", o.PerClient},
-		{"inflight", o.Inflight}, {"max_clients", o.MaxClients},
-	} {
-		if f.v != nil && *f.v < 1 {
-			return fmt.Errorf("%s: must be at least 1, got %d", f.name, *f.v)
+// eachField walks mapping n, calling the reader of each key; an unknown or
+// repeated key is an error naming its line and where names the mapping.
+func eachField(n *yaml.Node, where string, readers map[string]func(*yaml.Node) error) error {
+	if n.Kind != yaml.MappingNode {
+		return at(n, orTop(where), "want a map of fields")
+	}
+	seen := make(map[string]int)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		name := dotted(where, k.Value)
+		if line, dup := seen[k.Value]; dup {
+			return at(k, name, "given twice (first on line %d)", line)
 		}
-	}
-	for _, f := range []struct {
-		name string
-		v    *rate.Limit
-	}{{"rate", o.Rate}, {"shared_rate", o.SharedRate}} {
-		if f.v != nil && (*f.v < 0 || math.IsNaN(float64(*f.v))) {
-			return fmt.Errorf("%s: must not be negative, got %v", f.name, float64(*f.v))
+		seen[k.Value] = k.Line
+		read, ok := readers[k.Value]
+		if !ok {
+			return at(k, orTop(where), "unknown field %q (want %s)", k.Value, knownFields(readers))
 		}
-	}
-	if o.ReadTimeout != nil && *o.ReadTimeout < 0 {
-		return fmt.Errorf("read_timeout: must not be negative, got %v", *o.ReadTimeout)
-	}
-	if o.MaxBodyBytes != nil && *o.MaxBodyBytes < 0 {
-		return fmt.Errorf("max_body_bytes: must not be negative, got %d", *o.MaxBodyBytes)
-	}
-	if o.HoldTimeout != nil && *o.HoldTimeout < 0 {
-		return fmt.Errorf("hold_timeout: must not be negative, got %v", *o.HoldTimeout)
+		if err := read(v); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// apply returns b with the fields o sets replaced.
-func (o budgetOverride) apply(b admit.Budget) admit.Budget {
-	set := func(dst *int, src *int) {
-		if src != nil {
-			*dst = *src
+// scalar returns a reader of a single value at where, which set parses.
+func scalar(where string, set func(string) error) func(*yaml.Node) error {
+	return func(n *yaml.Node) error {
+		if n.Kind != yaml.ScalarNode || isNull(n) {
+			return at(n, where, "want a single value")
 		}
-	}
-	if o.Rate != nil {
-		b.Rate = *o.Rate
-	}
-	if o.SharedRate != nil {
-		b.SharedRate = *o.SharedRate
-	}
-	set(&b.Burst, o.Burst)
-	set(&b.SharedBurst, o.SharedBurst)
-	set(&b.PerClient, o.PerClient)
-	set(&b.Inflight, o.Inflight)
-	set(&b.MaxClients, o.MaxClients)
-	if o.ReadTimeout != nil {
-		b.ReadTimeout = *o.ReadTimeout
-	}
-	if o.MaxBodyBytes != nil {
-		b.MaxBodyBytes = *o.MaxBodyBytes
-	}
-	if o.HoldTimeout != nil {
-		b.HoldTimeout = *o.HoldTimeout
-	}
-	if o.ChargeOnFailure != nil {
-		b.Charge = admit.ChargeAlways
-		if *o.ChargeOnFailure {
-			b.Charge = admit.ChargeOnFailure
+		if err := set(n.Value); err != nil {
+			return at(n, where, "%v", err)
 		}
+		return nil
 	}
-	return b
 }
 
-// String lists the fields that are set, for logs and tests.
-func (o budgetOverride) String() string {
-	var parts []string
-	add := func(name string, v any) { parts = append(parts, name+"="+fmt.Sprint(v)) }
-	if o.Rate != nil {
-		add("rate", float64(*o.Rate))
+// at returns an error on n's line about the field at where.
+func at(n *yaml.Node, where, format string, args ...any) error {
+	return fmt.Errorf("line %d: %s: %s", n.Line, where, fmt.Sprintf(format, args...))
+}
+
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
+
+func dotted(where, name string) string {
+	if where == "" {
+		return name
 	}
-	if o.Burst != nil {
-		add("burst", *o.Burst)
+	return where + "." + name
+}
+
+func orTop(where string) string {
+	if where == "" {
+		return "the file"
 	}
-	if o.SharedRate != nil {
-		add("shared_rate", float64(*o.SharedRate))
+	return where
+}
+
+// knownFields lists the fields a mapping takes, for errors.
+func knownFields(readers map[string]func(*yaml.Node) error) string {
+	names := make([]string, 0, len(readers))
+	for name := range readers {
+		names = append(names, name)
 	}
-	if o.SharedBurst != nil {
-		add("shared_burst", *o.SharedBurst)
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+// The parsers of the file's values: a field left out is the default, so a
+// value given must mean something.
+
+func parseFileCount(v string) (int, error) {
+	n, err := parseCount(v, math.MinInt)
+	if err != nil {
+		return 0, err
 	}
-	if o.PerClient != nil {
-		add("per_client", *o.PerClient)
+	if n < 1 {
+		return 0, fmt.Errorf("must be at least 1, got %d", n)
 	}
-	if o.Inflight != nil {
-		add("inflight", *o.Inflight)
+	return n, nil
+}
+
+func parseFileRate(v string) (rate.Limit, error) {
+	var f float64
+	if err := yaml.Unmarshal([]byte(v), &f); err != nil {
+		return 0, fmt.Errorf("%q is not a number of tokens per second (.inf for no limit)", v)
 	}
-	if o.MaxClients != nil {
-		add("max_clients", *o.MaxClients)
+	switch {
+	case math.IsInf(f, 1):
+		return rate.Inf, nil
+	case f < 0 || math.IsNaN(f):
+		return 0, fmt.Errorf("must not be negative, got %v", f)
+	case f == 0:
+		return 0, errors.New("must be positive (.inf for no limit), got 0")
 	}
-	if o.ReadTimeout != nil {
-		add("read_timeout", *o.ReadTimeout)
+	return rate.Limit(f), nil
+}
+
+// parseFileTimeout reads a duration such as "10s"; 0 means none.
+func parseFileTimeout(v string) (time.Duration, error) {
+	if v == "0" {
+		return -1, nil
 	}
-	if o.MaxBodyBytes != nil {
-		add("max_body_bytes", *o.MaxBodyBytes)
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("%q is not a duration (such as \"10s\"; 0 for none)", v)
+	case d < 0:
+		return 0, fmt.Errorf("must not be negative, got %v", d)
+	case d == 0:
+		return -1, nil
 	}
-	if o.HoldTimeout != nil {
-		add("hold_timeout", *o.HoldTimeout)
+	return d, nil
+}
+
+// parseFileBytes reads a size in bytes; 0 means no cap.
+func parseFileBytes(v string) (int64, error) {
+	n, err := parseCount(v, math.MinInt)
+	switch {
+	case err != nil:
+		return 0, err
+	case n < 0:
+		return 0, fmt.Errorf("must not be negative, got %d", n)
+	case n == 0:
+		return -1, nil
 	}
-	if o.ChargeOnFailure != nil {
-		add("charge_on_failure", *o.ChargeOnFailure)
-	}
-	return strings.Join(parts, " ")
+	return int64(n), nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -106,10 +107,12 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 		return nil, err
 	}
 
-	budgets := admit.DefaultBudgets()
-	for g, o := range cfg.Budgets {
-		budgets[g] = o.apply(budgets[g])
+	// The door fills each field the file leaves out with the group's default.
+	budgets := make(map[admit.Group]admit.Budget)
+	for _, g := range builtInGroups {
+		budgets[g] = admit.Budget{}
 	}
+	maps.Copy(budgets, cfg.Budgets)
 	if s.store != nil {
 		for g, b := range budgets {
 			b.Store = s.store.charger
@@ -126,7 +129,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	}
 	s.door, err = admit.New(admit.Config{
 		Budgets:       budgets,
-		Shadow:        cfg.DisableAnonRouteLimits,
+		Shadow:        cfg.Shadow,
 		Key:           s.resolver.Key,
 		Now:           cfg.Now,
 		Logger:        log,
@@ -166,7 +169,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	}
 	log.Info("admit: starting", "upstream", target.Redacted(), "upstream_health", cfg.UpstreamHealth,
 		"routes", len(cfg.Routes), "trusted_proxies", len(cfg.TrustedProxies),
-		"proxy_protocol_from", len(cfg.ProxyProtocolFrom), "shadow", cfg.DisableAnonRouteLimits,
+		"proxy_protocol_from", len(cfg.ProxyProtocolFrom), "shadow", cfg.Shadow,
 		"store", cfg.Store.Kind, "store_url", redactURL(cfg.Store.URL), "store_fail_open", cfg.StoreFailOpen,
 		"config", cfg.ConfigFile)
 	return s, nil

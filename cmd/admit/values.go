@@ -161,20 +161,22 @@ func appendPrefixes(dst *[]netip.Prefix, v string) error {
 	return nil
 }
 
-// addRoute parses GROUP=PATTERN from --route.
-func (c *config) addRoute(v string) error {
+// addFlagRoute parses GROUP=PATTERN from --route; the route is checked
+// against the groups and the other routes once the config file is read.
+func (c *config) addFlagRoute(v string) error {
 	group, pattern, ok := strings.Cut(v, "=")
 	if !ok || group == "" || pattern == "" {
 		return errors.New("want GROUP=PATTERN")
 	}
-	return c.addRouteOf(group, pattern)
+	c.flagRoutes = append(c.flagRoutes, route{admit.Group(group), pattern})
+	return nil
 }
 
-// addRouteOf checks a route against the groups, ServeMux's pattern syntax and
+// addRoute checks a route against the groups, ServeMux's pattern syntax and
 // the routes before it. Conflicts are checked pair by pair, which is how
 // ServeMux finds them, so that the message can name the earlier route.
-func (c *config) addRouteOf(group, pattern string) error {
-	if err := checkGroup(group); err != nil {
+func (c *config) addRoute(group admit.Group, pattern string) error {
+	if err := c.checkGroup(group); err != nil {
 		return err
 	}
 	if err := register(http.NewServeMux(), pattern, http.NotFoundHandler()); err != nil {
@@ -184,10 +186,10 @@ func (c *config) addRouteOf(group, pattern string) error {
 		mux := http.NewServeMux()
 		mux.Handle(r.Pattern, http.NotFoundHandler())
 		if err := register(mux, pattern, http.NotFoundHandler()); err != nil {
-			return fmt.Errorf("conflicts with route \"%s=%s\": %s", r.Group, r.Pattern, conflict(err))
+			return fmt.Errorf("conflicts with route %s: %s", r, conflict(err))
 		}
 	}
-	c.Routes = append(c.Routes, route{admit.Group(group), pattern})
+	c.Routes = append(c.Routes, route{group, pattern})
 	return nil
 }
 
@@ -212,9 +214,13 @@ func register(mux *http.ServeMux, pattern string, h http.Handler) (err error) {
 	return nil
 }
 
-func checkGroup(group string) error {
-	if !slices.Contains(groups, admit.Group(group)) {
-		return fmt.Errorf("unknown group %q (want webhook, link or health)", group)
+// builtInGroups are the groups a route may join.
+var builtInGroups = []admit.Group{admit.GroupWebhook, admit.GroupLink, admit.GroupHealth}
+
+// checkGroup refuses a group no route may join.
+func (c *config) checkGroup(g admit.Group) error {
+	if !slices.Contains(builtInGroups, g) {
+		return fmt.Errorf("unknown group %q (want webhook, link or health)", g)
 	}
 	return nil
 }
