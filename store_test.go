@@ -12,6 +12,7 @@ import (
 	"github.com/admitgo/admit/internal/testclock"
 	"github.com/admitgo/admit/internal/testredis"
 	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/quota/memquota"
 	"github.com/admitgo/admit/quota/redisquota"
 )
 
@@ -53,7 +54,7 @@ func spread(t *testing.T, doors []*Door, g Group, next http.Handler, peer string
 func TestReplicasShareOneBudget(t *testing.T) {
 	stores := map[string]func(t *testing.T, clk *testclock.Clock) quota.Charger{
 		"memory": func(t *testing.T, clk *testclock.Clock) quota.Charger {
-			m, err := quota.NewMemory(quota.MemoryConfig{Now: clk.Now})
+			m, err := memquota.New(memquota.Config{Now: clk.Now})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +161,7 @@ func (s *slowCharge) AllowN(ctx context.Context, r quota.Rule, subj string, n in
 
 func TestSharedChargeLandsBeforeTheSlotFrees(t *testing.T) {
 	clk := newClock()
-	mem, err := quota.NewMemory(quota.MemoryConfig{Now: clk.Now})
+	mem, err := memquota.New(memquota.Config{Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

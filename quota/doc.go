@@ -1,8 +1,10 @@
-// Package quota decides shared limits: how many requests a subject may make per
-// window, counted in one place that every replica of a service consults.
+// Package quota is the vocabulary of shared limits: how many requests a
+// subject may make per window, counted in one place that every replica of a
+// service consults.
 //
-// A [Rule] names a scope, a limit and a window; a [Limiter] answers each call with
-// a [Decision] that always carries the limit, the window and how long to wait.
+// A [Rule] names a scope, a limit and a window; a [Limiter] (or a [Charger],
+// which can also look and spend more than one) answers each call with a
+// [Decision] that always carries the limit, the window and how long to wait.
 // Two algorithms are offered:
 //
 //   - [FixedWindow] counts calls per aligned window. It is one counter per
@@ -22,16 +24,20 @@
 // # Failure policy
 //
 // A store that cannot decide (it is down, slow past its timeout, or answers
-// with an error) follows one policy, chosen per store: fail closed (the
-// default) refuses the call with RetryAfter set to the rule's window and
-// returns the error; fail open allows it with Remaining set to the limit and
+// with an error) follows one [Policy], set in its config: [FailClosed] (the
+// zero value) refuses the call with RetryAfter set to the rule's window and
+// returns the error; [FailOpen] allows it with Remaining set to the limit and
 // returns the error. Either way the caller learns that the store failed, and
-// the decision is counted (see [Metrics]). A caller error (an invalid rule or a
-// subject that did not come from [Subject]) is refused with an error whatever
-// the policy. Stores never retry an increment: a retried increment could count
-// one call twice.
+// the store counts the decision in its metrics. A caller error (an invalid
+// rule or a subject that did not come from [Subject]) is refused with an
+// error whatever the policy. Stores never retry an increment: a retried
+// increment could count one call twice.
 //
-// This package holds the types shared by every store, the in-memory store, and
-// the arithmetic each algorithm follows; the PostgreSQL and Redis stores live in
-// the subpackages pgquota and redisquota.
+// # Stores
+//
+// This package holds no store. The stores live in packages of their own:
+// quota/pgquota (PostgreSQL) and quota/redisquota (Redis) share a limit
+// across replicas, and quota/memquota keeps it in one process, for tests and
+// single-process programs. All of them decide with the same arithmetic and
+// pass the same conformance suite, quota/quotatest.
 package quota

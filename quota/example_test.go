@@ -1,45 +1,46 @@
 package quota_test
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/admitgo/admit/quota"
 )
 
-func ExampleNewMemory() {
-	// A fixed clock makes the output stable; leave Now nil in production.
-	now := time.Date(2030, 1, 1, 12, 0, 30, 0, time.UTC)
-	store, err := quota.NewMemory(quota.MemoryConfig{
-		MaxBuckets: 10_000,
-		Now:        func() time.Time { return now },
-	})
-	if err != nil {
-		panic(err)
-	}
-	rule := quota.Rule{Name: "signup", Limit: 2, Window: time.Minute}
-	// Never count by the raw client key: hash it first.
-	subject := quota.Subject("203.0.113.7")
-	for range 3 {
-		d, err := store.Allow(context.Background(), rule, subject)
-		if err != nil {
-			panic(err)
-		}
-		fmt.Printf("allowed=%v remaining=%d retry after %v\n", d.Allowed, d.Remaining, d.RetryAfter)
-	}
+func ExampleSubject() {
+	// Stores count by a hash of the raw identifier, never the identifier.
+	fmt.Println(quota.Subject("user@example.com") == quota.Subject("user@example.com"))
+	fmt.Println(len(quota.Subject("user@example.com")) == quota.SubjectLen)
+	fmt.Println(quota.Subject("user@example.com") == quota.Subject("other@example.com"))
 	// Output:
-	// allowed=true remaining=1 retry after 30s
-	// allowed=true remaining=0 retry after 30s
-	// allowed=false remaining=0 retry after 30s
+	// true
+	// true
+	// false
 }
 
-func ExampleSubject() {
-	fmt.Println(quota.Subject("user@example.com") == quota.Subject("user@example.com"))
-	fmt.Println(len(quota.Subject("user@example.com")))
-	fmt.Println(quota.CheckSubject("user@example.com") != nil)
+func ExampleRule_Validate() {
+	signup := quota.Rule{Name: "signup", Limit: 5, Window: time.Hour}
+	fmt.Println(signup.Validate())
+	login := quota.Rule{Name: "login", Limit: 10, Window: time.Minute, Algorithm: quota.GCRA, Burst: -1}
+	err := login.Validate()
+	fmt.Println(errors.Is(err, quota.ErrRule))
+	fmt.Println(err)
 	// Output:
+	// <nil>
 	// true
-	// 32
-	// true
+	// quota: invalid rule "login": Burst -1, want 0 (Limit) or more
+}
+
+func ExamplePolicy_Fail() {
+	// A store that cannot reach its server decides by its policy.
+	rule := quota.Rule{Name: "signup", Limit: 5, Window: time.Hour}
+	down := errors.New("connection refused")
+	closed, _ := quota.FailClosed.Fail(rule, down)
+	open, _ := quota.FailOpen.Fail(rule, down)
+	fmt.Printf("fail closed: allowed=%v retry after %v\n", closed.Allowed, closed.RetryAfter)
+	fmt.Printf("fail open: allowed=%v remaining=%d\n", open.Allowed, open.Remaining)
+	// Output:
+	// fail closed: allowed=false retry after 1h0m0s
+	// fail open: allowed=true remaining=5
 }

@@ -1,34 +1,10 @@
 package quota
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
 )
-
-// Algorithm selects how a [Rule] counts.
-type Algorithm uint8
-
-const (
-	// FixedWindow counts calls per aligned window of Rule.Window. It is the zero
-	// value.
-	FixedWindow Algorithm = iota
-	// GCRA is a continuously refilled token bucket: Rule.Limit tokens per
-	// Rule.Window, holding at most Rule.Burst.
-	GCRA
-)
-
-// String returns "fixed_window" or "gcra".
-func (a Algorithm) String() string {
-	switch a {
-	case FixedWindow:
-		return "fixed_window"
-	case GCRA:
-		return "gcra"
-	}
-	return fmt.Sprintf("Algorithm(%d)", uint8(a))
-}
 
 // Rule is one shared limit. The zero Rule is invalid: Limit and Window must be
 // positive.
@@ -72,46 +48,4 @@ func (r Rule) BurstOrLimit() int {
 		return r.Limit
 	}
 	return r.Burst
-}
-
-// Decision is a store's answer to one call.
-type Decision struct {
-	// Allowed reports whether the call may proceed.
-	Allowed bool
-	// Remaining is how many more calls would be allowed right now; never
-	// negative.
-	Remaining int
-	// RetryAfter is, for FixedWindow, the time until the window ends (also
-	// when allowed); for GCRA, the time until the next call would be allowed
-	// (0 when it would be now).
-	RetryAfter time.Duration
-	// Limit and Window echo the rule, so a caller can build response headers
-	// from the decision alone.
-	Limit  int
-	Window time.Duration
-}
-
-// Limiter decides calls against shared rules. Implementations are safe for
-// concurrent use.
-type Limiter interface {
-	// Allow counts one call of subject against rule. A non-nil error means the
-	// store failed (the decision then follows the store's failure policy) or
-	// the caller passed an invalid rule or subject (the call is refused).
-	Allow(ctx context.Context, rule Rule, subject string) (Decision, error)
-}
-
-// Charger is a [Limiter] that can also look without spending and spend more
-// than one: AllowN(ctx, rule, subject, 0) reports whether one more call would be
-// allowed and changes nothing; AllowN with n > 0 counts n calls at once. The
-// door uses it to charge webhooks only when they fail.
-type Charger interface {
-	Limiter
-	AllowN(ctx context.Context, rule Rule, subject string, n int) (Decision, error)
-}
-
-// RuleChecker is implemented by stores that can say, before any call, whether
-// they can enforce a rule, so that a caller can refuse a configuration at
-// startup rather than fail every call.
-type RuleChecker interface {
-	CheckRule(rule Rule) error
 }

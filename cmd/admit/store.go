@@ -53,6 +53,15 @@ func openStore(ctx context.Context, cfg config, mp metric.MeterProvider, log *sl
 	return nil, nil
 }
 
+// storeFailure is the stores' failure policy for --store-fail-open: closed unless
+// the operator asked to admit while the store cannot decide.
+func storeFailure(cfg config) quota.Policy {
+	if cfg.StoreFailOpen {
+		return quota.FailOpen
+	}
+	return quota.FailClosed
+}
+
 func openPostgres(ctx context.Context, cfg config, mp metric.MeterProvider, log *slog.Logger) (*sharedStore, error) {
 	// pgxpool.New parses the URL and connects lazily, on first use.
 	pool, err := pgxpool.New(ctx, cfg.Store.URL)
@@ -64,7 +73,7 @@ func openPostgres(ctx context.Context, cfg config, mp metric.MeterProvider, log 
 		}
 		return nil, fmt.Errorf("admit: --store %q: %w", redactURL(cfg.Store.URL), err)
 	}
-	st, err := pgquota.New(pool, pgquota.Config{Table: cfg.StoreTable, FailOpen: cfg.StoreFailOpen, MeterProvider: mp, Logger: log})
+	st, err := pgquota.New(pool, pgquota.Config{Table: cfg.StoreTable, Failure: storeFailure(cfg), MeterProvider: mp, Logger: log})
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("admit: --store-table %q: %w", cfg.StoreTable, err)
@@ -142,7 +151,7 @@ func openRedis(ctx context.Context, cfg config, mp metric.MeterProvider, log *sl
 	opt.ContextTimeoutEnabled = true
 	client := redis.NewClient(opt)
 	st, err := redisquota.New(client, redisquota.Config{
-		Prefix: cfg.StorePrefix, FailOpen: cfg.StoreFailOpen, MeterProvider: mp, Batch: redisBatch,
+		Prefix: cfg.StorePrefix, Failure: storeFailure(cfg), MeterProvider: mp, Batch: redisBatch,
 	})
 	if err != nil {
 		client.Close()

@@ -1,13 +1,17 @@
-package quota
+package memquota
 
-import "time"
+import (
+	"time"
+
+	"github.com/admitgo/admit/quota"
+)
 
 // bucketKey identifies one bucket: a rule's name and algorithm, and a
 // subject. A fixed-window rule and a GCRA rule of the same name count apart.
 type bucketKey struct {
 	name    string
 	subject string
-	alg     Algorithm
+	alg     quota.Algorithm
 }
 
 // bucket is one subject's state under one rule.

@@ -1,4 +1,4 @@
-package quota
+package memquota
 
 import (
 	"context"
@@ -9,14 +9,18 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/admitgo/admit/internal/meter"
+	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/quota/internal/store"
 )
 
 // DefaultMaxBuckets is how many buckets a [Memory] store tracks when
-// MemoryConfig.MaxBuckets is 0. A bucket takes about 250 bytes.
+// [Config].MaxBuckets is 0. A bucket takes about 250 bytes.
 const DefaultMaxBuckets = 100_000
 
-// MemoryConfig configures a [Memory] store. The zero value is ready to use.
-type MemoryConfig struct {
+// Config configures a [Memory] store. The zero value is ready to use.
+type Config struct {
 	// MaxBuckets bounds how many buckets (rule and subject pairs) the store
 	// tracks, so memory stays bounded however many subjects call; 0 means
 	// DefaultMaxBuckets. When a new bucket would exceed it, an expired bucket
@@ -26,16 +30,16 @@ type MemoryConfig struct {
 	MaxBuckets int
 	// Now returns the current time; nil means time.Now. Tests inject a clock.
 	Now func() time.Time
-	// MeterProvider receives the store's metrics (see [Metrics]) and the
-	// admit.quota.evictions counter; nil means the global meter provider.
+	// MeterProvider receives the store's metrics (admit.quota.decisions and
+	// admit.quota.latency with store "memory") and the admit.quota.evictions
+	// counter; nil means the global meter provider.
 	MeterProvider metric.MeterProvider
 }
 
-// Memory is an in-process store: a [Charger] for a single process, and the
-// server's default store. It decides exactly as the shared stores do (see
-// [FixedWindowDecision] and [GCRADecision]) but counts only the calls made
-// through it, so N replicas each using their own Memory enforce N times the
-// limit.
+// Memory is an in-process store: a [quota.Charger] for tests and for
+// programs that run as a single process. It decides exactly as the shared
+// stores do, with the same arithmetic, but counts only the calls made through
+// it, so N replicas each using their own Memory enforce N times the limit.
 //
 // It tracks limits precisely for the MaxBuckets most recently used buckets:
 // a bucket is dropped once it has expired (its window ended, or its GCRA
@@ -43,12 +47,12 @@ type MemoryConfig struct {
 // live bucket evicted, which forgets its count. It never fails, so it has no
 // failure policy.
 //
-// Use [NewMemory] to create one; the zero Memory is not usable. It is safe for
+// Use [New] to create one; the zero Memory is not usable. It is safe for
 // concurrent use.
 type Memory struct {
 	now       func() time.Time
 	max       int
-	metrics   *Metrics
+	metrics   *store.Metrics
 	evictions metric.Int64Counter
 	evictOpts []metric.AddOption
 
@@ -56,10 +60,10 @@ type Memory struct {
 	buckets *lru
 }
 
-// NewMemory returns an in-memory store configured by cfg.
-func NewMemory(cfg MemoryConfig) (*Memory, error) {
+// New returns an in-memory store configured by cfg.
+func New(cfg Config) (*Memory, error) {
 	if cfg.MaxBuckets < 0 {
-		return nil, fmt.Errorf("quota: MaxBuckets %d, want 0 (the default, %d) or more", cfg.MaxBuckets, DefaultMaxBuckets)
+		return nil, fmt.Errorf("memquota: MaxBuckets %d, want 0 (the default, %d) or more", cfg.MaxBuckets, DefaultMaxBuckets)
 	}
 	m := &Memory{now: cfg.Now, max: cfg.MaxBuckets, buckets: newLRU()}
 	if m.now == nil {
@@ -69,34 +73,35 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 		m.max = DefaultMaxBuckets
 	}
 	var err error
-	if m.metrics, err = NewMetrics(cfg.MeterProvider, "memory"); err != nil {
-		return nil, fmt.Errorf("quota: metrics: %w", err)
+	if m.metrics, err = store.NewMetrics(cfg.MeterProvider, "memory"); err != nil {
+		return nil, fmt.Errorf("memquota: metrics: %w", err)
 	}
 	mp := cfg.MeterProvider
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
-	m.evictions, err = mp.Meter(MeterName).Int64Counter("admit.quota.evictions",
+	m.evictions, err = mp.Meter(meter.Name).Int64Counter("admit.quota.evictions",
 		metric.WithDescription("Live buckets a bounded store forgot to make room; a steady rate means MaxBuckets is too small."),
 		metric.WithUnit("{bucket}"))
 	if err != nil {
-		return nil, fmt.Errorf("quota: metrics: %w", err)
+		return nil, fmt.Errorf("memquota: metrics: %w", err)
 	}
 	m.evictOpts = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("admit.quota.store", "memory")))}
 	return m, nil
 }
 
 // Allow counts one call of subject against rule.
-func (m *Memory) Allow(ctx context.Context, rule Rule, subject string) (Decision, error) {
+func (m *Memory) Allow(ctx context.Context, rule quota.Rule, subject string) (quota.Decision, error) {
 	return m.AllowN(ctx, rule, subject, 1)
 }
 
 // AllowN counts n calls of subject against rule at once; n = 0 reports whether
 // one more call would be allowed and changes nothing. The only errors are
-// caller errors ([ErrRule], [ErrSubject]), returned with a refused decision.
-func (m *Memory) AllowN(ctx context.Context, rule Rule, subject string, n int) (Decision, error) {
-	if err := Check(rule, subject, n); err != nil {
-		return Refuse(rule, err)
+// caller errors ([quota.ErrRule], [quota.ErrSubject]), returned with a
+// refused decision.
+func (m *Memory) AllowN(ctx context.Context, rule quota.Rule, subject string, n int) (quota.Decision, error) {
+	if err := store.Check(rule, subject, n); err != nil {
+		return store.Refuse(rule, err)
 	}
 	start := time.Now()
 	now := m.now()
@@ -119,15 +124,15 @@ func (m *Memory) Len() int {
 
 // allowNLocked decides and updates the bucket. evicted reports whether a live
 // bucket was forgotten to make room.
-func (m *Memory) allowNLocked(rule Rule, subject string, n int, now time.Time) (d Decision, evicted bool) {
+func (m *Memory) allowNLocked(rule quota.Rule, subject string, n int, now time.Time) (d quota.Decision, evicted bool) {
 	key := bucketKey{name: rule.Name, subject: subject, alg: rule.Algorithm}
 	b := m.buckets.get(key)
-	if rule.Algorithm == GCRA {
+	if rule.Algorithm == quota.GCRA {
 		var tat time.Time
 		if b != nil {
 			tat = b.tat
 		}
-		d, tat = GCRADecision(rule, now, tat, n)
+		d, tat = store.GCRADecision(rule, now, tat, n)
 		if n == 0 || !d.Allowed {
 			return d, false // nothing spent
 		}
@@ -138,7 +143,7 @@ func (m *Memory) allowNLocked(rule Rule, subject string, n int, now time.Time) (
 		return d, evicted
 	}
 
-	ws := WindowStart(now, rule.Window)
+	ws := store.WindowStart(now, rule.Window)
 	var count int64
 	if b != nil && !b.start.Before(ws) {
 		// The same window, or a clock that stepped back into an earlier one:
@@ -148,7 +153,7 @@ func (m *Memory) allowNLocked(rule Rule, subject string, n int, now time.Time) (
 		ws, count = b.start, b.count
 	}
 	count += int64(n)
-	d = FixedWindowDecision(rule, now, count, n)
+	d = store.FixedWindowDecision(rule, now, count, n)
 	if n == 0 {
 		return d, false
 	}

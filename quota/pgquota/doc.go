@@ -19,10 +19,10 @@
 //     and reports whether it was. A refused call leaves the tat as it was.
 //   - A look (AllowN with n = 0) is a plain SELECT and writes nothing.
 //
-// The decision returned is the one [quota.FixedWindowDecision] or
-// [quota.GCRADecision] gives for the row the statement saw, so this store, the
-// in-memory store and the Redis store decide alike. Times come from the
-// replica's clock (Config.Now), not the database's.
+// The decision returned is made in Go, from the row the statement saw, by the
+// arithmetic every admit store shares, so this store, the in-memory store and
+// the Redis store decide alike (and pass the same suite, quota/quotatest).
+// Times come from the replica's clock (Config.Now), not the database's.
 //
 // # Schema
 //
@@ -43,9 +43,10 @@
 //
 // # Failure policy
 //
-// A statement that fails or outlasts Config.Timeout follows [quota.Policy]:
-// closed by default (refused, RetryAfter the rule's window, and the error),
-// open with Config.FailOpen (allowed, Remaining the limit, and the error).
+// A statement that fails or outlasts Config.Timeout follows Config.Failure, a
+// [quota.Policy]: [quota.FailClosed] by default (refused, RetryAfter the
+// rule's window, and the error), or [quota.FailOpen] (allowed, Remaining the
+// limit, and the error).
 // Caller errors (an invalid rule, a subject that did not come from
 // [quota.Subject]) are refused whatever the policy. Decisions are counted in
 // admit.quota.decisions and admit.quota.latency with store "postgres".

@@ -60,26 +60,6 @@ func rows(t *testing.T, pool *pgxpool.Pool, where string) int {
 	return n
 }
 
-// model decides like a correct store, from the package's arithmetic.
-type model struct {
-	counts map[time.Time]int64 // fixed window, by window start
-	tat    time.Time           // GCRA
-}
-
-func (m *model) allowN(rule quota.Rule, now time.Time, n int) quota.Decision {
-	if rule.Algorithm == quota.GCRA {
-		d, tat := quota.GCRADecision(rule, now, m.tat, n)
-		m.tat = tat
-		return d
-	}
-	if m.counts == nil {
-		m.counts = map[time.Time]int64{}
-	}
-	ws := quota.WindowStart(now, rule.Window)
-	m.counts[ws] += int64(n)
-	return quota.FixedWindowDecision(rule, now, m.counts[ws], n)
-}
-
 // meter returns a meter provider and a function that reads
 // admit.quota.decisions by outcome and the number of latency samples.
 func meter(t *testing.T) (*sdkmetric.MeterProvider, func() (map[string]int64, int64)) {

@@ -23,7 +23,7 @@ func TestOutage(t *testing.T) {
 			srv := testserver.Postgres(t)
 			outagetest.Test{
 				Server:  srv,
-				Policy:  policy,
+				Failure: policy,
 				Timeout: pgquota.DefaultTimeout,
 				Open: func(t *testing.T, mp metric.MeterProvider) (quota.Charger, func()) {
 					cfg, err := pgxpool.ParseConfig(srv.URL)
@@ -39,7 +39,7 @@ func TestOutage(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					s, err := pgquota.New(pool, pgquota.Config{FailOpen: policy == quota.FailOpen, MeterProvider: mp})
+					s, err := pgquota.New(pool, pgquota.Config{Failure: policy, MeterProvider: mp})
 					if err == nil {
 						err = s.Migrate(context.Background())
 					}

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/quota/internal/store"
 )
 
 // DefaultTable is the table a store uses when [Config].Table is empty.
@@ -40,16 +41,17 @@ type Config struct {
 	// arrival times come from each replica's clock, not the database's, so
 	// replicas' clocks must agree to well within a window.
 	Now func() time.Time
-	// FailOpen allows calls the store cannot decide (PostgreSQL down, slow
-	// past Timeout, or failing) instead of refusing them; see
-	// [quota.Policy]. The default, false, fails closed.
-	FailOpen bool
+	// Failure is what a call the store cannot decide (PostgreSQL down, slow
+	// past Timeout, or failing) gets; see [quota.Policy]. The zero value is
+	// quota.FailClosed.
+	Failure quota.Policy
 	// Timeout bounds each decision, waiting for a pooled connection
 	// included; 0 means [DefaultTimeout]. A call that runs out of time
 	// follows the failure policy; its increment may still have been applied.
 	Timeout time.Duration
-	// MeterProvider receives the store's metrics (store "postgres", see
-	// [quota.Metrics]); nil means the global meter provider.
+	// MeterProvider receives the store's metrics (admit.quota.decisions and
+	// admit.quota.latency with store "postgres"); nil means the global meter
+	// provider.
 	MeterProvider metric.MeterProvider
 	// Logger receives SweepEvery's failures and progress; nil means
 	// slog.Default().
@@ -66,9 +68,7 @@ type Store struct {
 	pool    *pgxpool.Pool
 	table   table
 	now     func() time.Time
-	policy  quota.Policy
-	timeout time.Duration
-	metrics *quota.Metrics
+	decider store.Decider
 	logger  *slog.Logger
 
 	// Statements, built once for the configured table.
@@ -96,7 +96,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := quota.NewMetrics(cfg.MeterProvider, "postgres")
+	m, err := store.NewMetrics(cfg.MeterProvider, "postgres")
 	if err != nil {
 		return nil, fmt.Errorf("pgquota: metrics: %w", err)
 	}
@@ -104,9 +104,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		pool:    pool,
 		table:   t,
 		now:     cfg.Now,
-		policy:  quota.PolicyFor(cfg.FailOpen),
-		timeout: cfg.Timeout,
-		metrics: m,
+		decider: store.Decider{Prefix: "pgquota", Failure: cfg.Failure, Timeout: cfg.Timeout, Metrics: m},
 		logger:  cfg.Logger,
 	}
 	if s.logger == nil {
@@ -115,8 +113,8 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if s.timeout == 0 {
-		s.timeout = DefaultTimeout
+	if s.decider.Timeout == 0 {
+		s.decider.Timeout = DefaultTimeout
 	}
 	r := strings.NewReplacer("{table}", t.quoted)
 	s.fixedSQL = r.Replace(fixedSQL)
@@ -137,7 +135,7 @@ ON CONFLICT (bucket, window_start) DO UPDATE SET count = q.count + EXCLUDED.coun
 RETURNING count`
 	fixedLookSQL = `SELECT count FROM {table} WHERE bucket = $1 AND window_start = $2`
 
-	// gcraSQL is quota.GCRADecision in SQL, in nanoseconds: $2 now, $3 the
+	// gcraSQL is the shared GCRA arithmetic in SQL, in nanoseconds: $2 now, $3 the
 	// call's cost (interval x n), $4 the tolerance (interval x burst), $5 n.
 	// A call is allowed when max(tat, now) + cost - tolerance <= now; then
 	// tat moves to max(tat, now) + cost, otherwise it stays. count reports
@@ -166,20 +164,21 @@ func (s *Store) Allow(ctx context.Context, rule quota.Rule, subject string) (quo
 
 // AllowN counts n calls of subject against rule in one statement; n = 0
 // reports whether one more call would be allowed and changes nothing (it only
-// reads). The decision is the one quota.FixedWindowDecision or
-// quota.GCRADecision gives for the same time and bucket state. A caller error
-// (see [quota.Check]; rule names must also be valid UTF-8 without NUL bytes)
-// is refused with an error; a store error follows the failure policy and is
-// returned with its decision. The statement is never retried.
+// reads). The decision is the one the in-memory and Redis stores give for the
+// same time and bucket state. A caller error (an invalid rule or cost, a
+// subject that did not come from [quota.Subject], a rule name that is not
+// valid UTF-8 or holds a NUL byte) is refused with an error wrapping
+// [quota.ErrRule] or [quota.ErrSubject]; a store error follows the failure
+// policy and is returned with its decision. The statement is never retried.
 func (s *Store) AllowN(ctx context.Context, rule quota.Rule, subject string, n int) (quota.Decision, error) {
 	if err := check(rule, subject, n); err != nil {
-		return quota.Refuse(rule, err)
+		return store.Refuse(rule, err)
 	}
 	// Rows hold nanoseconds since the epoch; drop the monotonic reading so
 	// the arithmetic here and in SQL sees the same instant.
 	now := time.Unix(0, s.now().UnixNano())
 	bucket := rule.Name + ":" + subject
-	return s.policy.Decide(ctx, s.metrics, rule, s.timeout, "pgquota", func(ctx context.Context) (quota.Decision, error) {
+	return s.decider.Decide(ctx, rule, func(ctx context.Context) (quota.Decision, error) {
 		if rule.Algorithm == quota.GCRA {
 			return s.gcra(ctx, rule, bucket, n, now)
 		}
@@ -188,7 +187,7 @@ func (s *Store) AllowN(ctx context.Context, rule quota.Rule, subject string, n i
 }
 
 func check(rule quota.Rule, subject string, n int) error {
-	if err := quota.Check(rule, subject, n); err != nil {
+	if err := store.Check(rule, subject, n); err != nil {
 		return err
 	}
 	if !utf8.ValidString(rule.Name) || strings.IndexByte(rule.Name, 0) >= 0 {
@@ -198,7 +197,7 @@ func check(rule quota.Rule, subject string, n int) error {
 }
 
 func (s *Store) fixedWindow(ctx context.Context, rule quota.Rule, bucket string, n int, now time.Time) (quota.Decision, error) {
-	ws := quota.WindowStart(now, rule.Window)
+	ws := store.WindowStart(now, rule.Window)
 	var count int64
 	var err error
 	if n == 0 {
@@ -212,7 +211,7 @@ func (s *Store) fixedWindow(ctx context.Context, rule quota.Rule, bucket string,
 	if err != nil {
 		return quota.Decision{}, err
 	}
-	return quota.FixedWindowDecision(rule, now, count, n), nil
+	return store.FixedWindowDecision(rule, now, count, n), nil
 }
 
 func (s *Store) gcra(ctx context.Context, rule quota.Rule, bucket string, n int, now time.Time) (quota.Decision, error) {
@@ -222,10 +221,10 @@ func (s *Store) gcra(ctx context.Context, rule quota.Rule, bucket string, n int,
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return quota.Decision{}, err
 		}
-		d, _ := quota.GCRADecision(rule, now, unixNano(tat, 0), 0)
+		d, _ := store.GCRADecision(rule, now, unixNano(tat, 0), 0)
 		return d, nil
 	}
-	interval := quota.Interval(rule)
+	interval := store.Interval(rule)
 	cost := interval * time.Duration(n)
 	tolerance := interval * time.Duration(rule.BurstOrLimit())
 	var granted int64
@@ -242,7 +241,7 @@ func (s *Store) gcra(ctx context.Context, rule quota.Rule, bucket string, n int,
 	if allowed {
 		base = unixNano(tat, -int64(cost))
 	}
-	d, _ := quota.GCRADecision(rule, now, base, n)
+	d, _ := store.GCRADecision(rule, now, base, n)
 	if d.Allowed != allowed {
 		return quota.Decision{}, fmt.Errorf("statement allowed=%v but the arithmetic says %v; is the table's schema current?", allowed, d.Allowed)
 	}
@@ -250,7 +249,7 @@ func (s *Store) gcra(ctx context.Context, rule quota.Rule, bucket string, n int,
 }
 
 // unixNano turns a stored tat plus delta into a time; NULL (no tat) is the
-// zero time, which GCRADecision treats as a new bucket.
+// zero time, which the GCRA arithmetic treats as a new bucket.
 func unixNano(ns *int64, delta int64) time.Time {
 	if ns == nil {
 		return time.Time{}

@@ -13,9 +13,10 @@
 // The fixed-window script adds the cost to the window's counter (INCRBY) and
 // returns the new count; the GCRA script reads the bucket's theoretical arrival
 // time (tat), stores the new one if the call fits, and returns the old one. The
-// decision itself is then made in Go by [quota.FixedWindowDecision] or
-// [quota.GCRADecision] from what the script returned, so this store decides
-// exactly as the in-memory and PostgreSQL stores do. A cost of 0 (a look)
+// decision itself is then made in Go, from what the script returned, by the
+// arithmetic every admit store shares, so this store decides exactly as the
+// in-memory and PostgreSQL stores do (and passes the same suite,
+// quota/quotatest). A cost of 0 (a look)
 // writes nothing. As in the other stores, a refused fixed-window call is
 // counted and a refused GCRA call is not.
 //
@@ -52,10 +53,11 @@
 // # Failure policy
 //
 // A call Redis cannot answer within [Config].Timeout (default 100ms), or
-// answers with an error, follows the store's [quota.Policy]: fail closed by
-// default (refused, RetryAfter = Window), or fail open with [Config].FailOpen
-// (allowed, Remaining = Limit); either way the error is returned and the
-// decision counted in [quota.Metrics] as failed_closed or failed_open. A
+// answers with an error, follows [Config].Failure, a [quota.Policy]:
+// [quota.FailClosed] by default (refused, RetryAfter = Window), or
+// [quota.FailOpen] (allowed, Remaining = Limit); either way the error is
+// returned and the decision counted in admit.quota.decisions as
+// failed_closed or failed_open. A
 // caller error (an invalid rule, a subject that did not come from
 // [quota.Subject]) is refused with an error whatever the policy, and Redis is
 // not contacted.

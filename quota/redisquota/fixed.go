@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/quota/internal/store"
 )
 
 // fixedWindow counts n calls in the bucket of subject's current window and
 // decides from the count the script returns.
 func (s *Store) fixedWindow(ctx context.Context, rule quota.Rule, subject string, n int, now time.Time) (quota.Decision, error) {
-	start := quota.WindowStart(now, rule.Window)
+	start := store.WindowStart(now, rule.Window)
 	key := s.prefix + rule.Name + ":" + subject + ":" + strconv.FormatInt(start.UnixMilli(), 10)
 	// The bucket outlives its window by a grace period, so a replica whose
 	// clock lags a little still finds the count instead of starting afresh.
@@ -20,7 +21,7 @@ func (s *Store) fixedWindow(ctx context.Context, rule quota.Rule, subject string
 	if err != nil {
 		return quota.Decision{}, err
 	}
-	return quota.FixedWindowDecision(rule, now, count, n), nil
+	return store.FixedWindowDecision(rule, now, count, n), nil
 }
 
 // grace is how long a bucket outlives its window or its refill: the window,

@@ -6,7 +6,7 @@
 --          creates it
 --
 -- Returns the bucket's count after this call. The decision is made in Go
--- (quota.FixedWindowDecision) from that count, so it cannot drift from the
+-- (the shared arithmetic, quota/internal/store) from that count, so it cannot drift from the
 -- other stores'.
 local n = tonumber(ARGV[1])
 if n == 0 then

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/quota/internal/store"
 )
 
 // gcra spends n tokens of subject's bucket if it holds them and decides from
 // the theoretical arrival time the script found.
 func (s *Store) gcra(ctx context.Context, rule quota.Rule, subject string, n int, now time.Time) (quota.Decision, error) {
 	key := s.prefix + rule.Name + ":" + subject
-	interval := quota.Interval(rule)
+	interval := store.Interval(rule)
 	tolerance := interval * time.Duration(rule.BurstOrLimit())
 	old, err := s.run(ctx, gcraScript, key,
 		now.Unix(), now.Nanosecond(), int64(interval), int64(tolerance), n,
@@ -26,7 +27,7 @@ func (s *Store) gcra(ctx context.Context, rule quota.Rule, subject string, n int
 	if err != nil {
 		return quota.Decision{}, err
 	}
-	d, _ := quota.GCRADecision(rule, now, tat, n)
+	d, _ := store.GCRADecision(rule, now, tat, n)
 	return d, nil
 }
 

@@ -10,7 +10,7 @@
 -- ARGV[6]  grace in milliseconds, added to the bucket's time to live
 --
 -- Returns the tat before this call ("" for a new bucket). The decision is made
--- in Go (quota.GCRADecision) from that tat; this script makes the same
+-- in Go (the shared arithmetic, quota/internal/store) from that tat; this script makes the same
 -- comparison to decide whether to store the new one.
 --
 -- Lua numbers are doubles, exact for integers below 2^53. Nanoseconds since

@@ -50,27 +50,3 @@ func decide(t *testing.T, s *redisquota.Store, rule quota.Rule, subject string, 
 	}
 	return d
 }
-
-// step is one call in a scenario: advance the clock by after, spend n, and
-// expect the decision's fields.
-type step struct {
-	after      time.Duration
-	n          int
-	allowed    bool
-	remaining  int
-	retryAfter time.Duration
-}
-
-// runSteps plays steps against s for one subject and checks each decision.
-func runSteps(t *testing.T, s *redisquota.Store, clk *testclock.Clock, rule quota.Rule, steps []step) {
-	t.Helper()
-	subject := quota.Subject(t.Name())
-	for i, st := range steps {
-		clk.Advance(st.after)
-		d := decide(t, s, rule, subject, st.n)
-		want := quota.Decision{Allowed: st.allowed, Remaining: st.remaining, RetryAfter: st.retryAfter, Limit: rule.Limit, Window: rule.Window}
-		if d != want {
-			t.Errorf("step %d (+%v, n=%d): got %+v, want %+v", i, st.after, st.n, d, want)
-		}
-	}
-}

@@ -29,7 +29,7 @@ func TestMetrics(t *testing.T) {
 	down := redis.NewClient(opt)
 	t.Cleanup(func() { down.Close() })
 	closed := newStore(t, down, "m:", redisquota.Config{MeterProvider: mp})
-	open := newStore(t, down, "m:", redisquota.Config{MeterProvider: mp, FailOpen: true})
+	open := newStore(t, down, "m:", redisquota.Config{MeterProvider: mp, Failure: quota.FailOpen})
 
 	up.Allow(ctx, rule, subject)           // allowed
 	up.Allow(ctx, rule, subject)           // refused
@@ -43,7 +43,7 @@ func TestMetrics(t *testing.T) {
 	if err := reader.Collect(ctx, &rm); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int64{quota.OutcomeAllowed: 1, quota.OutcomeRefused: 2, quota.OutcomeFailedClosed: 1, quota.OutcomeFailedOpen: 1}
+	want := map[string]int64{"allowed": 1, "refused": 2, "failed_closed": 1, "failed_open": 1}
 	got := map[string]int64{}
 	var latencies uint64
 	for _, sm := range rm.ScopeMetrics {

@@ -26,7 +26,7 @@ func TestOutage(t *testing.T) {
 				srv := testserver.Redis(t)
 				outagetest.Test{
 					Server:  srv,
-					Policy:  policy,
+					Failure: policy,
 					Timeout: redisquota.DefaultTimeout,
 					// go-redis stops dialling after PoolSize failed dials in
 					// a row and probes the server once a second until one
@@ -36,7 +36,7 @@ func TestOutage(t *testing.T) {
 					Open: func(t *testing.T, mp metric.MeterProvider) (quota.Charger, func()) {
 						c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, ContextTimeoutEnabled: true})
 						s, err := redisquota.New(c, redisquota.Config{
-							FailOpen:      policy == quota.FailOpen,
+							Failure:       policy,
 							Batch:         batch,
 							MeterProvider: mp,
 						})

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/quota/internal/store"
 )
 
 // DefaultPrefix starts every key when [Config].Prefix is empty.
@@ -34,10 +35,10 @@ type Config struct {
 	// own clock: each replica sends its time, so replicas' clocks must agree
 	// to well within a window.
 	Now func() time.Time
-	// FailOpen allows calls the store cannot decide (Redis down, slow past
-	// Timeout, or failing) instead of refusing them; see [quota.Policy]. The
-	// default, false, fails closed.
-	FailOpen bool
+	// Failure is what a call the store cannot decide (Redis down, slow past
+	// Timeout, or failing) gets; see [quota.Policy]. The zero value is
+	// quota.FailClosed.
+	Failure quota.Policy
 	// Timeout bounds each decision, the round trip included; 0 means
 	// [DefaultTimeout]. A call that runs out of time follows the failure
 	// policy. It holds only if the client honours context deadlines (see
@@ -49,8 +50,9 @@ type Config struct {
 	// handoff. The client must then be a [Pipeliner], and the store must be
 	// closed with [Store.Close]. 0 or 1 sends each decision on its own.
 	Batch int
-	// MeterProvider receives the store's metrics (store "redis"); nil means
-	// the global meter provider.
+	// MeterProvider receives the store's metrics (admit.quota.decisions and
+	// admit.quota.latency with store "redis"); nil means the global meter
+	// provider.
 	MeterProvider metric.MeterProvider
 }
 
@@ -64,9 +66,7 @@ type Store struct {
 	client  Client
 	prefix  string
 	now     func() time.Time
-	policy  quota.Policy
-	timeout time.Duration
-	metrics *quota.Metrics
+	decider store.Decider
 	batch   *batcher // nil unless Config.Batch > 1
 }
 
@@ -96,7 +96,7 @@ func New(client Client, cfg Config) (*Store, error) {
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("%w: Timeout %v, want 0 (the default) or more", ErrConfig, cfg.Timeout)
 	}
-	m, err := quota.NewMetrics(cfg.MeterProvider, "redis")
+	m, err := store.NewMetrics(cfg.MeterProvider, "redis")
 	if err != nil {
 		return nil, fmt.Errorf("redisquota: metrics: %w", err)
 	}
@@ -104,9 +104,7 @@ func New(client Client, cfg Config) (*Store, error) {
 		client:  client,
 		prefix:  cfg.Prefix,
 		now:     cfg.Now,
-		policy:  quota.PolicyFor(cfg.FailOpen),
-		timeout: cfg.Timeout,
-		metrics: m,
+		decider: store.Decider{Prefix: "redisquota", Failure: cfg.Failure, Timeout: cfg.Timeout, Metrics: m},
 	}
 	if s.prefix == "" {
 		s.prefix = DefaultPrefix
@@ -114,15 +112,15 @@ func New(client Client, cfg Config) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if s.timeout == 0 {
-		s.timeout = DefaultTimeout
+	if s.decider.Timeout == 0 {
+		s.decider.Timeout = DefaultTimeout
 	}
 	if cfg.Batch > 1 {
 		p, ok := client.(Pipeliner)
 		if !ok {
 			return nil, fmt.Errorf("%w: Batch %d needs a client that can pipeline", ErrConfig, cfg.Batch)
 		}
-		s.batch = newBatcher(p, cfg.Batch, s.timeout)
+		s.batch = newBatcher(p, cfg.Batch, s.decider.Timeout)
 	}
 	return s, nil
 }
@@ -144,17 +142,18 @@ func (s *Store) Allow(ctx context.Context, rule quota.Rule, subject string) (quo
 
 // AllowN counts n calls of subject against rule in one script run; n = 0
 // reports whether one more call would be allowed and changes nothing. The
-// decision is the one quota.FixedWindowDecision or quota.GCRADecision gives
-// for the same time and bucket state. A caller error (see [quota.Check] and
-// the limits in the package documentation) is refused with an error; a store
-// error follows the failure policy and is returned with its decision. The
-// call is never retried.
+// decision is the one the in-memory and PostgreSQL stores give for the same
+// time and bucket state. A caller error (an invalid rule or cost, a subject
+// that did not come from [quota.Subject], or a rule beyond the limits in the
+// package documentation) is refused with an error; a store error follows the
+// failure policy and is returned with its decision. The call is never
+// retried.
 func (s *Store) AllowN(ctx context.Context, rule quota.Rule, subject string, n int) (quota.Decision, error) {
 	if err := check(rule, subject, n); err != nil {
-		return quota.Refuse(rule, err)
+		return store.Refuse(rule, err)
 	}
 	now := s.now()
-	return s.policy.Decide(ctx, s.metrics, rule, s.timeout, "redisquota", func(ctx context.Context) (quota.Decision, error) {
+	return s.decider.Decide(ctx, rule, func(ctx context.Context) (quota.Decision, error) {
 		if rule.Algorithm == quota.GCRA {
 			return s.gcra(ctx, rule, subject, n, now)
 		}
@@ -166,12 +165,12 @@ func (s *Store) AllowN(ctx context.Context, rule quota.Rule, subject string, n i
 // GCRA script's arithmetic in nanoseconds stays below it.
 const maxExact = 1 << 53
 
-// check is quota.Check plus this store's own limits, which also wrap
+// check is store.Check plus this store's own limits, which also wrap
 // quota.ErrRule: a fixed window of at least a millisecond (the resolution of
 // key names and of Redis expiry), and GCRA spans within maxExact nanoseconds
 // (about 104 days), so the script's arithmetic is exact.
 func check(rule quota.Rule, subject string, n int) error {
-	if err := quota.Check(rule, subject, n); err != nil {
+	if err := store.Check(rule, subject, n); err != nil {
 		return err
 	}
 	switch rule.Algorithm {
@@ -181,7 +180,7 @@ func check(rule quota.Rule, subject string, n int) error {
 		}
 	case quota.GCRA:
 		units := int64(rule.BurstOrLimit()) + int64(max(n, 1))
-		if units > maxExact/int64(quota.Interval(rule)) {
+		if units > maxExact/int64(store.Interval(rule)) {
 			return fmt.Errorf("%w %q: burst and cost %d span more than the Redis store's 2^53ns (about 104 days)", quota.ErrRule, rule.Name, n)
 		}
 	}

@@ -17,8 +17,24 @@ import (
 
 	"github.com/admitgo/admit/internal/testredis"
 	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/quota/internal/store"
+	"github.com/admitgo/admit/quota/quotatest"
 	"github.com/admitgo/admit/quota/redisquota"
 )
+
+// TestCharger runs the behaviour every store shares; each subtest gets a key
+// prefix of its own. The second instance has its own client and batches its
+// calls, which must change no decision.
+func TestCharger(t *testing.T) {
+	quotatest.TestCharger(t, func(t *testing.T, cfg quotatest.Config) (first, second quota.Charger) {
+		prefix := testredis.Prefix(t)
+		c := redisquota.Config{Now: cfg.Now, Failure: cfg.Failure, Timeout: 5 * time.Second}
+		first = newStore(t, testredis.Client(t), prefix, c)
+		c.Batch = 16
+		second = newStore(t, testredis.Client(t), prefix, c)
+		return first, second
+	})
+}
 
 func TestNew(t *testing.T) {
 	good := testredis.Options(t)
@@ -33,7 +49,7 @@ func TestNew(t *testing.T) {
 		wantErr bool
 	}{
 		{"defaults", redis.NewClient(good), redisquota.Config{}, false},
-		{"all fields", redis.NewClient(good), redisquota.Config{Prefix: "p:", Now: time.Now, FailOpen: true, Timeout: time.Second}, false},
+		{"all fields", redis.NewClient(good), redisquota.Config{Prefix: "p:", Now: time.Now, Failure: quota.FailOpen, Timeout: time.Second}, false},
 		{"nil client", nil, redisquota.Config{}, true},
 		{"client retries", redis.NewClient(retrying), redisquota.Config{}, true},
 		{"client ignores deadlines", redis.NewClient(deaf), redisquota.Config{}, true},
@@ -81,7 +97,7 @@ func (s scriptsOnly) Close() error { return s.c.Close() }
 
 func TestClosedBatchingStoreFails(t *testing.T) {
 	rule := quota.Rule{Name: "closed", Limit: 5, Window: time.Minute}
-	s := newStore(t, testredis.Client(t), testredis.Prefix(t), redisquota.Config{Batch: 8, FailOpen: true})
+	s := newStore(t, testredis.Client(t), testredis.Prefix(t), redisquota.Config{Batch: 8, Failure: quota.FailOpen})
 	decide(t, s, rule, quota.Subject("a"), 1)
 	s.Close()
 	got, err := s.Allow(context.Background(), rule, quota.Subject("a"))
@@ -93,127 +109,14 @@ func TestClosedBatchingStoreFails(t *testing.T) {
 	}
 }
 
-// TestAcrossInstances plays four replicas, each with its own client and
-// connections, 50 goroutines each, racing 1,000 calls on one bucket.
-func TestAcrossInstances(t *testing.T) {
-	tests := []struct {
-		name string
-		rule quota.Rule
-	}{
-		{"fixed window", quota.Rule{Name: "signup", Limit: 100, Window: time.Minute}},
-		{"gcra", quota.Rule{Name: "signup", Limit: 100, Window: time.Minute, Algorithm: quota.GCRA}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			prefix := testredis.Prefix(t)
-			clk := newClock(t0)
-			// Two replicas send each call on its own, two batch them.
-			var stores []*redisquota.Store
-			for i := range 4 {
-				batch := 0
-				if i >= 2 {
-					batch = 16
-				}
-				stores = append(stores, newStore(t, testredis.Client(t), prefix, redisquota.Config{Now: clk.Now, Timeout: 5 * time.Second, Batch: batch}))
-			}
-			subject := quota.Subject("203.0.113.7")
-			var (
-				mu        sync.Mutex // guards the slices below
-				remaining []int      // of allowed calls
-				refused   []quota.Decision
-				errs      []error
-			)
-			var wg sync.WaitGroup
-			for _, s := range stores {
-				for range 50 {
-					wg.Go(func() {
-						for range 5 {
-							d, err := s.Allow(context.Background(), tt.rule, subject)
-							mu.Lock()
-							switch {
-							case err != nil:
-								errs = append(errs, err)
-							case d.Allowed:
-								remaining = append(remaining, d.Remaining)
-							default:
-								refused = append(refused, d)
-							}
-							mu.Unlock()
-						}
-					})
-				}
-			}
-			wg.Wait()
-			if len(errs) > 0 {
-				t.Fatalf("%d errors, first: %v", len(errs), errs[0])
-			}
-			if got, want := len(remaining), 100; got != want {
-				t.Errorf("allowed: got %d, want %d", got, want)
-			}
-			// Each allowed call saw a distinct count: Remaining 99 for the
-			// first, down to 0 for the hundredth.
-			slices.Sort(remaining)
-			for i, r := range remaining {
-				if r != i {
-					t.Errorf("sorted Remaining of allowed calls: got %v at %d, want %d", r, i, i)
-					break
-				}
-			}
-			for _, d := range refused {
-				if d.Remaining != 0 {
-					t.Errorf("refused call: got Remaining %d, want 0", d.Remaining)
-					break
-				}
-			}
-		})
-	}
-}
-
-func TestWindowRollover(t *testing.T) {
-	rule := quota.Rule{Name: "rollover", Limit: 3, Window: time.Minute}
-	clk := newClock(time.Date(2030, 1, 2, 3, 4, 0, 0, time.UTC)) // a window start
-	s, _, _ := testStore(t, clk)
-	runSteps(t, s, clk, rule, []step{
-		{after: 10 * time.Second, n: 1, allowed: true, remaining: 2, retryAfter: 50 * time.Second},
-		{after: 0, n: 0, allowed: true, remaining: 2, retryAfter: 50 * time.Second},
-		{after: 20 * time.Second, n: 2, allowed: true, remaining: 0, retryAfter: 30 * time.Second},
-		{after: 0, n: 0, allowed: false, remaining: 0, retryAfter: 30 * time.Second},
-		{after: 29*time.Second + 999*time.Millisecond, n: 1, allowed: false, remaining: 0, retryAfter: time.Millisecond},
-		// The next window starts empty.
-		{after: time.Millisecond, n: 1, allowed: true, remaining: 2, retryAfter: time.Minute},
-		{after: 59*time.Second + 500*time.Millisecond + 123*time.Nanosecond, n: 3, allowed: false, remaining: 0, retryAfter: 500*time.Millisecond - 123*time.Nanosecond},
-		{after: time.Second, n: 1, allowed: true, remaining: 2, retryAfter: 59*time.Second + 500*time.Millisecond - 123*time.Nanosecond},
-	})
-}
-
-func TestGCRABurstThenSteadyRate(t *testing.T) {
-	// 10 per second, bursts of 3: one token every 100ms.
-	rule := quota.Rule{Name: "burst", Limit: 10, Window: time.Second, Algorithm: quota.GCRA, Burst: 3}
-	clk := newClock(t0)
-	s, _, _ := testStore(t, clk)
-	runSteps(t, s, clk, rule, []step{
-		{n: 0, allowed: true, remaining: 3},
-		{n: 1, allowed: true, remaining: 2},
-		{n: 1, allowed: true, remaining: 1},
-		{n: 1, allowed: true, remaining: 0, retryAfter: 100 * time.Millisecond},
-		{n: 1, allowed: false, remaining: 0, retryAfter: 100 * time.Millisecond},
-		{after: 40 * time.Millisecond, n: 1, allowed: false, remaining: 0, retryAfter: 60 * time.Millisecond},
-		// Then one call per interval, each emptying the bucket again.
-		{after: 60 * time.Millisecond, n: 1, allowed: true, remaining: 0, retryAfter: 100 * time.Millisecond},
-		{after: 100 * time.Millisecond, n: 1, allowed: true, remaining: 0, retryAfter: 100 * time.Millisecond},
-		{after: 100 * time.Millisecond, n: 2, allowed: false, remaining: 1, retryAfter: 100 * time.Millisecond},
-		// Idle long enough, the bucket is full again, never fuller.
-		{after: time.Hour, n: 0, allowed: true, remaining: 3},
-		{n: 4, allowed: false, remaining: 3, retryAfter: 100 * time.Millisecond},
-		{n: 3, allowed: true, remaining: 0, retryAfter: 100 * time.Millisecond},
-	})
-}
-
-// TestMatchesQuota runs random call sequences through the store and through
-// the quota package's arithmetic, and wants the same decision every time, and
-// for GCRA the same stored arrival time. Intervals that are not whole
-// microseconds and times before 1970 make rounding show.
-func TestMatchesQuota(t *testing.T) {
+// TestClockStepsBack runs random call sequences through the store and through
+// the shared arithmetic with the clock stepping back as well as forward, as
+// replicas' clocks do, and wants the same decision every time, and for GCRA
+// the same stored arrival time. It is this store's: a fixed window stepped
+// back into keeps its own count here, where the in-memory store counts on in
+// the latest window, so the suite steps back only within a window. Intervals
+// that are not whole microseconds and times before 1970 make rounding show.
+func TestClockStepsBack(t *testing.T) {
 	tests := []struct {
 		name  string
 		rule  quota.Rule
@@ -234,32 +137,24 @@ func TestMatchesQuota(t *testing.T) {
 			s, c, prefix := testStore(t, clk)
 			subject := quota.Subject(tt.name)
 			rng := rand.New(rand.NewPCG(uint64(i), 4))
-			interval := quota.Interval(tt.rule)
-			counts := map[time.Time]int64{} // fixed window: count per window start
-			var tat time.Time               // GCRA
+			interval := store.Interval(tt.rule)
+			var m store.Model
 			for step := range 300 {
 				// Mostly forward, sometimes a little back, as clocks do.
 				clk.Advance(time.Duration(rng.Int64N(int64(3*interval))) - interval/2)
 				now := clk.Now()
 				n := rng.IntN(4)
-				var want quota.Decision
-				if tt.rule.Algorithm == quota.GCRA {
-					want, tat = quota.GCRADecision(tt.rule, now, tat, n)
-				} else {
-					ws := quota.WindowStart(now, tt.rule.Window)
-					counts[ws] += int64(n)
-					want = quota.FixedWindowDecision(tt.rule, now, counts[ws], n)
-				}
+				want := m.AllowN(tt.rule, now, n)
 				got := decide(t, s, tt.rule, subject, n)
 				if got != want {
 					t.Fatalf("step %d at %v, n=%d: got %+v, want %+v", step, now, n, got, want)
 				}
-				if tt.rule.Algorithm == quota.GCRA && tat.After(now) {
+				if tt.rule.Algorithm == quota.GCRA && m.TAT.After(now) {
 					v, err := c.Get(context.Background(), prefix+tt.rule.Name+":"+subject).Result()
 					if err != nil {
 						t.Fatalf("step %d: reading the bucket: %v", step, err)
 					}
-					if wantV := fmt.Sprintf("%d:%d", tat.Unix(), tat.Nanosecond()); v != wantV {
+					if wantV := fmt.Sprintf("%d:%d", m.TAT.Unix(), m.TAT.Nanosecond()); v != wantV {
 						t.Fatalf("step %d: stored tat: got %s, want %s", step, v, wantV)
 					}
 				}
@@ -286,7 +181,7 @@ func TestKeys(t *testing.T) {
 			rule: quota.Rule{Name: "fw", Limit: 5, Window: time.Minute},
 			n:    1,
 			key: func(prefix string, now time.Time) string {
-				return prefix + "fw:" + subject + ":" + strconv.FormatInt(quota.WindowStart(now, time.Minute).UnixMilli(), 10)
+				return prefix + "fw:" + subject + ":" + strconv.FormatInt(store.WindowStart(now, time.Minute).UnixMilli(), 10)
 			},
 			wantTTL: time.Minute - time.Duration(t0.Second()*1e9+t0.Nanosecond()) + time.Second,
 		},
@@ -407,15 +302,15 @@ func TestFailurePolicy(t *testing.T) {
 	rule := quota.Rule{Name: "outage", Limit: 10, Window: time.Minute}
 	const timeout = 200 * time.Millisecond
 	tests := []struct {
-		name     string
-		addr     func(*testing.T) string
-		failOpen bool
-		want     quota.Decision
+		name    string
+		addr    func(*testing.T) string
+		failure quota.Policy
+		want    quota.Decision
 	}{
-		{"closed port, fail closed", unreachable, false, quota.Decision{RetryAfter: time.Minute, Limit: 10, Window: time.Minute}},
-		{"closed port, fail open", unreachable, true, quota.Decision{Allowed: true, Remaining: 10, Limit: 10, Window: time.Minute}},
-		{"silent server, fail closed", silent, false, quota.Decision{RetryAfter: time.Minute, Limit: 10, Window: time.Minute}},
-		{"silent server, fail open", silent, true, quota.Decision{Allowed: true, Remaining: 10, Limit: 10, Window: time.Minute}},
+		{"closed port, fail closed", unreachable, quota.FailClosed, quota.Decision{RetryAfter: time.Minute, Limit: 10, Window: time.Minute}},
+		{"closed port, fail open", unreachable, quota.FailOpen, quota.Decision{Allowed: true, Remaining: 10, Limit: 10, Window: time.Minute}},
+		{"silent server, fail closed", silent, quota.FailClosed, quota.Decision{RetryAfter: time.Minute, Limit: 10, Window: time.Minute}},
+		{"silent server, fail open", silent, quota.FailOpen, quota.Decision{Allowed: true, Remaining: 10, Limit: 10, Window: time.Minute}},
 	}
 	for _, tt := range tests {
 		for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.GCRA} {
@@ -425,7 +320,7 @@ func TestFailurePolicy(t *testing.T) {
 					opt.Addr = tt.addr(t)
 					c := redis.NewClient(opt)
 					t.Cleanup(func() { c.Close() })
-					s := newStore(t, c, "outage:", redisquota.Config{FailOpen: tt.failOpen, Timeout: timeout, Batch: batch})
+					s := newStore(t, c, "outage:", redisquota.Config{Failure: tt.failure, Timeout: timeout, Batch: batch})
 					rule := rule
 					rule.Algorithm = alg
 					start := time.Now()
@@ -448,15 +343,11 @@ func TestFailurePolicy(t *testing.T) {
 	}
 }
 
-func TestSubjects(t *testing.T) {
-	a, b := quota.Subject("alice@example.com"), quota.Subject("alice@example.com")
-	if a != b {
-		t.Errorf("Subject is not stable: got %q and %q", a, b)
-	}
-	if err := quota.CheckSubject(a); err != nil || len(a) != 32 || strings.ToLower(a) != a {
-		t.Errorf("Subject: got %q (%v), want 32 lowercase hex characters", a, err)
-	}
-
+// TestCallerErrors checks this store's own limits on rules, and that no
+// caller error reaches Redis; the rest of caller errors is the suite's
+// (CallerErrors, SubjectsFromSubjectOnly).
+func TestCallerErrors(t *testing.T) {
+	a := quota.Subject("alice@example.com")
 	ok := quota.Rule{Name: "r", Limit: 5, Window: time.Minute}
 	tests := []struct {
 		name    string
@@ -477,11 +368,11 @@ func TestSubjects(t *testing.T) {
 		{"gcra cost past 2^53ns", quota.Rule{Name: "r", Limit: 1, Window: 24 * time.Hour, Algorithm: quota.GCRA}, a, 200, quota.ErrRule},
 	}
 	for _, tt := range tests {
-		for _, failOpen := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s, FailOpen %v", tt.name, failOpen), func(t *testing.T) {
+		for _, failure := range []quota.Policy{quota.FailClosed, quota.FailOpen} {
+			t.Run(fmt.Sprintf("%s, fail open %v", tt.name, failure == quota.FailOpen), func(t *testing.T) {
 				c := testredis.Client(t)
 				prefix := testredis.Prefix(t)
-				s := newStore(t, c, prefix, redisquota.Config{FailOpen: failOpen})
+				s := newStore(t, c, prefix, redisquota.Config{Failure: failure})
 				got, err := s.AllowN(context.Background(), tt.rule, tt.subject, tt.n)
 				if !errors.Is(err, tt.wantErr) {
 					t.Errorf("got error %v, want %v", err, tt.wantErr)

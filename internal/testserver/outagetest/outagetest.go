@@ -75,8 +75,8 @@ const (
 type Test struct {
 	// Server is the store's private server; Run stops and starts it.
 	Server *testserver.Server
-	// Policy is the store's failure policy.
-	Policy quota.Policy
+	// Failure is the store's failure policy.
+	Failure quota.Policy
 	// Timeout is the store's bound on one decision.
 	Timeout time.Duration
 	// Recovery is how long store calls may keep failing after the server
@@ -84,7 +84,7 @@ type Test struct {
 	// keeps the load up for this long before it wants every call to
 	// succeed.
 	Recovery time.Duration
-	// Open returns a store on Server with Policy and Timeout that reports
+	// Open returns a store on Server with Failure and Timeout that reports
 	// its metrics to mp, and a function that closes the store and its client
 	// or pool. Run calls it once, after taking the goroutine snapshot, and
 	// calls close before checking for leaks.
@@ -384,7 +384,7 @@ func (r *run) check(peer string, p0, p1 int, c *call, w *httptest.ResponseRecord
 		if w.Code != http.StatusOK || !c.served {
 			problems = append(problems, fmt.Sprintf("got %d (handler ran: %v) without a store error, want 200", w.Code, c.served))
 		}
-	case r.Policy == quota.FailClosed:
+	case r.Failure == quota.FailClosed:
 		if w.Code != http.StatusServiceUnavailable || c.served || w.Header().Get("Retry-After") == "" {
 			problems = append(problems, fmt.Sprintf("store error under fail closed: got %d (handler ran: %v, Retry-After %q), want 503 with Retry-After and the handler not run", w.Code, c.served, w.Header().Get("Retry-After")))
 		}
@@ -440,9 +440,10 @@ func (r *run) checkMetrics(reader *sdkmetric.ManualReader) {
 		requests += int64(s.requests)
 		failed += int64(s.failed)
 	}
-	outcome := quota.OutcomeFailedClosed
-	if r.Policy == quota.FailOpen {
-		outcome = quota.OutcomeFailedOpen
+	// The outcome names are the documented ones (docs/quota.md).
+	outcome := "failed_closed"
+	if r.Failure == quota.FailOpen {
+		outcome = "failed_open"
 	}
 	got := map[string]int64{}
 	for _, sm := range rm.ScopeMetrics {

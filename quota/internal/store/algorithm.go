@@ -1,6 +1,10 @@
-package quota
+package store
 
-import "time"
+import (
+	"time"
+
+	"github.com/admitgo/admit/quota"
+)
 
 // This file holds the arithmetic every store follows, so the in-memory store,
 // PostgreSQL and Redis decide alike. Stores that decide elsewhere (SQL, Lua)
@@ -21,13 +25,13 @@ func WindowStart(now time.Time, window time.Duration) time.Time {
 // FixedWindowDecision builds the decision for a fixed-window bucket whose
 // count, after adding this call's cost n, is count. With n = 0 (a look) it
 // reports whether one more call would be allowed.
-func FixedWindowDecision(rule Rule, now time.Time, count int64, n int) Decision {
+func FixedWindowDecision(rule quota.Rule, now time.Time, count int64, n int) quota.Decision {
 	end := WindowStart(now, rule.Window).Add(rule.Window)
 	allowed := count <= int64(rule.Limit)
 	if n == 0 {
 		allowed = count < int64(rule.Limit)
 	}
-	return Decision{
+	return quota.Decision{
 		Allowed:    allowed,
 		Remaining:  int(max(0, int64(rule.Limit)-count)),
 		RetryAfter: end.Sub(now),
@@ -38,7 +42,7 @@ func FixedWindowDecision(rule Rule, now time.Time, count int64, n int) Decision 
 
 // Interval returns a GCRA rule's emission interval: the time one token takes
 // to refill, Window / Limit, at least 1ns.
-func Interval(rule Rule) time.Duration {
+func Interval(rule quota.Rule) time.Duration {
 	return max(rule.Window/time.Duration(rule.Limit), 1)
 }
 
@@ -47,7 +51,7 @@ func Interval(rule Rule) time.Duration {
 // the decision and the tat to store: the new one when the call is allowed and
 // n > 0, tat unchanged otherwise. A bucket whose tat is at or before now is
 // full and decides like a new one, so a store may forget it after that.
-func GCRADecision(rule Rule, now, tat time.Time, n int) (Decision, time.Time) {
+func GCRADecision(rule quota.Rule, now, tat time.Time, n int) (quota.Decision, time.Time) {
 	interval := Interval(rule)
 	tolerance := interval * time.Duration(rule.BurstOrLimit())
 	base := tat
@@ -60,7 +64,7 @@ func GCRADecision(rule Rule, now, tat time.Time, n int) (Decision, time.Time) {
 	}
 	next := base.Add(interval * time.Duration(cost))
 	allowAt := next.Add(-tolerance)
-	d := Decision{Limit: rule.Limit, Window: rule.Window}
+	d := quota.Decision{Limit: rule.Limit, Window: rule.Window}
 	if allowAt.After(now) {
 		d.RetryAfter = allowAt.Sub(now)
 		d.Remaining = remaining(now, base, tolerance, interval)
@@ -85,11 +89,4 @@ func remaining(now, tat time.Time, tolerance, interval time.Duration) int {
 		return 0
 	}
 	return int(free / interval)
-}
-
-// GCRAExpiry returns how long a store must keep a bucket whose theoretical
-// arrival time is tat: until it is full again, after which a missing bucket and
-// a stored one decide alike.
-func GCRAExpiry(now, tat time.Time) time.Duration {
-	return max(tat.Sub(now), 0)
 }

@@ -1,9 +1,11 @@
-package quota
+package store
 
 import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/admitgo/admit/quota"
 )
 
 // t0 is aligned to every window the tests use (a multiple of one hour since
@@ -39,12 +41,12 @@ func TestWindowStart(t *testing.T) {
 func TestInterval(t *testing.T) {
 	tests := []struct {
 		name string
-		rule Rule
+		rule quota.Rule
 		want time.Duration
 	}{
-		{"even", Rule{Limit: 10, Window: 10 * time.Second}, time.Second},
-		{"truncated", Rule{Limit: 3, Window: time.Second}, 333_333_333},
-		{"at least 1ns", Rule{Limit: 10, Window: time.Nanosecond}, 1},
+		{"even", quota.Rule{Limit: 10, Window: 10 * time.Second}, time.Second},
+		{"truncated", quota.Rule{Limit: 3, Window: time.Second}, 333_333_333},
+		{"at least 1ns", quota.Rule{Limit: 10, Window: time.Nanosecond}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,56 +62,30 @@ func TestInterval(t *testing.T) {
 type step struct {
 	at   time.Duration
 	n    int
-	want Decision
+	want quota.Decision
 }
 
-// fixedModel is the smallest correct fixed-window store: one count per window.
-type fixedModel map[time.Time]int64
-
-func (m fixedModel) allowN(rule Rule, now time.Time, n int) Decision {
-	ws := WindowStart(now, rule.Window)
-	m[ws] += int64(n)
-	return FixedWindowDecision(rule, now, m[ws], n)
-}
-
-// gcraModel is the smallest correct GCRA store: one theoretical arrival time.
-type gcraModel struct{ tat time.Time }
-
-func (m *gcraModel) allowN(rule Rule, now time.Time, n int) Decision {
-	d, tat := GCRADecision(rule, now, m.tat, n)
-	m.tat = tat
-	return d
-}
-
-func runFixed(t *testing.T, rule Rule, steps []step) {
+// run plays steps against a Model, which decides with the functions under
+// test.
+func run(t *testing.T, rule quota.Rule, steps []step) {
 	t.Helper()
-	m := fixedModel{}
+	var m Model
 	for i, s := range steps {
-		if got := m.allowN(rule, t0.Add(s.at), s.n); got != s.want {
-			t.Errorf("step %d (t0+%v, n=%d): got %+v, want %+v", i, s.at, s.n, got, s.want)
-		}
-	}
-}
-
-func runGCRA(t *testing.T, rule Rule, steps []step) {
-	t.Helper()
-	var m gcraModel
-	for i, s := range steps {
-		if got := m.allowN(rule, t0.Add(s.at), s.n); got != s.want {
+		if got := m.AllowN(rule, t0.Add(s.at), s.n); got != s.want {
 			t.Errorf("step %d (t0+%v, n=%d): got %+v, want %+v", i, s.at, s.n, got, s.want)
 		}
 	}
 }
 
 func TestFixedWindowSteps(t *testing.T) {
-	rule := Rule{Name: "signup", Limit: 3, Window: 10 * time.Second}
-	ok := func(remaining int, retry time.Duration) Decision {
-		return Decision{Allowed: true, Remaining: remaining, RetryAfter: retry, Limit: 3, Window: 10 * time.Second}
+	rule := quota.Rule{Name: "signup", Limit: 3, Window: 10 * time.Second}
+	ok := func(remaining int, retry time.Duration) quota.Decision {
+		return quota.Decision{Allowed: true, Remaining: remaining, RetryAfter: retry, Limit: 3, Window: 10 * time.Second}
 	}
-	no := func(retry time.Duration) Decision {
-		return Decision{RetryAfter: retry, Limit: 3, Window: 10 * time.Second}
+	no := func(retry time.Duration) quota.Decision {
+		return quota.Decision{RetryAfter: retry, Limit: 3, Window: 10 * time.Second}
 	}
-	runFixed(t, rule, []step{
+	run(t, rule, []step{
 		{0, 1, ok(2, 10*time.Second)},
 		{1 * time.Second, 1, ok(1, 9*time.Second)},
 		{2 * time.Second, 0, ok(1, 8*time.Second)}, // a look spends nothing
@@ -128,12 +104,12 @@ func TestFixedWindowSteps(t *testing.T) {
 // TestFixedWindowSeam shows the documented trade-off: up to twice the limit
 // passes across a window seam.
 func TestFixedWindowSeam(t *testing.T) {
-	rule := Rule{Limit: 5, Window: time.Minute}
-	m := fixedModel{}
+	rule := quota.Rule{Limit: 5, Window: time.Minute}
+	var m Model
 	allowed := 0
 	for _, at := range []time.Duration{time.Minute - time.Second, time.Minute} {
 		for range 10 {
-			if m.allowN(rule, t0.Add(at), 1).Allowed {
+			if m.AllowN(rule, t0.Add(at), 1).Allowed {
 				allowed++
 			}
 		}
@@ -145,14 +121,14 @@ func TestFixedWindowSeam(t *testing.T) {
 
 func TestGCRASteps(t *testing.T) {
 	// One token a second, three at once.
-	rule := Rule{Name: "login", Limit: 10, Window: 10 * time.Second, Algorithm: GCRA, Burst: 3}
-	ok := func(remaining int, retry time.Duration) Decision {
-		return Decision{Allowed: true, Remaining: remaining, RetryAfter: retry, Limit: 10, Window: 10 * time.Second}
+	rule := quota.Rule{Name: "login", Limit: 10, Window: 10 * time.Second, Algorithm: quota.GCRA, Burst: 3}
+	ok := func(remaining int, retry time.Duration) quota.Decision {
+		return quota.Decision{Allowed: true, Remaining: remaining, RetryAfter: retry, Limit: 10, Window: 10 * time.Second}
 	}
-	no := func(retry time.Duration) Decision {
-		return Decision{RetryAfter: retry, Limit: 10, Window: 10 * time.Second}
+	no := func(retry time.Duration) quota.Decision {
+		return quota.Decision{RetryAfter: retry, Limit: 10, Window: 10 * time.Second}
 	}
-	runGCRA(t, rule, []step{
+	run(t, rule, []step{
 		{0, 1, ok(2, 0)},
 		{0, 1, ok(1, 0)},
 		{0, 0, ok(1, 0)}, // a look spends nothing
@@ -166,16 +142,16 @@ func TestGCRASteps(t *testing.T) {
 		{3 * time.Second, 1, ok(0, time.Second)},
 		{5 * time.Second, 1, ok(1, 0)},  // two seconds idle refilled two tokens
 		{20 * time.Second, 2, ok(1, 0)}, // idle: full again, never more than Burst
-		{20 * time.Second, 3, Decision{Remaining: 1, RetryAfter: 2 * time.Second, Limit: 10, Window: 10 * time.Second}},
+		{20 * time.Second, 3, quota.Decision{Remaining: 1, RetryAfter: 2 * time.Second, Limit: 10, Window: 10 * time.Second}},
 	})
 }
 
 func TestGCRABurstThenSteady(t *testing.T) {
-	rule := Rule{Limit: 10, Window: 10 * time.Second, Algorithm: GCRA, Burst: 3}
-	var m gcraModel
+	rule := quota.Rule{Limit: 10, Window: 10 * time.Second, Algorithm: quota.GCRA, Burst: 3}
+	var m Model
 	var allowedAt []time.Duration
 	for at := time.Duration(0); at < 10*time.Second; at += 100 * time.Millisecond {
-		if m.allowN(rule, t0.Add(at), 1).Allowed {
+		if m.AllowN(rule, t0.Add(at), 1).Allowed {
 			allowedAt = append(allowedAt, at)
 		}
 	}
@@ -195,7 +171,7 @@ func TestGCRABurstThenSteady(t *testing.T) {
 }
 
 func TestGCRADecisionTAT(t *testing.T) {
-	rule := Rule{Limit: 10, Window: 10 * time.Second, Algorithm: GCRA, Burst: 2}
+	rule := quota.Rule{Limit: 10, Window: 10 * time.Second, Algorithm: quota.GCRA, Burst: 2}
 	now := t0
 	tests := []struct {
 		name    string
@@ -224,30 +200,29 @@ func TestGCRADecisionTAT(t *testing.T) {
 	}
 }
 
-// TestGCRAExpiry checks what lets a store forget a bucket: once its tat is
-// reached, it decides exactly like a bucket never seen.
-func TestGCRAExpiry(t *testing.T) {
-	rule := Rule{Limit: 5, Window: time.Second, Algorithm: GCRA}
+// TestGCRAFullBucketDecidesLikeNew checks what lets a store forget a bucket:
+// once its tat is reached, it decides exactly like a bucket never seen.
+func TestGCRAFullBucketDecidesLikeNew(t *testing.T) {
+	rule := quota.Rule{Limit: 5, Window: time.Second, Algorithm: quota.GCRA}
 	tests := []struct {
 		name string
 		tat  time.Time
-		want time.Duration
 	}{
-		{"future", t0.Add(300 * time.Millisecond), 300 * time.Millisecond},
-		{"now", t0, 0},
-		{"past", t0.Add(-time.Second), 0},
+		{"future", t0.Add(300 * time.Millisecond)},
+		{"now", t0},
+		{"past", t0.Add(-time.Second)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := GCRAExpiry(t0, tt.tat); got != tt.want {
-				t.Errorf("GCRAExpiry: got %v, want %v", got, tt.want)
+			full := tt.tat // the bucket is full again at its tat, or now if that passed
+			if full.Before(t0) {
+				full = t0
 			}
-			later := t0.Add(GCRAExpiry(t0, tt.tat))
 			for n := range 7 {
-				got, _ := GCRADecision(rule, later, tt.tat, n)
-				want, _ := GCRADecision(rule, later, time.Time{}, n)
+				got, _ := GCRADecision(rule, full, tt.tat, n)
+				want, _ := GCRADecision(rule, full, time.Time{}, n)
 				if got != want {
-					t.Errorf("n=%d at expiry: got %+v, want %+v (a new bucket)", n, got, want)
+					t.Errorf("n=%d once full: got %+v, want %+v (a new bucket)", n, got, want)
 				}
 			}
 		})
@@ -257,34 +232,33 @@ func TestGCRAExpiry(t *testing.T) {
 // TestDecisionInvariants drives both algorithms with random calls and checks
 // what must hold for every decision.
 func TestDecisionInvariants(t *testing.T) {
-	rules := []Rule{
+	rules := []quota.Rule{
 		{Limit: 1, Window: time.Second},
 		{Limit: 7, Window: 3 * time.Second},
-		{Limit: 1, Window: time.Second, Algorithm: GCRA},
-		{Limit: 7, Window: 3 * time.Second, Algorithm: GCRA},
-		{Limit: 7, Window: 3 * time.Second, Algorithm: GCRA, Burst: 2},
-		{Limit: 3, Window: time.Second, Algorithm: GCRA, Burst: 9},
+		{Limit: 1, Window: time.Second, Algorithm: quota.GCRA},
+		{Limit: 7, Window: 3 * time.Second, Algorithm: quota.GCRA},
+		{Limit: 7, Window: 3 * time.Second, Algorithm: quota.GCRA, Burst: 2},
+		{Limit: 3, Window: time.Second, Algorithm: quota.GCRA, Burst: 9},
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, rule := range rules {
-		fixed := fixedModel{}
-		var gcra gcraModel
+		var m Model
 		now := t0
 		for i := range 5000 {
 			now = now.Add(time.Duration(r.Int64N(int64(rule.Window / 4))))
 			n := r.IntN(4)
-			var d Decision
-			if rule.Algorithm == GCRA {
-				before := gcra.tat
-				d = gcra.allowN(rule, now, n)
-				if (n == 0 || !d.Allowed) && !gcra.tat.Equal(before) {
+			var d quota.Decision
+			if rule.Algorithm == quota.GCRA {
+				before := m.TAT
+				d = m.AllowN(rule, now, n)
+				if (n == 0 || !d.Allowed) && !m.TAT.Equal(before) {
 					t.Fatalf("%v step %d: n=%d allowed=%v changed tat", rule, i, n, d.Allowed)
 				}
 				if d.Remaining > rule.BurstOrLimit() {
 					t.Fatalf("%v step %d: Remaining %d above burst", rule, i, d.Remaining)
 				}
 			} else {
-				d = fixed.allowN(rule, now, n)
+				d = m.AllowN(rule, now, n)
 				if d.Remaining > rule.Limit {
 					t.Fatalf("%v step %d: Remaining %d above limit", rule, i, d.Remaining)
 				}
@@ -298,7 +272,7 @@ func TestDecisionInvariants(t *testing.T) {
 			if d.RetryAfter < 0 {
 				t.Fatalf("%v step %d: RetryAfter %v is negative", rule, i, d.RetryAfter)
 			}
-			if !d.Allowed && d.Remaining >= max(n, 1) && rule.Algorithm == GCRA {
+			if !d.Allowed && d.Remaining >= max(n, 1) && rule.Algorithm == quota.GCRA {
 				t.Fatalf("%v step %d: refused n=%d with %d remaining", rule, i, n, d.Remaining)
 			}
 			if d.Limit != rule.Limit || d.Window != rule.Window {
@@ -311,21 +285,14 @@ func TestDecisionInvariants(t *testing.T) {
 // TestLookAgreesWithCall checks that a look (n = 0) predicts whether a call of
 // cost 1 at the same instant would pass.
 func TestLookAgreesWithCall(t *testing.T) {
-	for _, alg := range []Algorithm{FixedWindow, GCRA} {
+	for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.GCRA} {
 		t.Run(alg.String(), func(t *testing.T) {
-			rule := Rule{Limit: 4, Window: time.Second, Algorithm: alg, Burst: 2}
-			fixed := fixedModel{}
-			var gcra gcraModel
-			allowN := func(now time.Time, n int) Decision {
-				if alg == GCRA {
-					return gcra.allowN(rule, now, n)
-				}
-				return fixed.allowN(rule, now, n)
-			}
+			rule := quota.Rule{Limit: 4, Window: time.Second, Algorithm: alg, Burst: 2}
+			var m Model
 			for i := range 40 {
 				now := t0.Add(time.Duration(i) * 100 * time.Millisecond)
-				look := allowN(now, 0)
-				call := allowN(now, 1)
+				look := m.AllowN(rule, now, 0)
+				call := m.AllowN(rule, now, 1)
 				if look.Allowed != call.Allowed {
 					t.Errorf("t0+%v: look Allowed %v, call Allowed %v", now.Sub(t0), look.Allowed, call.Allowed)
 				}

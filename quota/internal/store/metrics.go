@@ -1,4 +1,4 @@
-package quota
+package store
 
 import (
 	"context"
@@ -8,20 +8,14 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/admitgo/admit/internal/meter"
+	"github.com/admitgo/admit/quota"
 )
 
-// MeterName is the name of the OpenTelemetry meter every admit package uses.
-const MeterName = "github.com/admitgo/admit"
-
-// Outcomes of admit.quota.decisions.
-const (
-	OutcomeAllowed      = "allowed"
-	OutcomeRefused      = "refused"
-	OutcomeFailedOpen   = "failed_open"
-	OutcomeFailedClosed = "failed_closed"
-)
-
-var outcomes = [...]string{OutcomeAllowed, OutcomeRefused, OutcomeFailedOpen, OutcomeFailedClosed}
+// outcomes are the values of admit.quota.outcome, in the order Record picks
+// them; docs/quota.md documents them, so they are part of the contract.
+var outcomes = [...]string{"allowed", "refused", "failed_open", "failed_closed"}
 
 // Metrics records a store's decisions as the admit.quota.decisions counter
 // (attributes admit.quota.store and admit.quota.outcome) and the
@@ -42,34 +36,34 @@ func NewMetrics(mp metric.MeterProvider, store string) (*Metrics, error) {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
-	meter := mp.Meter(MeterName)
-	decisions, err := meter.Int64Counter("admit.quota.decisions",
+	m := mp.Meter(meter.Name)
+	decisions, err := m.Int64Counter("admit.quota.decisions",
 		metric.WithDescription("Shared-quota decisions by store and outcome."),
 		metric.WithUnit("{decision}"))
 	if err != nil {
 		return nil, err
 	}
-	latency, err := meter.Float64Histogram("admit.quota.latency",
+	latency, err := m.Float64Histogram("admit.quota.latency",
 		metric.WithDescription("Time a store took to decide, failures included."),
 		metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1))
 	if err != nil {
 		return nil, err
 	}
-	m := &Metrics{decisions: decisions, latency: latency}
+	ms := &Metrics{decisions: decisions, latency: latency}
 	storeAttr := attribute.String("admit.quota.store", store)
 	for i, o := range outcomes {
 		set := attribute.NewSet(storeAttr, attribute.String("admit.quota.outcome", o))
-		m.outcomeOpts[i] = []metric.AddOption{metric.WithAttributeSet(set)}
+		ms.outcomeOpts[i] = []metric.AddOption{metric.WithAttributeSet(set)}
 	}
-	m.storeOpts = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(storeAttr))}
-	return m, nil
+	ms.storeOpts = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(storeAttr))}
+	return ms, nil
 }
 
 // Record counts one decision that took elapsed. err is the error the store
 // returned with d.
-func (m *Metrics) Record(ctx context.Context, d Decision, err error, elapsed time.Duration) {
-	if m == nil || errors.Is(err, ErrRule) || errors.Is(err, ErrSubject) {
+func (m *Metrics) Record(ctx context.Context, d quota.Decision, err error, elapsed time.Duration) {
+	if m == nil || errors.Is(err, quota.ErrRule) || errors.Is(err, quota.ErrSubject) {
 		return
 	}
 	i := 0

@@ -1,4 +1,4 @@
-package quota
+package store
 
 import (
 	"context"
@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/admitgo/admit/quota"
 )
 
 // collect gathers admit.quota.decisions by store and outcome
@@ -48,27 +49,6 @@ func collect(t *testing.T, reader *sdkmetric.ManualReader) (decisions, latencies
 	return decisions, latencies
 }
 
-// collectSums returns the int64 sums of the instrument named name, keyed by
-// their attribute sets.
-func collectSums(t *testing.T, reader *sdkmetric.ManualReader, name string) map[string]int64 {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatalf("collect metrics: %v", err)
-	}
-	sums := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if data, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == name {
-				for _, dp := range data.DataPoints {
-					sums[dp.Attributes.Encoded(attribute.DefaultEncoder())] += dp.Value
-				}
-			}
-		}
-	}
-	return sums
-}
-
 func TestMetricsRecord(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	m, err := NewMetrics(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), "test")
@@ -77,15 +57,15 @@ func TestMetricsRecord(t *testing.T) {
 	}
 	ctx := context.Background()
 	errDown := errors.New("down")
-	m.Record(ctx, Decision{Allowed: true}, nil, time.Millisecond)
-	m.Record(ctx, Decision{Allowed: true}, nil, time.Millisecond)
-	m.Record(ctx, Decision{}, nil, time.Millisecond)
-	m.Record(ctx, Decision{Allowed: true}, errDown, time.Millisecond)
-	m.Record(ctx, Decision{}, errDown, time.Millisecond)
-	m.Record(ctx, Decision{}, fmt.Errorf("wrapped: %w", errDown), time.Millisecond)
+	m.Record(ctx, quota.Decision{Allowed: true}, nil, time.Millisecond)
+	m.Record(ctx, quota.Decision{Allowed: true}, nil, time.Millisecond)
+	m.Record(ctx, quota.Decision{}, nil, time.Millisecond)
+	m.Record(ctx, quota.Decision{Allowed: true}, errDown, time.Millisecond)
+	m.Record(ctx, quota.Decision{}, errDown, time.Millisecond)
+	m.Record(ctx, quota.Decision{}, fmt.Errorf("wrapped: %w", errDown), time.Millisecond)
 	// Caller errors are not decisions.
-	m.Record(ctx, Decision{}, ErrSubject, time.Millisecond)
-	m.Record(ctx, Decision{}, fmt.Errorf("x: %w", ErrRule), time.Millisecond)
+	m.Record(ctx, quota.Decision{}, quota.ErrSubject, time.Millisecond)
+	m.Record(ctx, quota.Decision{}, fmt.Errorf("x: %w", quota.ErrRule), time.Millisecond)
 
 	decisions, latencies := collect(t, reader)
 	want := map[string]int64{"test/allowed": 2, "test/refused": 1, "test/failed_open": 1, "test/failed_closed": 2}
@@ -99,7 +79,7 @@ func TestMetricsRecord(t *testing.T) {
 
 func TestMetricsNil(t *testing.T) {
 	var m *Metrics
-	m.Record(context.Background(), Decision{Allowed: true}, nil, time.Millisecond) // must not panic
+	m.Record(context.Background(), quota.Decision{Allowed: true}, nil, time.Millisecond) // must not panic
 }
 
 func TestMetricsRecordAllocs(t *testing.T) {
@@ -108,7 +88,7 @@ func TestMetricsRecordAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if got := testing.AllocsPerRun(100, func() { m.Record(ctx, Decision{Allowed: true}, nil, time.Millisecond) }); got != 0 {
+	if got := testing.AllocsPerRun(100, func() { m.Record(ctx, quota.Decision{Allowed: true}, nil, time.Millisecond) }); got != 0 {
 		t.Errorf("allocations per Record: got %v, want 0", got)
 	}
 }
