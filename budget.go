@@ -38,19 +38,62 @@ const (
 	ChargeOnFailure
 )
 
+// Algorithm says how a group counts.
+type Algorithm uint8
+
+const (
+	// TokenBucket refills each bucket continuously at Rate up to Burst; on a
+	// shared store it is GCRA, the same arithmetic kept as one timestamp. It
+	// is the zero value.
+	TokenBucket Algorithm = iota
+	// FixedWindow counts requests per aligned Window, up to Limit. It is one
+	// counter per key, and allows up to twice Limit across a window seam (the
+	// end of one window and the start of the next). Refused requests are
+	// counted too, so hammering a limit keeps the window closed.
+	FixedWindow
+)
+
+// String returns the algorithm as the config file spells it.
+func (a Algorithm) String() string {
+	switch a {
+	case TokenBucket:
+		return "token-bucket"
+	case FixedWindow:
+		return "fixed-window"
+	}
+	return fmt.Sprintf("Algorithm(%d)", uint8(a))
+}
+
 // Budget is what one group admits. A field left zero takes the group's
-// default (see [DefaultBudgets]; a group that is not built in takes
-// GroupLink's, but must give its Rate and Burst), so a budget that changes
-// one figure names one field. The zero Budget is every default.
+// default (see [DefaultBudgets]), or the defaults of the group it is Like;
+// a group that is neither built in nor Like one takes GroupLink's, but must
+// give its Rate and Burst (or, for FixedWindow, its Limit and Window). A
+// budget that changes one figure names one field; the zero Budget is every
+// default.
 type Budget struct {
+	// Like names the built-in group whose defaults fill this budget's zero
+	// fields. "": the group's own, or GroupLink's for a new group.
+	Like Group
+	// Algorithm is how the group counts: TokenBucket (the zero value) or
+	// FixedWindow.
+	Algorithm Algorithm
 	// Rate is the refill rate of each client's bucket in tokens per second;
-	// rate.Inf disables the client limit. 0: the default.
+	// rate.Inf disables the client limit. 0: the default. TokenBucket only.
 	Rate rate.Limit
 	// Burst is the capacity of each client's bucket. 0: the default.
+	// TokenBucket only.
 	Burst int
+	// Limit is how many requests a key may make per Window. FixedWindow
+	// only; required there.
+	Limit int
+	// Window is the period of Limit. FixedWindow only; required there.
+	Window time.Duration
+	// Key says whom the buckets belong to. The zero Key: the client.
+	Key Key
 	// SharedRate and SharedBurst size the group's shared bucket, which serves
 	// the clients that find no room in the client table. 0: the same as
-	// Rate and Burst.
+	// Rate and Burst. A FixedWindow group's shared bucket counts Limit per
+	// Window.
 	SharedRate  rate.Limit
 	SharedBurst int
 	// PerClient is how many requests one client may have in flight. 0: the
@@ -133,19 +176,40 @@ func DefaultBudgets() map[Group]Budget {
 	return m
 }
 
-// resolve returns b with its zero fields taken from g's defaults, or, for a
-// group that is not built in, from GroupLink's; such a group must give its
-// Rate and Burst.
+// resolve returns b with its zero fields taken from the defaults of the
+// group it is Like, or of g itself, or, for a group that is neither, from
+// GroupLink's; such a group must give its own amounts.
 func (b Budget) resolve(g Group) (Budget, error) {
 	base, builtIn := defaults[g]
-	if !builtIn {
-		switch {
-		case b.Rate == 0:
-			return Budget{}, fmt.Errorf("admit: group %q: Rate 0: a group that is not built in needs its Rate and Burst", g)
-		case b.Burst == 0:
-			return Budget{}, fmt.Errorf("admit: group %q: Burst 0: a group that is not built in needs its Rate and Burst", g)
-		}
+	switch like, ok := defaults[b.Like]; {
+	case b.Like != "" && !ok:
+		return Budget{}, fmt.Errorf("admit: group %q: Like %q, want a built-in group (%s, %s or %s)", g, b.Like, GroupWebhook, GroupLink, GroupHealth)
+	case b.Like != "":
+		base, builtIn = like, true
+	case !builtIn:
 		base = defaults[GroupLink]
+	}
+	switch {
+	case b.Algorithm == FixedWindow && (b.Limit < 1 || b.Window <= 0):
+		return Budget{}, fmt.Errorf("admit: group %q: Limit %d and Window %v: a fixed-window group needs a positive Limit and Window", g, b.Limit, b.Window)
+	case b.Algorithm == FixedWindow && (b.Rate != 0 || b.Burst != 0 || b.SharedRate != 0):
+		return Budget{}, fmt.Errorf("admit: group %q: Rate and Burst are a token bucket's; a fixed-window group counts Limit per Window", g)
+	case b.Algorithm == TokenBucket && (b.Limit != 0 || b.Window != 0):
+		return Budget{}, fmt.Errorf("admit: group %q: Limit %d and Window %v belong to a fixed-window group; set Algorithm to FixedWindow or give Rate and Burst", g, b.Limit, b.Window)
+	case b.Algorithm == TokenBucket && !builtIn && b.Rate == 0:
+		return Budget{}, fmt.Errorf("admit: group %q: Rate 0: a group that is not built in needs its Rate and Burst", g)
+	case b.Algorithm == TokenBucket && !builtIn && b.Burst == 0:
+		return Budget{}, fmt.Errorf("admit: group %q: Burst 0: a group that is not built in needs its Rate and Burst", g)
+	}
+	b.Like = ""
+	if b.Algorithm == FixedWindow {
+		// A fixed window's amounts are its Limit and Window; the token
+		// figures describe the same budget, for headers and the shared
+		// bucket: Limit tokens, refilled once per Window.
+		b.Burst = b.Limit
+		b.Rate = rate.Limit(float64(b.Limit) / b.Window.Seconds())
+		pick(&b.SharedBurst, b.Limit)
+		b.SharedRate = rate.Limit(float64(b.SharedBurst) / b.Window.Seconds())
 	}
 	pick(&b.Rate, base.Rate)
 	pick(&b.Burst, base.Burst)
@@ -194,6 +258,11 @@ func (b Budget) validate(g Group) error {
 		return bad("MaxClients", b.MaxClients, "between 1 and 2^31-1")
 	case b.Charge != ChargeAlways && b.Charge != ChargeOnFailure:
 		return bad("Charge", b.Charge, "ChargeAlways or ChargeOnFailure")
+	case b.Algorithm > FixedWindow:
+		return bad("Algorithm", b.Algorithm, "TokenBucket or FixedWindow")
+	}
+	if err := b.Key.validate(g); err != nil {
+		return err
 	}
 	if b.Store != nil {
 		return b.checkStoreRule(g)
@@ -204,7 +273,7 @@ func (b Budget) validate(g Group) error {
 // checkStoreRule refuses a budget its shared store could not enforce, which
 // would otherwise fail every request of the group as a caller error.
 func (b Budget) checkStoreRule(g Group) error {
-	if b.Rate != rate.Inf && float64(max(1, math.Round(float64(b.Rate))))/float64(b.Rate) > float64(math.MaxInt64)/float64(time.Second) {
+	if b.Algorithm == TokenBucket && b.Rate != rate.Inf && float64(max(1, math.Round(float64(b.Rate))))/float64(b.Rate) > float64(math.MaxInt64)/float64(time.Second) {
 		return fmt.Errorf("admit: group %q: Rate %v is too low for a shared store's window", g, b.Rate)
 	}
 	rule := b.rule(g)
@@ -220,6 +289,11 @@ func (b Budget) checkStoreRule(g Group) error {
 
 // refills returns how the client and shared buckets fill.
 func (b Budget) refills() (client, shared refill) {
+	if b.Algorithm == FixedWindow {
+		w := int64(b.Window)
+		return refill{fixed: true, burst: float64(b.Limit), window: w},
+			refill{fixed: true, burst: float64(b.SharedBurst), window: w}
+	}
 	return refill{perNano: perNano(b.Rate), burst: float64(b.Burst)},
 		refill{perNano: perNano(b.SharedRate), burst: float64(b.SharedBurst)}
 }
@@ -233,9 +307,13 @@ func perNano(l rate.Limit) float64 {
 	return float64(l) / 1e9
 }
 
-// rule returns the GCRA rule a shared store enforces for the group: Rate as
-// Limit per Window with Limit a whole number of tokens.
+// rule returns the rule a shared store enforces for the group: a fixed
+// window's Limit per Window, or GCRA with Rate as Limit per Window with
+// Limit a whole number of tokens.
 func (b Budget) rule(g Group) quota.Rule {
+	if b.Algorithm == FixedWindow {
+		return quota.Rule{Name: "admit." + string(g), Limit: b.Limit, Window: b.Window, Algorithm: quota.FixedWindow}
+	}
 	limit := max(1, int(math.Round(float64(b.Rate))))
 	window := time.Duration(float64(limit) / float64(b.Rate) * float64(time.Second))
 	if b.Rate == rate.Inf {

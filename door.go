@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -52,6 +53,7 @@ type Config struct {
 // Door admits requests to route groups. It is safe for concurrent use.
 type Door struct {
 	groups map[Group]*group
+	set    *settings
 	meters *meters
 }
 
@@ -83,7 +85,7 @@ func New(cfg Config) (*Door, error) {
 		budgets[g] = Budget{}
 	}
 	maps.Copy(budgets, cfg.Budgets)
-	d := &Door{groups: make(map[Group]*group, len(budgets))}
+	d := &Door{groups: make(map[Group]*group, len(budgets)), set: set}
 	now := set.now()
 	for _, name := range slices.Sorted(maps.Keys(budgets)) {
 		b, err := budgets[name].resolve(name)
@@ -139,30 +141,100 @@ func (d *Door) Budget(g Group) (Budget, bool) {
 	return grp.budget, true
 }
 
+// Route is what a handler is admitted under: every limit of Groups, checked
+// in order, each spending Cost. A request is admitted only when every limit
+// admits it; one that a limit refuses is answered as that limit says, and
+// the limits before it get back what it spent there, so an abusive client
+// refused by its own limit leaves a budget it shares with others untouched.
+// The route's body cap, read deadline and hold bound are the strictest of
+// its groups'.
+type Route struct {
+	// Groups are the route's limits, 1 to 8, each at most once.
+	Groups []Group
+	// Cost is what a request spends in each limit; 0 means 1. It may not
+	// exceed a limit's Burst (or a fixed window's Limit).
+	Cost int
+	// Overflow, when set, serves the requests a limit refuses instead of the
+	// 429 or 503, in at most that limit's Inflight slots at once.
+	Overflow http.Handler
+}
+
+// Handler returns a handler that admits requests to next under rt. It
+// refuses a route that names an unknown group, stacks too many, costs more
+// than a limit holds, or whose every limit is keyed by a value the client
+// chooses (a header or a path value, without Key.Authenticated): such a
+// route would give a forger a fresh budget per value.
+func (d *Door) Handler(rt Route, next http.Handler) (http.Handler, error) {
+	if next == nil {
+		return nil, fmt.Errorf("admit: route %v: nil handler", rt.Groups)
+	}
+	if len(rt.Groups) == 0 || len(rt.Groups) > maxLimits {
+		return nil, fmt.Errorf("admit: route %v: %d groups, want 1 to %d", rt.Groups, len(rt.Groups), maxLimits)
+	}
+	cost := max(rt.Cost, 1)
+	if rt.Cost < 0 {
+		return nil, fmt.Errorf("admit: route %v: Cost %d, want 1 or more (0: 1)", rt.Groups, rt.Cost)
+	}
+	h := &handler{cost: int32(cost), next: next, overflow: rt.Overflow, headers: d.set.headers, now: d.set.now}
+	chosen := true
+	var policies []string
+	for _, name := range rt.Groups {
+		g, ok := d.groups[name]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("admit: route %v: unknown group %q (known: %v)", rt.Groups, name, d.Groups())
+		case slices.Contains(h.limits, g):
+			return nil, fmt.Errorf("admit: route %v: group %q is listed twice", rt.Groups, name)
+		case cost > g.budget.Burst:
+			return nil, fmt.Errorf("admit: route %v: Cost %d is more than group %q ever holds (%d)", rt.Groups, cost, name, g.budget.Burst)
+		}
+		h.limits = append(h.limits, g)
+		chosen = chosen && g.budget.Key.chosen()
+		policies = append(policies, g.policy)
+		h.maxBody = strictest(h.maxBody, g.budget.MaxBodyBytes)
+		h.readTimeout = strictest(h.readTimeout, g.budget.ReadTimeout)
+		h.hold = strictest(h.hold, g.budget.HoldTimeout)
+	}
+	if chosen {
+		return nil, fmt.Errorf("admit: route %v: every limit is keyed by a value the client chooses, so a forger gets a fresh budget per value: add a limit keyed by the client, or set Key.Authenticated on a group whose value an earlier layer authenticates", rt.Groups)
+	}
+	h.policy = strings.Join(policies, ", ")
+	return h, nil
+}
+
+// strictest returns the smaller of two positive bounds; a bound of 0 or
+// less is none.
+func strictest[T int64 | time.Duration](a, b T) T {
+	switch {
+	case b <= 0:
+		return a
+	case a <= 0:
+		return b
+	}
+	return min(a, b)
+}
+
 // Wrap returns a handler that admits requests to next under group g's budget.
 // A request over budget is served by overflow when it is not nil, and
-// otherwise answered 429 or 503 with Retry-After. Wrap panics if the door does
-// not know g or next is nil, at wiring time, as http.ServeMux.Handle does with
-// a bad pattern.
+// otherwise answered 429 or 503 with Retry-After. Wrap panics where Handler
+// would return an error (an unknown group, a nil next, a group keyed by a
+// value the client chooses), at wiring time, as http.ServeMux.Handle does
+// with a bad pattern.
 func (d *Door) Wrap(g Group, next, overflow http.Handler) http.Handler {
-	grp, ok := d.groups[g]
-	if !ok {
-		panic(fmt.Sprintf("admit: Wrap: unknown group %q (known: %v)", g, d.Groups()))
+	h, err := d.Handler(Route{Groups: []Group{g}, Overflow: overflow}, next)
+	if err != nil {
+		panic(err.Error())
 	}
-	if next == nil {
-		panic(fmt.Sprintf("admit: Wrap: nil handler for group %q", g))
-	}
-	return &handler{group: grp, next: next, overflow: overflow}
+	return h
 }
 
 // Middleware returns group g's door as middleware, for chains of
 // func(http.Handler) http.Handler such as chi's r.With or alice: each handler
 // it wraps is admitted under g's budget, and a request over budget is
-// answered 429 or 503 with Retry-After. It panics as Wrap does when the door
-// does not know g.
+// answered 429 or 503 with Retry-After. It panics as Wrap does.
 func (d *Door) Middleware(g Group) func(http.Handler) http.Handler {
-	if _, ok := d.groups[g]; !ok {
-		panic(fmt.Sprintf("admit: Middleware: unknown group %q (known: %v)", g, d.Groups()))
+	if _, err := d.Handler(Route{Groups: []Group{g}}, http.NotFoundHandler()); err != nil {
+		panic(err.Error())
 	}
 	return func(next http.Handler) http.Handler { return d.Wrap(g, next, nil) }
 }

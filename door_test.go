@@ -160,8 +160,10 @@ func TestPolicyHeaders(t *testing.T) {
 	for range 3 {
 		do(h, "GET", "192.0.2.1:1")
 	}
+	// Refused, t equals Retry-After: the draft asks that a client never be
+	// told to retry before the effective window ends.
 	r := rejected(t, h, "192.0.2.1:1", http.StatusTooManyRequests, "1")
-	if got, want := r.Header().Get("RateLimit"), `"link";r=0;t=20`; got != want {
+	if got, want := r.Header().Get("RateLimit"), `"link";r=0;t=1`; got != want {
 		t.Errorf("RateLimit when rejected: got %q, want %q", got, want)
 	}
 	plain := newDoor(t, clk, Config{}).Wrap(GroupLink, status(http.StatusOK), nil)

@@ -21,8 +21,10 @@ type group struct {
 	budget    Budget // resolved: every field set
 	set       *settings
 	engine    engine
+	keyKind   keyKind
 	meters    *groupMeters
-	policy    string // the RateLimit-Policy field value
+	policy    string         // the RateLimit-Policy item
+	bodies    map[int][]byte // the refusal bodies, by status
 	shards    []shard
 	shardMask uint32
 	seed      maphash.Seed // of the shard hash
@@ -38,24 +40,32 @@ type group struct {
 type engine interface {
 	// admit checks the client's in-flight cap and its tokens and takes the
 	// group's slot, or refuses; a request it admits has taken its slots and,
-	// by charging or holding, its token, as the returned ticket records.
+	// by charging or holding, its t.cost tokens, as the returned ticket
+	// records.
 	admit(ctx context.Context, t ticket, now int64) (ticket, verdict)
+	// cancel undoes an admission that a later limit of the same route
+	// refused: it frees the slots and gives the tokens back, so that one
+	// limit's refusal spends no other limit's budget.
+	cancel(ctx context.Context, t ticket)
 	// settle ends an admitted request: it frees its slots and, for a request
-	// holding a token, spends it when the answer was a 4xx.
+	// holding tokens, spends them when the answer was a 4xx.
 	settle(ctx context.Context, t ticket, status int)
 }
 
 // shard is one part of a group's client state.
 type shard struct {
-	mu    sync.Mutex // guards table and perClient
+	mu    sync.Mutex // guards table, perClient and held
 	table table      // at most the shard's share of MaxClients; empty with a shared store
 	// perClient counts the requests in flight of clients without a table
 	// entry (those on the shared bucket, and every client of a group with a
 	// shared store); it holds no zero counts. A client with an entry keeps
 	// its count there.
 	perClient map[netip.Prefix]int32
-	counts    counts   // outcomes of requests keyed to this shard
-	_         [64]byte // keeps neighbouring shards off one cache line
+	// held counts the tokens held by unsettled charge-on-failure requests
+	// of each client of a group with a shared store; nil otherwise.
+	held   map[netip.Prefix]int32
+	counts counts   // outcomes of requests keyed to this shard
+	_      [64]byte // keeps neighbouring shards off one cache line
 }
 
 // shardsFor returns how many shards a table of maxClients entries gets: one
@@ -69,10 +79,13 @@ func shardsFor(maxClients int) int {
 }
 
 func newGroup(name Group, b Budget, set *settings, now int64) *group {
-	g := &group{name: name, budget: b, set: set, meters: newGroupMeters(name)}
+	g := &group{name: name, budget: b, set: set, meters: newGroupMeters(name), keyKind: b.Key.kind(), bodies: refusalBodies(name)}
 	client, _ := b.refills()
-	g.policy = `"` + string(name) + `";q=` + strconv.Itoa(b.Burst) + `;w=` +
-		strconv.Itoa(client.seconds(client.burst))
+	w := client.seconds(client.burst)
+	if client.fixed {
+		w = ceilNanos(client.window)
+	}
+	g.policy = `"` + string(name) + `";q=` + strconv.Itoa(b.Burst) + `;w=` + strconv.Itoa(w)
 	n := shardsFor(b.MaxClients)
 	g.shards = make([]shard, n)
 	g.shardMask = uint32(n - 1)
@@ -87,6 +100,9 @@ func newGroup(name Group, b Budget, set *settings, now int64) *group {
 		}
 		g.shards[i].table = newTable(size)
 		g.shards[i].perClient = make(map[netip.Prefix]int32)
+		if b.Store != nil && b.Charge == ChargeOnFailure {
+			g.shards[i].held = make(map[netip.Prefix]int32)
+		}
 	}
 	if b.Store != nil {
 		g.engine = newShared(g)
@@ -110,7 +126,8 @@ func (g *group) shardOf(key netip.Prefix) uint32 {
 type ticket struct {
 	key   netip.Prefix
 	shard uint32
-	taken bool // holds an in-flight slot of the client and of the group
+	cost  int32 // the tokens the request spends
+	taken bool  // holds an in-flight slot of the client and of the group
 	// held marks a request that holds a token until it settles (charge on
 	// failure): on the door's own bucket at slot, or on the shared store.
 	held bool
@@ -135,8 +152,8 @@ type verdict struct {
 
 // admit runs admission: the group cap, quickly, then the engine's exact
 // caps and token check.
-func (g *group) admit(ctx context.Context, key netip.Prefix, now int64) (ticket, verdict) {
-	t := ticket{key: key, shard: g.shardOf(key), slot: -1}
+func (g *group) admit(ctx context.Context, key netip.Prefix, cost int32, now int64) (ticket, verdict) {
+	t := ticket{key: key, shard: g.shardOf(key), cost: cost, slot: -1}
 	if g.inflight.Load() >= int64(g.budget.Inflight) {
 		return t, g.refuse(outcomeGroupConcurrency, 1)
 	}

@@ -6,28 +6,54 @@ import (
 	"time"
 )
 
-// handler is what Wrap returns: one group's door in front of next.
+// maxLimits is how many limits one route may stack.
+const maxLimits = 8
+
+// handler is what Handler returns: a route's limits in front of next.
 type handler struct {
-	group    *group
+	limits   []*group // in the route's order; 1 to maxLimits
+	cost     int32    // what a request spends in each limit
 	next     http.Handler
 	overflow http.Handler
+	// The body cap, read deadline and hold bound a request gets: the
+	// strictest of its limits' (0: none).
+	maxBody           int64
+	readTimeout, hold time.Duration
+	headers           bool   // send RateLimit-Policy and RateLimit
+	policy            string // RateLimit-Policy: every limit's
+	shadow            bool
+	now               func() int64
 }
 
-// ServeHTTP reads as the door works: key the request, admit it (the group's
-// caps and its engine's token), refuse it or serve it, then settle what
-// admission took.
+// ServeHTTP reads as the door works: key the request and admit it under
+// each limit in order (the group's caps and its engine's tokens); on a
+// refusal undo the limits before it and answer; otherwise serve it, then
+// settle what admission took.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	g := h.group
-	t, v := g.admit(r.Context(), g.set.key(r), g.set.now())
-	if v.evicted {
-		g.shards[t.shard].counts.evictions.Add(1)
+	var tickets [maxLimits]ticket
+	var verdicts [maxLimits]verdict
+	ctx := r.Context()
+	now := h.now()
+	for i, g := range h.limits {
+		key, err := g.keyOf(r)
+		if err != nil {
+			h.cancel(r, tickets[:i])
+			h.refuseKey(w, r, g, err)
+			return
+		}
+		t, v := g.admit(ctx, key, h.cost, now)
+		if v.evicted {
+			g.shards[t.shard].counts.evictions.Add(1)
+		}
+		if !v.admitted {
+			h.cancel(r, tickets[:i])
+			h.refuse(w, r, g, &t, v)
+			return
+		}
+		tickets[i], verdicts[i] = t, v
 	}
-	if !v.admitted {
-		h.refuse(w, r, &t, v)
-		return
-	}
-	if g.set.headers && t.taken {
-		setPolicyHeaders(w.Header(), g, v.left, v.reset)
+	if h.headers {
+		h.setHeaders(w.Header(), tickets[:len(h.limits)], verdicts[:len(h.limits)])
 	}
 	ww := writers.Get().(*writer)
 	ww.ResponseWriter = w
@@ -42,7 +68,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				status = ww.status
 			}
 			ww.release()
-			h.settle(r, &t, v.outcome, status)
+			h.settle(r, tickets[:len(h.limits)], verdicts[:len(h.limits)], status)
 		}
 	}()
 	if h.prepare(ww, r) {
@@ -50,7 +76,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	settled = true
 	ww.release()
-	h.settle(r, &t, v.outcome, ww.answered())
+	h.settle(r, tickets[:len(h.limits)], verdicts[:len(h.limits)], ww.answered())
 	*ww = writer{}
 	writers.Put(ww)
 }
@@ -61,14 +87,24 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // request has settled.
 var writers = sync.Pool{New: func() any { return new(writer) }}
 
-// refuse answers a request admission refused, with the overflow handler when
-// there is one and it has a free slot, or with 429 or 503 and Retry-After.
-func (h *handler) refuse(w http.ResponseWriter, r *http.Request, t *ticket, v verdict) {
-	g := h.group
+// cancel undoes the admissions of the limits before one that refused, last
+// first, so that one limit's refusal spends no other's budget.
+func (h *handler) cancel(r *http.Request, tickets []ticket) {
+	for i := len(tickets) - 1; i >= 0; i-- {
+		if t := tickets[i]; t.taken {
+			h.limits[i].engine.cancel(r.Context(), t)
+		}
+	}
+}
+
+// refuse answers a request a limit refused, with the overflow handler when
+// there is one and the limit has a free overflow slot, or with 429 or 503
+// and Retry-After. The refusal counts on that limit alone.
+func (h *handler) refuse(w http.ResponseWriter, r *http.Request, g *group, t *ticket, v verdict) {
 	if h.overflow != nil {
 		if g.takeOverflow() {
 			g.count(t, outcomeCached)
-			h.serveOverflow(w, r)
+			h.serveOverflow(w, r, g)
 			return
 		}
 		v.outcome, v.retry = outcomeGroupConcurrency, 1 // the overflow is at the group's cap
@@ -78,47 +114,57 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, t *ticket, v ve
 	if v.outcome == outcomeGroupConcurrency || v.outcome == outcomeStoreError {
 		status = http.StatusServiceUnavailable
 	}
-	if g.set.headers && v.outcome == outcomeRateLimited {
-		setPolicyHeaders(w.Header(), g, 0, v.reset)
+	if h.headers && v.outcome == outcomeRateLimited {
+		setRefusalHeaders(w.Header(), g, v.retry)
 	}
-	rejectWith(w, r, status, v.retry)
+	rejectWith(w, r, g, status, v.retry)
+}
+
+// refuseKey answers a request a limit cannot key: 401 when its key is the
+// Authorization header and it is missing, 400 otherwise.
+func (h *handler) refuseKey(w http.ResponseWriter, r *http.Request, g *group, err error) {
+	g.shards[0].counts.outcomes[outcomeMissingKey].Add(1)
+	status := http.StatusBadRequest
+	if err == errMissingKey && http.CanonicalHeaderKey(g.budget.Key.Header) == "Authorization" {
+		status = http.StatusUnauthorized
+	}
+	refuse(w, r, g, status)
 }
 
 // serveOverflow serves a request over budget with the overflow handler,
 // under the same body cap, deadlines and hold bound as an admitted request,
-// in one of the group's overflow slots.
-func (h *handler) serveOverflow(w http.ResponseWriter, r *http.Request) {
+// in one of the refusing limit's overflow slots.
+func (h *handler) serveOverflow(w http.ResponseWriter, r *http.Request, g *group) {
 	ww := &writer{ResponseWriter: w}
-	defer h.group.overflow.Add(-1)
+	defer g.overflow.Add(-1)
 	defer ww.release()
 	if h.prepare(ww, r) {
 		h.overflow.ServeHTTP(ww, r)
 	}
 }
 
-// prepare applies the group's body deadline and cap and its hold bound. The
+// prepare applies the route's body deadline and cap and its hold bound. The
 // body deadline covers reading the body only: net/http cancels the request's
 // context when a read deadline passes, so once the body has been read the
 // read deadline moves on to the hold bound (or is lifted), and a handler
 // that acknowledges early keeps its context while it works, up to the
 // bound. It answers 413 itself, and returns false, when the declared body is
 // over the cap; the answer then settles like a handler's 4xx, so it costs a
-// charge-on-failure client a token.
+// charge-on-failure client its tokens.
 func (h *handler) prepare(w *writer, r *http.Request) bool {
-	b := &h.group.budget
 	hasBody := r.Body != nil && r.Body != http.NoBody
-	if b.HoldTimeout > 0 || (b.ReadTimeout > 0 && hasBody) {
+	if h.hold > 0 || (h.readTimeout > 0 && hasBody) {
 		if d := findDeadliner(w.ResponseWriter); d != nil {
 			now := time.Now()
 			var hold time.Time
-			if b.HoldTimeout > 0 {
-				hold = now.Add(b.HoldTimeout)
+			if h.hold > 0 {
+				hold = now.Add(h.hold)
 				_ = d.SetWriteDeadline(hold)
 				w.held, w.hold = d, hold
 			}
 			switch {
-			case b.ReadTimeout > 0 && hasBody:
-				body := now.Add(b.ReadTimeout)
+			case h.readTimeout > 0 && hasBody:
+				body := now.Add(h.readTimeout)
 				if !hold.IsZero() && hold.Before(body) {
 					body = hold
 				}
@@ -129,34 +175,37 @@ func (h *handler) prepare(w *writer, r *http.Request) bool {
 			}
 		}
 	}
-	if b.MaxBodyBytes > 0 && hasBody {
-		if r.ContentLength > b.MaxBodyBytes {
-			refuse(w, r, http.StatusRequestEntityTooLarge)
+	if h.maxBody > 0 && hasBody {
+		if r.ContentLength > h.maxBody {
+			refuse(w, r, h.limits[0], http.StatusRequestEntityTooLarge)
 			return false
 		}
 		// MaxBytesReader gets the server's writer so that it can close the
 		// connection after an oversized body.
-		r.Body = http.MaxBytesReader(w.ResponseWriter, r.Body, b.MaxBodyBytes)
+		r.Body = http.MaxBytesReader(w.ResponseWriter, r.Body, h.maxBody)
 	}
 	return true
 }
 
-// settle frees what admission took and counts the request's one outcome: the
-// outcome admission left pending (a shadow would_* or store_error) if any,
-// otherwise the class of the answer.
-func (h *handler) settle(r *http.Request, t *ticket, pending outcome, status int) {
-	g := h.group
-	if t.taken {
-		g.engine.settle(r.Context(), *t, status)
-	}
-	o := pending
-	if o == outcomeOK {
-		switch {
-		case status >= 500:
-			o = outcomeServerError
-		case status >= 400:
-			o = outcomeClientError
+// settle frees what admission took, last limit first, and counts the
+// request's one outcome on each limit: the outcome admission left pending
+// (a shadow would_* or store_error) if any, otherwise the class of the
+// answer.
+func (h *handler) settle(r *http.Request, tickets []ticket, verdicts []verdict, status int) {
+	for i := len(tickets) - 1; i >= 0; i-- {
+		g, t := h.limits[i], &tickets[i]
+		if t.taken {
+			g.engine.settle(r.Context(), *t, status)
 		}
+		o := verdicts[i].outcome
+		if o == outcomeOK {
+			switch {
+			case status >= 500:
+				o = outcomeServerError
+			case status >= 400:
+				o = outcomeClientError
+			}
+		}
+		g.count(t, o)
 	}
-	g.count(t, o)
 }

@@ -3,34 +3,43 @@ package admit
 import (
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // rejectWith answers a rejected request: status, Retry-After in whole
-// seconds, and a short plain-text body.
-func rejectWith(w http.ResponseWriter, r *http.Request, status, retry int) {
+// seconds, and a short plain-text body naming the limit that refused.
+func rejectWith(w http.ResponseWriter, r *http.Request, g *group, status, retry int) {
 	h := w.Header()
 	if retry >= 1 && retry < len(retryAfter) {
 		h["Retry-After"] = retryAfter[retry]
 	} else {
 		h.Set("Retry-After", strconv.Itoa(max(retry, 1)))
 	}
-	refuse(w, r, status)
+	refuse(w, r, g, status)
 }
 
 // Header values shared by every refusal, so a flood of them allocates
 // nothing. Each slice has its capacity cut to its length, so a later Add
 // copies instead of writing into the shared array.
 var (
-	retryAfter  = secondsValues(60)
-	textPlain   = []string{"text/plain; charset=utf-8"}[:1:1]
-	noSniff     = []string{"nosniff"}[:1:1]
-	closeValue  = []string{"close"}[:1:1]
-	refusalBody = map[int][]byte{
-		http.StatusTooManyRequests:       []byte("Too Many Requests\n"),
-		http.StatusServiceUnavailable:    []byte("Service Unavailable\n"),
-		http.StatusRequestEntityTooLarge: []byte("Request Entity Too Large\n"),
-	}
+	retryAfter = secondsValues(60)
+	textPlain  = []string{"text/plain; charset=utf-8"}[:1:1]
+	noSniff    = []string{"nosniff"}[:1:1]
+	closeValue = []string{"close"}[:1:1]
+	// refusalStatuses are the statuses the door answers itself.
+	refusalStatuses = []int{http.StatusTooManyRequests, http.StatusServiceUnavailable,
+		http.StatusRequestEntityTooLarge, http.StatusBadRequest, http.StatusUnauthorized}
 )
+
+// refusalBodies returns a group's bodies for each refusal status, built once
+// so that a flood of refusals allocates nothing: the status and the limit.
+func refusalBodies(g Group) map[int][]byte {
+	m := make(map[int][]byte, len(refusalStatuses))
+	for _, status := range refusalStatuses {
+		m[status] = []byte(http.StatusText(status) + ": limit " + strconv.Quote(string(g)) + "\n")
+	}
+	return m
+}
 
 // secondsValues returns header values "0" to "n-1".
 func secondsValues(n int) [][]string {
@@ -46,7 +55,7 @@ func secondsValues(n int) [][]string {
 // drain an unread body before it writes the answer, so a client that
 // promises a body and stalls would hold the connection until the server's
 // own timeouts; closing the connection instead skips the drain.
-func refuse(w http.ResponseWriter, r *http.Request, status int) {
+func refuse(w http.ResponseWriter, r *http.Request, g *group, status int) {
 	h := w.Header()
 	if r.ProtoMajor == 1 && r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
 		h["Connection"] = closeValue
@@ -55,14 +64,37 @@ func refuse(w http.ResponseWriter, r *http.Request, status int) {
 	h["Content-Type"] = textPlain
 	h["X-Content-Type-Options"] = noSniff
 	w.WriteHeader(status)
-	_, _ = w.Write(refusalBody[status])
+	_, _ = w.Write(g.bodies[status])
 }
 
-// setPolicyHeaders adds the IETF draft RateLimit-Policy and RateLimit
-// structured fields (draft-ietf-httpapi-ratelimit-headers): q is the burst, w
-// the seconds a drained bucket takes to fill, r the whole tokens left and t
-// the seconds until the bucket is full again.
-func setPolicyHeaders(h http.Header, g *group, left, reset int) {
-	h.Set("RateLimit-Policy", g.policy)
-	h.Set("RateLimit", `"`+string(g.name)+`";r=`+strconv.Itoa(max(left, 0))+`;t=`+strconv.Itoa(max(reset, 0)))
+// setHeaders adds the IETF draft RateLimit-Policy and RateLimit structured
+// fields (draft-ietf-httpapi-ratelimit-headers) of an admitted request, one
+// item per limit of its route: q is the burst (or a fixed window's limit), w
+// the seconds a drained bucket takes to fill (or the window), r the whole
+// tokens left and t the seconds until the bucket is full again (or the
+// window ends).
+func (h *handler) setHeaders(hdr http.Header, tickets []ticket, verdicts []verdict) {
+	hdr.Set("RateLimit-Policy", h.policy)
+	var b strings.Builder
+	for i, g := range h.limits {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		v := verdicts[i]
+		left, reset := max(v.left, 0), max(v.reset, 0)
+		if !tickets[i].taken { // shadow mode: nothing was spent
+			left, reset = 0, 0
+		}
+		b.WriteString(`"` + string(g.name) + `";r=` + strconv.Itoa(left) + `;t=` + strconv.Itoa(reset))
+	}
+	hdr.Set("RateLimit", b.String())
+}
+
+// setRefusalHeaders adds the fields of a request limit g refused: the
+// route's policies, and g's item with nothing left and t equal to
+// Retry-After, as the draft asks (a client must not retry before the
+// effective window ends).
+func setRefusalHeaders(hdr http.Header, g *group, retry int) {
+	hdr.Set("RateLimit-Policy", g.policy)
+	hdr.Set("RateLimit", `"`+string(g.name)+`";r=0;t=`+strconv.Itoa(max(retry, 1)))
 }

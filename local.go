@@ -15,7 +15,7 @@ type local struct {
 	g              *group
 	client, shared refill
 
-	mu         sync.Mutex // guards bucket and held
+	mu         sync.Mutex // guards bucket and sharedHeld
 	bucket     bucket     // the shared bucket
 	sharedHeld int32      // tokens held on the shared bucket by unsettled requests
 }
@@ -29,7 +29,7 @@ func newLocal(g *group, now int64) *local {
 
 // admit checks, under the client's shard lock, its in-flight cap and its
 // bucket (its table entry, claimed if need be, or the shared bucket), then
-// takes the group slot and spends or holds the token. In shadow mode a
+// takes the group slot and spends or holds the tokens. In shadow mode a
 // request that would be refused is admitted without taking anything.
 func (l *local) admit(_ context.Context, t ticket, now int64) (ticket, verdict) {
 	g := l.g
@@ -63,46 +63,62 @@ func (l *local) admit(_ context.Context, t ticket, now int64) (ticket, verdict) 
 	return t, v
 }
 
-// spendLocked checks the tokens of the client's bucket (its table entry at
-// t.slot, or the shared bucket) and, when they suffice and a group slot is
-// free, takes the slot and spends (or holds) a token. The caller holds the
+// bucketLocked returns the bucket of a request's ticket, how it fills and
+// the tokens its unsettled requests hold. For the shared bucket it takes
+// l.mu and reports it, for the caller to unlock. The caller holds the
 // shard's lock.
-func (l *local) spendLocked(s *shard, t *ticket, now int64) verdict {
-	g := l.g
-	b, f, held := &l.bucket, l.shared, &l.sharedHeld
+func (l *local) bucketLocked(s *shard, t *ticket) (b *bucket, f refill, held *int32, shared bool) {
 	if t.slot >= 0 {
 		e := &s.table.entries[t.slot]
-		b, f, held = &e.bucket, l.client, &e.held
-	} else {
-		l.mu.Lock()
+		return &e.bucket, l.client, &e.held, false
+	}
+	l.mu.Lock()
+	return &l.bucket, l.shared, &l.sharedHeld, true
+}
+
+// spendLocked checks the tokens of the client's bucket (its table entry at
+// t.slot, or the shared bucket) and, when they suffice and a group slot is
+// free, takes the slot and spends (or holds) t.cost tokens. A fixed window
+// counts a request it refuses too, unless the group charges on failure. The
+// caller holds the shard's lock.
+func (l *local) spendLocked(s *shard, t *ticket, now int64) verdict {
+	g := l.g
+	b, f, held, shared := l.bucketLocked(s, t)
+	if shared {
 		defer l.mu.Unlock()
 	}
 	onFailure := g.budget.Charge == ChargeOnFailure
-	need := 1.0
+	cost := float64(t.cost)
+	need := cost
 	if onFailure && !f.unlimited() {
 		need += float64(*held)
 	}
-	tokens := b.tokensAt(now, f)
-	if tokens < need {
+	avail := b.available(now, f)
+	if avail < need {
 		v := g.refuse(outcomeRateLimited, b.secondsUntil(now, need, f))
-		if g.set.headers {
-			v.reset = f.seconds(f.burst - tokens + need - 1)
+		if f.fixed && !onFailure && !g.set.shadow {
+			b.spend(now, cost, f)
 		}
+		v.reset = v.retry // on a refusal, RateLimit's t is Retry-After
 		return v
 	}
 	if !g.takeSlot() {
 		return g.refuse(outcomeGroupConcurrency, 1)
 	}
 	if onFailure {
-		*held++
+		*held += t.cost
 		t.held = true
 	} else {
-		b.spend(now, 1, f)
+		b.spend(now, cost, f)
 	}
 	v := verdict{admitted: true}
 	if g.set.headers {
-		v.left = int(math.Floor(tokens - need))
-		v.reset = f.seconds(f.burst - tokens + need)
+		v.left = int(math.Floor(avail - need))
+		if onFailure {
+			v.reset = f.seconds(f.burst - avail + need)
+		} else {
+			v.reset = b.secondsToFull(now, f)
+		}
 	}
 	return v
 }
@@ -121,7 +137,7 @@ func (l *local) claimLocked(s *shard, key netip.Prefix, now int64) (slot int32, 
 		for range min(probes, s.table.len()) {
 			i := s.table.tail
 			e := &s.table.entries[i]
-			if e.inflight == 0 && e.bucket.tokensAt(now, l.client) >= l.client.burst {
+			if e.inflight == 0 && e.bucket.isFull(now, l.client) {
 				s.table.replace(i, key, l.client.full(now))
 				slot, evicted = i, true
 				break
@@ -136,30 +152,39 @@ func (l *local) claimLocked(s *shard, key netip.Prefix, now int64) (slot int32, 
 	return slot, evicted
 }
 
-// settle frees the request's slots and, for a request holding a token,
-// spends it when the answer was a 4xx. It reads the clock only to spend.
-func (l *local) settle(_ context.Context, t ticket, status int) {
-	g := l.g
-	charge := status >= 400 && status < 500
-	s := &g.shards[t.shard]
+// cancel frees the request's slots and gives back what admission spent or
+// held, as if it had never come.
+func (l *local) cancel(_ context.Context, t ticket) {
+	s := &l.g.shards[t.shard]
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	g.releaseLocked(s, &t)
-	if !t.held {
-		return
+	l.g.releaseLocked(s, &t)
+	b, f, held, shared := l.bucketLocked(s, &t)
+	if t.held {
+		*held -= t.cost
+	} else {
+		b.refund(l.g.set.now(), float64(t.cost), f)
 	}
-	if t.slot >= 0 {
-		e := &s.table.entries[t.slot]
-		e.held--
-		if charge {
-			e.bucket.spend(g.set.now(), 1, l.client)
+	if shared {
+		l.mu.Unlock()
+	}
+	s.mu.Unlock()
+}
+
+// settle frees the request's slots and, for a request holding tokens,
+// spends them when the answer was a 4xx. It reads the clock only to spend.
+func (l *local) settle(_ context.Context, t ticket, status int) {
+	s := &l.g.shards[t.shard]
+	s.mu.Lock()
+	l.g.releaseLocked(s, &t)
+	if t.held {
+		b, f, held, shared := l.bucketLocked(s, &t)
+		*held -= t.cost
+		if status >= 400 && status < 500 {
+			b.spend(l.g.set.now(), float64(t.cost), f)
 		}
-		return
+		if shared {
+			l.mu.Unlock()
+		}
 	}
-	l.mu.Lock()
-	l.sharedHeld--
-	if charge {
-		l.bucket.spend(g.set.now(), 1, l.shared)
-	}
-	l.mu.Unlock()
+	s.mu.Unlock()
 }

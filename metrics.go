@@ -25,6 +25,7 @@ const (
 	outcomeWouldRateLimited                      // shadow mode: would have been rate_limited
 	outcomeWouldClientConcurrency                // shadow mode: would have been client_concurrency
 	outcomeWouldGroupConcurrency                 // shadow mode: would have been group_concurrency
+	outcomeMissingKey                            // 400 or 401: no value to key the request by
 	numOutcomes
 )
 
@@ -32,6 +33,7 @@ var outcomeNames = [numOutcomes]string{
 	"ok", "client_error", "server_error", "rate_limited", "client_concurrency",
 	"group_concurrency", "cached", "store_error",
 	"would_rate_limited", "would_client_concurrency", "would_group_concurrency",
+	"missing_key",
 }
 
 // String returns the outcome as the metrics spell it, such as "rate_limited".

@@ -2,7 +2,9 @@ package admit
 
 import (
 	"context"
+	"encoding/hex"
 	"math"
+	"net/netip"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -25,14 +27,17 @@ func newShared(g *group) *shared {
 }
 
 // admit takes the client's and the group's slots, then asks the store.
-// Always-charge groups spend a token there; charge-on-failure groups look
-// without spending and need a token for each of the client's requests this
-// process has in flight. A refusal gives the slots back.
+// Always-charge groups spend the request's cost there; charge-on-failure
+// groups look without spending and need the cost on top of what the
+// client's requests in flight in this process hold. A refusal gives the
+// slots back.
 func (e *shared) admit(ctx context.Context, t ticket, _ int64) (_ ticket, v verdict) {
 	g := e.g
 	s := &g.shards[t.shard]
+	onFailure := g.budget.Charge == ChargeOnFailure
 	s.mu.Lock()
 	prior := s.perClient[t.key]
+	held := s.held[t.key]
 	switch {
 	case int(prior) >= g.budget.PerClient:
 		s.mu.Unlock()
@@ -42,7 +47,10 @@ func (e *shared) admit(ctx context.Context, t ticket, _ int64) (_ ticket, v verd
 		return t, g.refuse(outcomeGroupConcurrency, 1)
 	}
 	s.perClient[t.key] = prior + 1
-	t.taken, t.prior = true, prior
+	if onFailure {
+		s.held[t.key] = held + t.cost // held until the decision or settle
+	}
+	t.taken, t.held = true, onFailure
 	s.mu.Unlock()
 	decided := false
 	defer func() {
@@ -51,17 +59,16 @@ func (e *shared) admit(ctx context.Context, t ticket, _ int64) (_ ticket, v verd
 		}
 	}()
 
-	onFailure := g.budget.Charge == ChargeOnFailure
-	cost := 1
+	cost := int(t.cost)
 	if onFailure {
 		cost = 0
 	}
-	dec, err := g.budget.Store.AllowN(ctx, e.rule, quota.Subject(t.key.String()), cost)
+	dec, err := g.budget.Store.AllowN(ctx, e.rule, e.subject(t.key), cost)
+	decided = true
 	if err != nil {
 		e.logs.Do(func() {
 			g.set.logger.Warn("admit: shared store failed; its failure policy decides", "group", g.name, "allowed", dec.Allowed, "err", err)
 		})
-		decided = true
 		if dec.Allowed {
 			return t, verdict{admitted: true, outcome: outcomeStoreError}
 		}
@@ -71,27 +78,65 @@ func (e *shared) admit(ctx context.Context, t ticket, _ int64) (_ ticket, v verd
 		}
 		return t, verdict{outcome: outcomeStoreError, retry: ceilSeconds(dec.RetryAfter)}
 	}
-	decided = true
 	allowed := dec.Allowed
 	if onFailure {
-		allowed = allowed && dec.Remaining >= 1+int(prior)
+		allowed = allowed && dec.Remaining >= int(held+t.cost)
 	}
 	if !allowed {
 		e.release(&t)
 		v = g.refuse(outcomeRateLimited, ceilSeconds(dec.RetryAfter))
-		v.reset = ceilSeconds(e.toFull(dec))
+		v.reset = v.retry // on a refusal, RateLimit's t is Retry-After
 		return t, v
 	}
-	t.held = onFailure
-	return t, verdict{admitted: true, left: dec.Remaining - int(prior), reset: ceilSeconds(e.toFull(dec))}
+	return t, verdict{admitted: true, left: dec.Remaining - int(held), reset: ceilSeconds(e.toFull(dec))}
 }
 
-// release gives back the slots of a request the store refused.
+// subject returns the store's subject for a key: the hex of a hashed key's
+// bytes, which is quota.Subject of the value it hashes, or quota.Subject of
+// a client key, so the store never sees a raw value.
+func (e *shared) subject(key netip.Prefix) string {
+	if k := e.g.keyKind; k == keyHeader || k == keyPath {
+		b := key.Addr().As16()
+		return hex.EncodeToString(b[:])
+	}
+	return quota.Subject(key.String())
+}
+
+// release gives back the slots, and the held tokens, of a request the
+// store refused or that has ended.
 func (e *shared) release(t *ticket) {
 	s := &e.g.shards[t.shard]
 	s.mu.Lock()
+	if t.held && t.taken {
+		if n := s.held[t.key] - t.cost; n > 0 {
+			s.held[t.key] = n
+		} else {
+			delete(s.held, t.key)
+		}
+	}
 	e.g.releaseLocked(s, t)
 	s.mu.Unlock()
+}
+
+// refunder is a store that can give back calls it counted; the door uses
+// it to undo an admission that a later limit refused.
+type refunder interface {
+	Refund(ctx context.Context, rule quota.Rule, subject string, n int) error
+}
+
+// cancel frees the slots of a request a later limit refused and gives back
+// the cost it spent on the store. A store that cannot refund keeps it.
+func (e *shared) cancel(ctx context.Context, t ticket) {
+	if !t.held {
+		if r, ok := e.g.budget.Store.(refunder); ok {
+			if err := r.Refund(context.WithoutCancel(ctx), e.rule, e.subject(t.key), int(t.cost)); err != nil {
+				e.logs.Do(func() {
+					e.g.set.logger.Warn("admit: shared store failed to refund a request another limit refused", "group", e.g.name, "err", err)
+				})
+			}
+		}
+	}
+	e.release(&t)
 }
 
 // settle charges the store for a charge-on-failure request answered 4xx, then
@@ -102,7 +147,7 @@ func (e *shared) release(t *ticket) {
 func (e *shared) settle(ctx context.Context, t ticket, status int) {
 	if t.held && status >= 400 && status < 500 {
 		g := e.g
-		_, err := g.budget.Store.AllowN(context.WithoutCancel(ctx), e.rule, quota.Subject(t.key.String()), 1)
+		_, err := g.budget.Store.AllowN(context.WithoutCancel(ctx), e.rule, e.subject(t.key), int(t.cost))
 		if err != nil {
 			e.logs.Do(func() {
 				g.set.logger.Warn("admit: shared store failed to charge a failed request", "group", g.name, "err", err)

@@ -1,0 +1,214 @@
+package admit
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// Key says whom a group's buckets belong to. The zero Key keys each request
+// by its client, as Config.Key finds it: the TCP peer, or the client a
+// trusted proxy names.
+//
+// A header or a path value is chosen freely by whoever sends the request, so
+// a limit keyed by one alone gives a forger a fresh budget per value; a
+// route whose every limit is keyed that way is refused unless a group says
+// an earlier layer authenticates the value (Authenticated).
+type Key struct {
+	// Header keys by the value of this request header: for an API token or
+	// a tenant name. The value is hashed (quota.Subject's SHA-256) before any
+	// table, store, log line or metric sees it. Surrounding white space is
+	// ignored, and for Authorization the scheme's case and the space after
+	// it, so spellings an app reads alike share a budget. A request that
+	// sends the header more than once is refused with 400: an app might
+	// read either line.
+	Header string
+	// PathValue keys by the value of the wildcard of this name in the
+	// matched route pattern (Request.PathValue), hashed like a header.
+	PathValue string
+	// Global puts every request of the group under one key.
+	Global bool
+	// IPv4Prefix and IPv6Prefix widen a client key to a prefix of this many
+	// bits, so one budget covers a /24 or a /48. 0: the client key as it is
+	// (by default /32 and /64). A key is never narrowed below what
+	// Config.Key returns.
+	IPv4Prefix, IPv6Prefix int
+	// RejectMissing refuses a request without the header (or with an empty
+	// path value): 401 when the header is Authorization, 400 otherwise.
+	// false: such a request is keyed by its client instead.
+	RejectMissing bool
+	// Authenticated says that an earlier layer authenticates the header or
+	// path value, so a client cannot choose it freely.
+	Authenticated bool
+}
+
+// kind returns how k keys a request.
+func (k Key) kind() keyKind {
+	switch {
+	case k.Header != "":
+		return keyHeader
+	case k.PathValue != "":
+		return keyPath
+	case k.Global:
+		return keyGlobal
+	}
+	return keyClient
+}
+
+type keyKind uint8
+
+const (
+	keyClient keyKind = iota
+	keyHeader
+	keyPath
+	keyGlobal
+)
+
+// chosen reports a key the client chooses freely.
+func (k Key) chosen() bool {
+	kind := k.kind()
+	return (kind == keyHeader || kind == keyPath) && !k.Authenticated
+}
+
+// validate names the first bad field of k.
+func (k Key) validate(g Group) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("admit: group %q: Key: %s", g, fmt.Sprintf(format, args...))
+	}
+	set := 0
+	for _, b := range []bool{k.Header != "", k.PathValue != "", k.Global} {
+		if b {
+			set++
+		}
+	}
+	switch {
+	case set > 1:
+		return bad("set one of Header, PathValue and Global")
+	case k.IPv4Prefix < 0 || k.IPv4Prefix > 32:
+		return bad("IPv4Prefix %d, want 1 to 32 (0: the client key)", k.IPv4Prefix)
+	case k.IPv6Prefix < 0 || k.IPv6Prefix > 128:
+		return bad("IPv6Prefix %d, want 1 to 128 (0: the client key)", k.IPv6Prefix)
+	case (k.IPv4Prefix != 0 || k.IPv6Prefix != 0) && set > 0:
+		return bad("IPv4Prefix and IPv6Prefix widen a client key; this key is not one")
+	case (k.RejectMissing || k.Authenticated) && k.Header == "" && k.PathValue == "":
+		return bad("RejectMissing and Authenticated apply to a Header or PathValue key")
+	case k.Header != "" && strings.ContainsAny(k.Header, " \t:"):
+		return bad("Header %q is not a header name", k.Header)
+	}
+	return nil
+}
+
+// errMissingKey and errAmbiguousKey refuse a request a group cannot key.
+var (
+	errMissingKey   = errors.New("the request lacks the value its limit is keyed by")
+	errAmbiguousKey = errors.New("the request sends the header its limit is keyed by more than once")
+)
+
+// keyOf returns the key of r under group g's Key: the client key (widened),
+// or a hash of the header or path value, or the one global key. A missing
+// value falls back to the client key unless the group rejects it.
+func (g *group) keyOf(r *http.Request) (netip.Prefix, error) {
+	k := &g.budget.Key
+	switch g.keyKind {
+	case keyGlobal:
+		return globalKey, nil
+	case keyHeader:
+		vs := r.Header.Values(k.Header)
+		switch {
+		case len(vs) > 1:
+			return netip.Prefix{}, errAmbiguousKey
+		case len(vs) == 1:
+			if v := headerValue(k.Header, vs[0]); v != "" {
+				return hashKey(v), nil
+			}
+		}
+	case keyPath:
+		if v := r.PathValue(k.PathValue); v != "" {
+			return hashKey(v), nil
+		}
+	}
+	if g.keyKind != keyClient && k.RejectMissing {
+		return netip.Prefix{}, errMissingKey
+	}
+	return g.widen(g.set.key(r)), nil
+}
+
+// KeyOf returns the key request r is counted under in group g, as text: the
+// client prefix ("192.0.2.0/24"), the hex of a hashed header or path value
+// (what a shared store sees as the subject), or "global". The error says why
+// r cannot be keyed: the door refuses such a request.
+func (d *Door) KeyOf(g Group, r *http.Request) (string, error) {
+	grp, ok := d.groups[g]
+	if !ok {
+		return "", fmt.Errorf("admit: unknown group %q", g)
+	}
+	k, err := grp.keyOf(r)
+	if err != nil {
+		return "", err
+	}
+	return keyText(k), nil
+}
+
+// keyText writes a table key for people.
+func keyText(k netip.Prefix) string {
+	switch {
+	case k == globalKey:
+		return "global"
+	case k.Bits() == 0: // a hash
+		b := k.Addr().As16()
+		return hex.EncodeToString(b[:])
+	}
+	return k.String()
+}
+
+// widen masks a client key to the group's prefix widths.
+func (g *group) widen(p netip.Prefix) netip.Prefix {
+	bits := g.budget.Key.IPv6Prefix
+	if p.Addr().Is4() {
+		bits = g.budget.Key.IPv4Prefix
+	}
+	if bits == 0 || bits >= p.Bits() {
+		return p
+	}
+	w, _ := p.Addr().Prefix(bits)
+	return w
+}
+
+// globalKey is the one key of a Global group.
+var globalKey = netip.PrefixFrom(netip.IPv6Unspecified(), 128)
+
+// hashKey returns a table key for a value the client sends: the first 16
+// bytes of its SHA-256, the same bytes quota.Subject writes in hex, held as
+// an IPv6 address so that every key of the door is one comparable type. Its
+// prefix length is 0, which no client key has (they are masked to at least
+// one bit), so a hash never equals the client key a request without the
+// value falls back to.
+func hashKey(v string) netip.Prefix {
+	var buf [256]byte // short values hash without allocating
+	var sum [32]byte
+	if len(v) <= len(buf) {
+		sum = sha256.Sum256(buf[:copy(buf[:], v)])
+	} else {
+		sum = sha256.Sum256([]byte(v))
+	}
+	return netip.PrefixFrom(netip.AddrFrom16([16]byte(sum[:16])), 0)
+}
+
+// headerValue trims a header value as apps read it: without surrounding
+// white space and, for Authorization, with the scheme in lower case and
+// one space after it, since schemes are case-insensitive (RFC 9110 §11.1).
+func headerValue(name, v string) string {
+	v = strings.TrimSpace(v)
+	if !strings.EqualFold(name, "Authorization") {
+		return v
+	}
+	i := strings.IndexAny(v, " \t")
+	if i < 0 {
+		return v // no scheme: the app reads it as it is
+	}
+	return strings.ToLower(v[:i]) + " " + strings.TrimLeft(v[i:], " \t")
+}
