@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/admitgo/admit"
@@ -18,9 +19,9 @@ import (
 // demoRoutes are the routes of --demo when neither flags nor the config file
 // give any.
 var demoRoutes = []route{
-	{admit.GroupWebhook, "POST /hooks/{name}"},
-	{admit.GroupLink, "GET /l/{id}"},
-	{admit.GroupHealth, "GET /healthz"},
+	{Groups: []admit.Group{admit.GroupWebhook}, Pattern: "POST /hooks/{name}"},
+	{Groups: []admit.Group{admit.GroupLink}, Pattern: "GET /l/{id}"},
+	{Groups: []admit.Group{admit.GroupHealth}, Pattern: "GET /healthz"},
 }
 
 // demoHealthPath is the demo upstream's health endpoint, probed when --demo
@@ -57,6 +58,7 @@ type config struct {
 	LogLevel          slog.Level                   // the least severe level logged
 	ConfigFile        string                       // the YAML file read, if any
 	Budgets           map[admit.Group]admit.Budget // the config file's, field by field; nil when it gives none
+	Likes             map[admit.Group]admit.Group  // the built-in group each group is, or is like
 
 	flagRoutes []route // those of --route, appended to the file's once it is read
 
@@ -65,14 +67,31 @@ type config struct {
 	Transport http.RoundTripper // to the upstream; nil: upstream.Transport()
 }
 
-// route puts requests matching a ServeMux pattern into a group.
+// route puts requests matching a ServeMux pattern under one or more groups'
+// limits, checked in order, each spending Cost.
 type route struct {
-	Group   admit.Group
+	Groups  []admit.Group
 	Pattern string
+	Cost    int    // 0: 1
+	from    string // where it was given, for errors: --route "...", or the file's line and index
+	inFile  bool   // from the config file, whose name from leaves out
 }
 
-// String returns the route as --route takes it, quoted: "link=GET /l/{id}".
-func (r route) String() string { return fmt.Sprintf("%q", string(r.Group)+"="+r.Pattern) }
+// String returns the route as --route takes it, quoted:
+// "per-address,tenant=GET /t/{tenant}".
+func (r route) String() string { return fmt.Sprintf("%q", r.spec()) }
+
+// spec is the route as --route takes it.
+func (r route) spec() string {
+	names := make([]string, len(r.Groups))
+	for i, g := range r.Groups {
+		names[i] = string(g)
+	}
+	return strings.Join(names, ",") + "=" + r.Pattern
+}
+
+// cost returns what a request of the route spends in each limit.
+func (r route) cost() int { return max(r.Cost, 1) }
 
 type storeKind string
 
@@ -99,7 +118,7 @@ var options = []option{
 		set: func(c *config, v string) (err error) { c.UpstreamHealth, err = parsePath(v); return err }},
 	{name: "demo", def: "false", usage: "demo routes and, without --upstream, a built-in demo upstream",
 		set: func(c *config, v string) (err error) { c.Demo, err = parseBool(v); return err }},
-	{name: "route", arg: "GROUP=PATTERN", multi: true, noEnv: true, usage: "put requests matching a ServeMux pattern into a group: webhook, link or health; repeatable; with --demo and no routes, the demo routes",
+	{name: "route", arg: "GROUP[,GROUP...]=PATTERN", multi: true, noEnv: true, usage: "put requests matching a ServeMux pattern under a group's limit (webhook, link, health or one the config file names), or several, checked in order; repeatable; with --demo and no routes, the demo routes",
 		set: func(c *config, v string) error { return c.addFlagRoute(v) }},
 	{name: "trusted-proxy", arg: "CIDRS", multi: true, env: "ADMIT_TRUSTED_PROXIES", usage: "proxies whose forwarding headers are believed: CIDRs or addresses, comma or space separated; repeatable; /0 refused",
 		set: func(c *config, v string) error { return appendPrefixes(&c.TrustedProxies, v) }},
@@ -200,22 +219,24 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 // --route, so that a conflict is reported on the flag; with --demo and no
 // routes at all, the demo routes apply.
 func (c *config) finish(set *optionSet) error {
+	file := ""
 	if c.ConfigFile != "" {
 		from, _ := set.from("config")
+		file = fmt.Sprintf("%s %q", from, c.ConfigFile)
 		if err := c.readFile(c.ConfigFile); err != nil {
-			return fmt.Errorf("admit: %s %q: %w", from, c.ConfigFile, err)
+			return fmt.Errorf("admit: %s: %w", file, err)
 		}
 	}
 	for _, r := range c.flagRoutes {
-		if err := c.addRoute(r.Group, r.Pattern); err != nil {
-			return fmt.Errorf("admit: --route %q: %w", string(r.Group)+"="+r.Pattern, err)
+		if err := c.addRoute(r); err != nil {
+			return fmt.Errorf("admit: %s: %w", r.from, err)
 		}
 	}
 	c.flagRoutes = nil
 	if c.Demo && len(c.Routes) == 0 {
 		c.Routes = demoRoutes
 	}
-	return nil
+	return c.checkRoutes(file)
 }
 
 func printUsage(w io.Writer) {

@@ -58,7 +58,7 @@ func describe(c config) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Listen=%q Upstream=%v UpstreamHealth=%q Demo=%v\n", c.Listen, c.Upstream, c.UpstreamHealth, c.Demo)
 	for _, r := range c.Routes {
-		fmt.Fprintf(&b, "Route %s=%q\n", r.Group, r.Pattern)
+		fmt.Fprintf(&b, "Route %v=%q cost %d\n", r.Groups, r.Pattern, r.Cost)
 	}
 	fmt.Fprintf(&b, "TrustedProxies=%v ProxyProtocolFrom=%v Shadow=%v PolicyHeaders=%v\n",
 		c.TrustedProxies, c.ProxyProtocolFrom, c.Shadow, c.PolicyHeaders)
@@ -123,14 +123,14 @@ func TestParseConfig(t *testing.T) {
 		{"demo flag false over env", []string{"--demo=false"}, map[string]string{"ADMIT_DEMO": "true"}, func(c *config) {}},
 		{"demo with upstream", []string{"--demo"}, nil, func(c *config) { c.Demo, c.Routes = true, demoRoutes }},
 		{"demo with routes keeps them", []string{"--demo", "--route", "link=GET /x/{id}"}, nil, func(c *config) {
-			c.Demo, c.Routes = true, []route{{admit.GroupLink, "GET /x/{id}"}}
+			c.Demo, c.Routes = true, []route{{Groups: []admit.Group{admit.GroupLink}, Pattern: "GET /x/{id}"}}
 		}},
 
 		{"routes", []string{"--route", "webhook=POST /hooks/{name}", "--route", "link=GET /l/{id}", "--route=health=GET /healthz"}, nil, func(c *config) {
-			c.Routes = []route{{admit.GroupWebhook, "POST /hooks/{name}"}, {admit.GroupLink, "GET /l/{id}"}, {admit.GroupHealth, "GET /healthz"}}
+			c.Routes = []route{{Groups: []admit.Group{admit.GroupWebhook}, Pattern: "POST /hooks/{name}"}, {Groups: []admit.Group{admit.GroupLink}, Pattern: "GET /l/{id}"}, {Groups: []admit.Group{admit.GroupHealth}, Pattern: "GET /healthz"}}
 		}},
 		{"route with host and no method", []string{"--route", "link=example.com/s/"}, nil, func(c *config) {
-			c.Routes = []route{{admit.GroupLink, "example.com/s/"}}
+			c.Routes = []route{{Groups: []admit.Group{admit.GroupLink}, Pattern: "example.com/s/"}}
 		}},
 
 		{"trusted proxies flag", []string{"--trusted-proxy", "10.0.0.0/8, ::1/128 192.0.2.7"}, nil, func(c *config) {
@@ -237,7 +237,7 @@ func TestParseConfig(t *testing.T) {
 
 		{"config file", []string{"--config", "testdata/full.yaml"}, nil, func(c *config) {
 			c.ConfigFile = "testdata/full.yaml"
-			c.Routes = []route{{admit.GroupWebhook, "POST /hooks/github"}, {admit.GroupLink, "GET /s/{token}"}, {admit.GroupHealth, "GET /ready"}}
+			c.Routes = []route{{Groups: []admit.Group{admit.GroupWebhook}, Pattern: "POST /hooks/github"}, {Groups: []admit.Group{admit.GroupLink}, Pattern: "GET /s/{token}"}, {Groups: []admit.Group{admit.GroupHealth}, Pattern: "GET /ready"}}
 			c.Budgets = map[admit.Group]admit.Budget{
 				admit.GroupWebhook: {
 					Rate: 100, Burst: 1000, SharedRate: 200.5, SharedBurst: 2000,
@@ -257,7 +257,7 @@ func TestParseConfig(t *testing.T) {
 		}},
 		{"config file routes then flag routes", []string{"--config", "testdata/full.yaml", "--route", "link=GET /l/{id}"}, nil, func(c *config) {
 			c.ConfigFile = "testdata/full.yaml"
-			c.Routes = []route{{admit.GroupWebhook, "POST /hooks/github"}, {admit.GroupLink, "GET /s/{token}"}, {admit.GroupHealth, "GET /ready"}, {admit.GroupLink, "GET /l/{id}"}}
+			c.Routes = []route{{Groups: []admit.Group{admit.GroupWebhook}, Pattern: "POST /hooks/github"}, {Groups: []admit.Group{admit.GroupLink}, Pattern: "GET /s/{token}"}, {Groups: []admit.Group{admit.GroupHealth}, Pattern: "GET /ready"}, {Groups: []admit.Group{admit.GroupLink}, Pattern: "GET /l/{id}"}}
 			full := mustParse(t, []string{"--config", "testdata/full.yaml"})
 			c.Budgets = full.Budgets
 		}},
@@ -331,7 +331,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"upstream with fragment", []string{"--upstream", "http://app/#top"}, nil, `admit: --upstream "http://app/#top": a fragment is never sent; remove it`},
 		{"upstream unparsable", []string{"--upstream", "http://[::1"}, nil, `admit: --upstream "http://[::1": *`},
 
-		{"route unknown group", []string{"--route", "admin=GET /admin/"}, nil, `admit: --route "admin=GET /admin/": unknown group "admin" (want webhook, link or health)`},
+		{"route unknown group", []string{"--route", "admin=GET /admin/"}, nil, `admit: --route "admin=GET /admin/": unknown group "admin" (want webhook, link, health, or a group the config file's budgets name)`},
 		{"route without group", []string{"--route", "GET /l/{id}"}, nil, `admit: --route "GET /l/{id}": want GROUP=PATTERN`},
 		{"route empty pattern", []string{"--route", "link="}, nil, `admit: --route "link=": want GROUP=PATTERN`},
 		{"route bad pattern", []string{"--route", "link=GET /l/{id"}, nil, `admit: --route "link=GET /l/{id": *bad wildcard segment`},
@@ -361,10 +361,10 @@ func TestParseConfigErrors(t *testing.T) {
 		{"log level unknown", nil, map[string]string{"ADMIT_LOG_LEVEL": "loud"}, `admit: ADMIT_LOG_LEVEL "loud": *unknown name`},
 
 		{"config file missing", []string{"--config", "testdata/missing.yaml"}, nil, `admit: --config "testdata/missing.yaml": no such file or directory`},
-		{"config unknown budget field", []string{"--config", "testdata/unknown-field.yaml"}, nil, `admit: --config "testdata/unknown-field.yaml": line 3: budgets.link: unknown field "brust" (want burst, charge_on_failure, hold_timeout, inflight, max_body_bytes, max_clients, per_client, rate, read_timeout, shared_burst, shared_rate)`},
+		{"config unknown budget field", []string{"--config", "testdata/unknown-field.yaml"}, nil, `admit: --config "testdata/unknown-field.yaml": line 3: budgets.link: unknown field "brust" (want algorithm, burst, charge_on_failure, hold_timeout, inflight, ipv4_prefix, ipv6_prefix, key, key_authenticated, like, limit, max_body_bytes, max_clients, on_missing, per_client, rate, read_timeout, shared_burst, shared_rate, window)`},
 		{"config unknown top-level field", nil, map[string]string{"ADMIT_CONFIG": "testdata/unknown-top-level.yaml"}, `admit: ADMIT_CONFIG "testdata/unknown-top-level.yaml": line 1: the file: unknown field "listen" (want budgets, routes)`},
-		{"config unknown budget group", []string{"--config", "testdata/unknown-group.yaml"}, nil, `admit: --config "testdata/unknown-group.yaml": line 2: budgets: unknown group "admin" (want webhook, link or health)`},
-		{"config unknown route group", []string{"--config", "testdata/unknown-route-group.yaml"}, nil, `admit: --config "testdata/unknown-route-group.yaml": line 2: routes[0]: unknown group "admin" (want webhook, link or health)`},
+		{"config group of its own without amounts", []string{"--config", "testdata/unknown-group.yaml"}, nil, `admit: --config "testdata/unknown-group.yaml": line 3: budgets.admin: a group of its own needs its rate and burst (or algorithm: fixed-window with a limit and window), or like: webhook, link or health`},
+		{"config unknown route group", []string{"--config", "testdata/unknown-route-group.yaml"}, nil, `admit: --config "testdata/unknown-route-group.yaml": line 2: routes[0]: unknown group "admin" (want webhook, link, health, or a group the config file's budgets name)`},
 		{"config bad route pattern", []string{"--config", "testdata/bad-route-pattern.yaml"}, nil, `admit: --config "testdata/bad-route-pattern.yaml": line 2: routes[0] "GET /l/{id": *bad wildcard segment`},
 		{"config zero burst", []string{"--config", "testdata/zero-burst.yaml"}, nil, `admit: --config "testdata/zero-burst.yaml": line 3: budgets.health.burst: must be at least 1, got 0`},
 		{"config negative rate", []string{"--config", "testdata/negative-rate.yaml"}, nil, `admit: --config "testdata/negative-rate.yaml": line 3: budgets.link.rate: must not be negative, got -1`},

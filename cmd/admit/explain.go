@@ -5,11 +5,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"slices"
 	"strings"
 
+	"go.opentelemetry.io/otel/metric/noop"
+	"golang.org/x/time/rate"
+
+	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
 	"github.com/admitgo/admit/cmd/admit/internal/canon"
 )
@@ -71,20 +77,34 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 	if c.MethodOverride {
 		overrides = overrideMethods(canonical.Header)
 	}
-	i, sp := table.match(canonical, overrides)
-	m := routeMatch{index: -1}
-	if i >= 0 {
-		m = routeMatch{index: i, route: table.routes[i], how: sp.how}
+	door, err := admit.New(admit.Config{Budgets: c.Budgets, Key: resolver.Key, MeterProvider: noop.NewMeterProvider(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return usageError{fmt.Errorf("admit explain: %w", err)}
 	}
-	printExplanation(out, req, canonical, m, resolver.Explain(canonical))
+	defer door.Close()
+	matched := table.matchAll(canonical, overrides, nil)
+	if len(matched) > 0 {
+		var names []string
+		for _, g := range table.routes[matched[0].index].Groups {
+			if b, _ := door.Budget(g); b.Key.PathValue != "" {
+				names = append(names, b.Key.PathValue)
+			}
+		}
+		for i, v := range table.pathValues(canonical.Host, matched[0].sp, names) {
+			canonical.SetPathValue(names[i], v)
+		}
+	}
+	printExplanation(out, req, canonical, explained{table: table, matched: matched, door: door}, resolver.Explain(canonical))
 	return nil
 }
 
-// routeMatch is the route a request matched, for explain.
-type routeMatch struct {
-	index int // -1: none
-	route route
-	how   string // the folding that found it; empty for the request as sent
+// explained is what explain found for a request: the routes it matched and
+// the door that would admit it.
+type explained struct {
+	table   *routeTable
+	matched []routeMatch
+	door    *admit.Door
 }
 
 // explainRequest builds the request explain resolves, as net/http's server
@@ -125,22 +145,44 @@ var reasons = map[clientip.Reason]string{
 	clientip.ReasonAllTrusted:    "every hop is a trusted proxy, so the left-most is the client",
 }
 
-func printExplanation(w io.Writer, req, canonical *http.Request, m routeMatch, e clientip.Explanation) {
+func printExplanation(w io.Writer, req, canonical *http.Request, x explained, e clientip.Explanation) {
 	fmt.Fprintf(w, "request  %s %s (host %s)\n", req.Method, req.RequestURI, req.Host)
 	if canonical != req {
 		fmt.Fprintf(w, "forward  %s %s (host %s): the canonical form, which admit matches and the upstream receives\n",
 			canonical.Method, canonical.RequestURI, canonical.Host)
 	}
-	switch {
-	case m.index < 0:
+	if len(x.matched) == 0 {
 		fmt.Fprintf(w, "group    none: no route matches, so the request passes through unlimited\n")
-	case m.route.Pattern == grpcHealthPattern:
-		fmt.Fprintf(w, "group    %s (route %s (the gRPC health service))\n", m.route.Group, m.route.Pattern)
-	default:
-		fmt.Fprintf(w, "group    %s (route %s)\n", m.route.Group, m.route.Pattern)
 	}
-	if m.how != "" {
-		fmt.Fprintf(w, "matched  %s: upstreams that fold case or trailing slashes route it to this route\n", m.how)
+	var limits []admit.Group
+	cost := 1
+	for i, m := range x.matched {
+		r := x.table.routes[m.index]
+		label, names := "group   ", make([]string, len(r.Groups))
+		if i > 0 {
+			label = "also    "
+		}
+		for j, g := range r.Groups {
+			names[j] = string(g)
+			if !slices.Contains(limits, g) {
+				limits = append(limits, g)
+			}
+		}
+		cost = max(cost, r.cost())
+		note := ""
+		if r.Pattern == grpcHealthPattern {
+			note = " (the gRPC health service)"
+		}
+		fmt.Fprintf(w, "%s %s (route %s%s)\n", label, strings.Join(names, ", "), r.Pattern, note)
+		if how := m.sp.explained(); how != "" {
+			fmt.Fprintf(w, "matched  %s: upstreams that fold case or trailing slashes route it to this route\n", how)
+		}
+	}
+	if len(x.matched) > 1 {
+		fmt.Fprintf(w, "stacked  every limit of every route matched applies, in order\n")
+	}
+	for _, g := range limits {
+		printLimit(w, x.door, g, cost, canonical)
 	}
 	peer := "not an IP address"
 	if e.Peer.IsValid() {
@@ -189,4 +231,29 @@ func printExplainUsage(w io.Writer) {
 		"  --peer HOST:PORT\n    \tthe TCP peer of the request (or the source of its PROXY protocol header)\n"+
 		"  -H, --header 'Name: value'\n    \ta request header; repeatable, and repeated headers count line by line\n")
 	printOptions(w, explainOptions)
+}
+
+// printLimit writes one limit of the request: its algorithm and amounts, its
+// cost and its key, hashed where the client chose it.
+func printLimit(w io.Writer, door *admit.Door, g admit.Group, cost int, r *http.Request) {
+	b, _ := door.Budget(g)
+	amount := fmt.Sprintf("token-bucket %v/s, burst %d", float64(b.Rate), b.Burst)
+	if b.Rate == rate.Inf {
+		amount = "token-bucket without a rate limit"
+	}
+	if b.Algorithm == admit.FixedWindow {
+		amount = fmt.Sprintf("fixed-window %d per %v", b.Limit, b.Window)
+	}
+	key, err := door.KeyOf(g, r)
+	switch {
+	case err != nil:
+		key = "none: " + err.Error() + "; admit refuses the request"
+	case b.Key.Header != "" || b.Key.PathValue != "":
+		if r.Header.Get(b.Key.Header) == "" && r.PathValue(b.Key.PathValue) == "" {
+			key += " (the value is missing: the client key)"
+		} else {
+			key += " (the value's SHA-256, never the value)"
+		}
+	}
+	fmt.Fprintf(w, "limit    %s: %s, cost %d, key %s = %s\n", g, amount, cost, keyText(b.Key), key)
 }

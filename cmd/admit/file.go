@@ -45,35 +45,68 @@ func (c *config) readFile(path string) error {
 	if isNull(root) {
 		return nil
 	}
-	return eachField(root, "", map[string]func(*yaml.Node) error{
-		"routes":  c.readRoutes,
-		"budgets": c.readBudgets,
+	// Budgets name the groups routes may join, so they are read first,
+	// wherever they stand in the file.
+	var routes, budgets *yaml.Node
+	err = eachField(root, "", map[string]func(*yaml.Node) error{
+		"routes":  func(n *yaml.Node) error { routes = n; return nil },
+		"budgets": func(n *yaml.Node) error { budgets = n; return nil },
 	})
+	if err == nil && budgets != nil {
+		err = c.readBudgets(budgets)
+	}
+	if err == nil && routes != nil {
+		err = c.readRoutes(routes)
+	}
+	return err
 }
 
-// readRoutes reads a list of routes, each a group and a pattern.
+// readRoutes reads a list of routes, each a group (or a list of groups),
+// a pattern and an optional cost.
 func (c *config) readRoutes(list *yaml.Node) error {
 	if list.Kind != yaml.SequenceNode {
 		return at(list, "routes", "want a list of routes, each with a group and a pattern")
 	}
 	for i, n := range list.Content {
 		where := fmt.Sprintf("routes[%d]", i)
-		var group, pattern string
+		r := route{from: fmt.Sprintf("line %d: %s", n.Line, where), inFile: true}
 		err := eachField(n, where, map[string]func(*yaml.Node) error{
-			"group":   scalar(where+".group", func(v string) error { group = v; return nil }),
-			"pattern": scalar(where+".pattern", func(v string) error { pattern = v; return nil }),
+			"group":   func(g *yaml.Node) error { return readGroups(g, where+".group", &r.Groups) },
+			"pattern": scalar(where+".pattern", func(v string) error { r.Pattern = v; return nil }),
+			"cost":    scalar(where+".cost", func(v string) (err error) { r.Cost, err = parseFileCount(v); return err }),
 		})
 		switch {
 		case err != nil:
 			return err
-		case group == "" || pattern == "":
+		case len(r.Groups) == 0 || r.Pattern == "":
 			return at(n, where, "want a group and a pattern")
 		}
-		if err := c.addRoute(admit.Group(group), pattern); err != nil {
-			if c.checkGroup(admit.Group(group)) != nil {
-				return at(n, where, "%v", err)
+		if err := c.addRoute(r); err != nil {
+			for _, g := range r.Groups {
+				if c.checkGroup(g) != nil {
+					return at(n, where, "%v", err)
+				}
 			}
-			return at(n, fmt.Sprintf("%s %q", where, pattern), "%v", err)
+			return at(n, fmt.Sprintf("%s %q", where, r.Pattern), "%v", err)
+		}
+	}
+	return nil
+}
+
+// readGroups reads a route's group: one name, or a list of names whose
+// limits stack in order.
+func readGroups(n *yaml.Node, where string, dst *[]admit.Group) error {
+	items := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		items = n.Content
+	}
+	for i, item := range items {
+		at := where
+		if n.Kind == yaml.SequenceNode {
+			at = fmt.Sprintf("%s[%d]", where, i)
+		}
+		if err := scalar(at, func(v string) error { *dst = append(*dst, admit.Group(v)); return nil })(item); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -88,29 +121,49 @@ func (c *config) readBudgets(m *yaml.Node) error {
 	for i := 0; i < len(m.Content); i += 2 {
 		name := m.Content[i].Value
 		fields[name] = func(n *yaml.Node) error {
-			if err := c.checkGroup(admit.Group(name)); err != nil {
+			if err := checkGroupName(name); err != nil {
 				return at(m.Content[i], "budgets", "%v", err)
 			}
-			b, err := readBudget(n, "budgets."+name)
+			b, like, err := readBudget(n, "budgets."+name, admit.Group(name))
 			if err != nil {
 				return err
 			}
 			if c.Budgets == nil {
-				c.Budgets = make(map[admit.Group]admit.Budget)
+				c.Budgets, c.Likes = make(map[admit.Group]admit.Budget), make(map[admit.Group]admit.Group)
 			}
 			c.Budgets[admit.Group(name)] = b
+			c.Likes[admit.Group(name)] = like
 			return nil
 		}
 	}
 	return eachField(m, "budgets", fields)
 }
 
-// readBudget reads one group's fields. A field left out keeps the group's
-// default. In the file, as in nginx, a 0 timeout or body cap means none.
-func readBudget(n *yaml.Node, where string) (admit.Budget, error) {
+// checkGroupName refuses a group name a metric attribute or a route could
+// not carry plainly.
+func checkGroupName(name string) error {
+	if name == "" || len(name) > 64 {
+		return fmt.Errorf("group name %q: want 1 to 64 characters", name)
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' && c != '_' {
+			return fmt.Errorf("group name %q: want lowercase letters, digits, - and _", name)
+		}
+	}
+	return nil
+}
+
+// readBudget reads one group's fields, and returns the built-in group it is
+// (or is like; "" for neither). A field left out keeps the group's default.
+// In the file, as in nginx, a 0 timeout or body cap means none.
+func readBudget(n *yaml.Node, where string, g admit.Group) (admit.Budget, admit.Group, error) {
 	var b admit.Budget
+	like := admit.Group("")
+	if slices.Contains(builtInGroups, g) {
+		like = g
+	}
 	if isNull(n) {
-		return b, nil
+		return b, like, checkAmounts(n, where, b, like)
 	}
 	count := func(name string, dst *int) func(*yaml.Node) error {
 		return scalar(where+"."+name, func(v string) (err error) { *dst, err = parseFileCount(v); return err })
@@ -143,8 +196,73 @@ func readBudget(n *yaml.Node, where string) (admit.Budget, error) {
 			}
 			return err
 		}),
+		"like": scalar(where+".like", func(v string) error {
+			if !slices.Contains(builtInGroups, admit.Group(v)) {
+				return fmt.Errorf("unknown group %q: want webhook, link or health", v)
+			}
+			if slices.Contains(builtInGroups, g) && admit.Group(v) != g {
+				return errors.New("a built-in group cannot be like another")
+			}
+			like, b.Like = admit.Group(v), admit.Group(v)
+			return nil
+		}),
+		"algorithm": scalar(where+".algorithm", func(v string) error {
+			switch v {
+			case "token-bucket":
+				b.Algorithm = admit.TokenBucket
+			case "fixed-window":
+				b.Algorithm = admit.FixedWindow
+			default:
+				return fmt.Errorf("unknown algorithm %q: want token-bucket or fixed-window", v)
+			}
+			return nil
+		}),
+		"limit": count("limit", &b.Limit),
+		"window": scalar(where+".window", func(v string) (err error) {
+			b.Window, err = parseDuration(v, true)
+			return err
+		}),
+		"key":               scalar(where+".key", func(v string) error { return parseKey(v, &b.Key) }),
+		"ipv4_prefix":       scalar(where+".ipv4_prefix", func(v string) (err error) { b.Key.IPv4Prefix, err = parsePrefixBits(v, 32); return err }),
+		"ipv6_prefix":       scalar(where+".ipv6_prefix", func(v string) (err error) { b.Key.IPv6Prefix, err = parsePrefixBits(v, 128); return err }),
+		"key_authenticated": scalar(where+".key_authenticated", func(v string) (err error) { b.Key.Authenticated, err = parseBool(v); return err }),
+		"on_missing": scalar(where+".on_missing", func(v string) error {
+			switch v {
+			case "peer":
+				b.Key.RejectMissing = false
+			case "reject":
+				b.Key.RejectMissing = true
+			default:
+				return fmt.Errorf("%q: want peer or reject", v)
+			}
+			return nil
+		}),
 	})
-	return b, err
+	if err == nil {
+		err = checkAmounts(n, where, b, like)
+	}
+	return b, like, err
+}
+
+// checkAmounts refuses a budget whose fields do not make one algorithm's
+// budget, in the file's words; the door checks the same in its own.
+func checkAmounts(n *yaml.Node, where string, b admit.Budget, like admit.Group) error {
+	k := b.Key
+	switch {
+	case b.Algorithm == admit.FixedWindow && (b.Limit == 0 || b.Window == 0):
+		return at(n, where, "a fixed-window group needs its limit and window")
+	case b.Algorithm == admit.FixedWindow && (b.Rate != 0 || b.Burst != 0 || b.SharedRate != 0):
+		return at(n, where, "rate, burst and shared_rate belong to a token bucket; a fixed-window group has a limit per window")
+	case b.Algorithm == admit.TokenBucket && (b.Limit != 0 || b.Window != 0):
+		return at(n, where, "limit and window belong to algorithm: fixed-window")
+	case b.Algorithm == admit.TokenBucket && like == "" && (b.Rate == 0 || b.Burst == 0):
+		return at(n, where, "a group of its own needs its rate and burst (or algorithm: fixed-window with a limit and window), or like: webhook, link or health")
+	case (k.IPv4Prefix != 0 || k.IPv6Prefix != 0) && (k.Header != "" || k.PathValue != "" || k.Global):
+		return at(n, where, "ipv4_prefix and ipv6_prefix widen key: peer, not key: %s", keyText(k))
+	case (k.RejectMissing || k.Authenticated) && k.Header == "" && k.PathValue == "":
+		return at(n, where, "on_missing and key_authenticated apply to key: header:NAME or path:NAME, not key: %s", keyText(k))
+	}
+	return nil
 }
 
 // eachField walks mapping n, calling the reader of each key; an unknown or

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/cmd/admit/internal/canon"
 )
 
@@ -22,7 +24,9 @@ import (
 type front struct {
 	table     *routeTable
 	handlers  []http.Handler // per route of table: the route's door in front of its handler
-	rest      http.Handler   // the proxy, unlimited
+	routes    []frontRoute   // per route of table: what its handler is made of
+	door      *admit.Door
+	rest      http.Handler // the proxy, unlimited
 	slashes   canon.Slashes
 	overrides bool // read method override headers as further methods to match
 	malformed *malformedCounts
@@ -43,11 +47,57 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.overrides {
 		overrides = overrideMethods(c.Header)
 	}
-	if i, _ := f.table.match(c, overrides); i >= 0 {
-		f.handlers[i].ServeHTTP(w, c)
+	var found [maxSpellings]routeMatch
+	matched := f.table.matchAll(c, overrides, found[:0])
+	if len(matched) == 0 {
+		f.rest.ServeHTTP(w, c)
 		return
 	}
-	f.rest.ServeHTTP(w, c)
+	first := matched[0]
+	if names := f.routes[first.index].pathKeys; len(names) > 0 {
+		for i, v := range f.table.pathValues(c.Host, first.sp, names) {
+			c.SetPathValue(names[i], v)
+		}
+	}
+	if len(matched) == 1 {
+		f.handlers[first.index].ServeHTTP(w, c)
+		return
+	}
+	f.combined(matched).ServeHTTP(w, c)
+}
+
+// frontRoute is a route as the front serves it.
+type frontRoute struct {
+	rt       admit.Route
+	next     http.Handler
+	pathKeys []string // the wildcards its limits are keyed by
+}
+
+// combined returns a handler for a request whose spellings match several
+// routes, as upstreams that fold case or slashes may route it to any of
+// them: the first route's handler, under every limit of every route
+// matched, in order, at the highest cost. It is built per request, since
+// such requests are rare and caching every combination would let requests
+// grow memory.
+func (f *front) combined(matched []routeMatch) http.Handler {
+	first := f.routes[matched[0].index]
+	rt := admit.Route{Cost: first.rt.Cost, Overflow: first.rt.Overflow}
+	for _, m := range matched {
+		for _, g := range f.routes[m.index].rt.Groups {
+			if !slices.Contains(rt.Groups, g) && len(rt.Groups) < maxStacked {
+				rt.Groups = append(rt.Groups, g)
+			}
+		}
+		rt.Cost = max(rt.Cost, f.routes[m.index].rt.Cost)
+	}
+	h, err := f.door.Handler(rt, first.next)
+	if err != nil {
+		// The highest cost is more than some limit holds: charge one
+		// token rather than drop that limit.
+		rt.Cost = 1
+		h, _ = f.door.Handler(rt, first.next)
+	}
+	return h
 }
 
 // closeValue is a shared header value; handlers never modify it.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -89,54 +90,116 @@ func patternForms(p string) (exact, folded string) {
 type spelling struct {
 	method, path string // path escaped, canonical apart from the folding
 	how          string // what was folded, for explain; empty for the request as sent
+	override     bool   // method comes from a method override header
 }
 
-// match returns the index of the first route a spelling of r matches,
-// trying r as it is first, or -1, and the spelling that matched. overrides
-// are further methods the request may be run as upstream (method override
-// headers), tried after r.Method.
-func (t *routeTable) match(r *http.Request, overrides []string) (int, spelling) {
+// explained says how a spelling differs from the request as sent.
+func (sp spelling) explained() string {
+	if !sp.override {
+		return sp.how
+	}
+	return strings.Trim(sp.how+", as "+sp.method+" (a method override)", ", ")
+}
+
+// routeMatch is a route a spelling of a request matched.
+type routeMatch struct {
+	index int // of the route in the table
+	sp    spelling
+}
+
+// maxSpellings bounds how many route indices a request can match: four
+// spellings of its path under its method and under each override method
+// considered.
+const (
+	maxOverrides = 3
+	maxSpellings = 4 * (1 + maxOverrides)
+)
+
+// matchAll appends to dst every route some spelling of r matches, once
+// each, in the order the spellings are tried: r as it is first, then its
+// folded forms, then the same under each method of overrides (the methods
+// of method override headers, at most maxOverrides). It allocates only to
+// fold.
+func (t *routeTable) matchAll(r *http.Request, overrides []string, dst []routeMatch) []routeMatch {
 	path := r.URL.EscapedPath()
-	for i := -1; i < len(overrides); i++ {
-		method, how := r.Method, ""
+	for i := -1; i < min(len(overrides), maxOverrides); i++ {
+		method := r.Method
 		if i >= 0 {
-			method, how = overrides[i], "as "+overrides[i]+" (a method override)"
+			method = overrides[i]
 		}
-		if idx, sp := t.matchMethod(method, r.Host, path); idx >= 0 {
-			sp.how = strings.TrimPrefix(sp.how+", "+how, ", ")
-			sp.how = strings.TrimSuffix(sp.how, ", ")
-			return idx, sp
+		list, count := t.spellings(method, path)
+		for _, sp := range list[:count] {
+			sp.override = i >= 0
+			idx := find(t.muxFor(sp), r.Host, sp)
+			if idx >= 0 && !slices.ContainsFunc(dst, func(m routeMatch) bool { return m.index == idx }) {
+				dst = append(dst, routeMatch{idx, sp})
+			}
 		}
 	}
-	return -1, spelling{}
+	return dst
 }
 
-// matchMethod tries the spellings of path under one method, the path as it
-// is first. It allocates only to fold.
-func (t *routeTable) matchMethod(method, host, path string) (int, spelling) {
-	sp := spelling{method: method, path: path}
-	if idx := find(t.exact, host, sp); idx >= 0 || t.folded == nil {
-		return idx, sp
+// pathValues returns the wildcard values of the pattern a spelling matched,
+// by name, as ServeMux hands them to its handlers.
+func (t *routeTable) pathValues(host string, sp spelling, names []string) []string {
+	s := scratches.Get().(*scratch)
+	defer scratches.Put(s)
+	s.set(host, sp)
+	t.muxFor(sp).ServeHTTP(discardWriter{}, &s.req)
+	values := make([]string, len(names))
+	for i, name := range names {
+		values[i] = s.req.PathValue(name)
+	}
+	return values
+}
+
+// discardWriter is the ResponseWriter of look-ups that run a mux: its
+// answer goes nowhere.
+type discardWriter struct{}
+
+func (discardWriter) Header() http.Header         { return http.Header{} }
+func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (discardWriter) WriteHeader(int)             {}
+
+// spellings returns the forms of a path the table looks up under method:
+// as it is, with its trailing slash toggled, lower-cased, and both; only
+// the first without folding, and no lower-case forms when they would be
+// the same look-ups.
+func (t *routeTable) spellings(method, path string) (list [4]spelling, n int) {
+	list[0] = spelling{method: method, path: path}
+	if t.folded == nil {
+		return list, 1
 	}
 	toggled, how := toggleSlash(path)
-	sp = spelling{method, toggled, how}
-	if idx := find(t.exact, host, sp); idx >= 0 {
-		return idx, sp
-	}
+	list[1] = spelling{method: method, path: toggled, how: how}
 	lower := strings.ToLower(path)
 	if lower == path && t.foldedSame {
-		return -1, spelling{}
+		return list, 2
 	}
-	for _, sp := range [2]spelling{{method, lower, "lower-cased"}, {method, "", "lower-cased, " + how}} {
-		if sp.path == "" {
-			sp.path, _ = toggleSlash(lower)
-		}
-		if idx := find(t.folded, host, sp); idx >= 0 {
-			return idx, sp
-		}
+	lowerToggled, _ := toggleSlash(lower)
+	lowerHow := "lower-cased, " + slashAdded
+	if how == slashRemoved {
+		lowerHow = "lower-cased, " + slashRemoved
 	}
-	return -1, spelling{}
+	list[2] = spelling{method: method, path: lower, how: "lower-cased"}
+	list[3] = spelling{method: method, path: lowerToggled, how: lowerHow}
+	return list, 4
 }
+
+// muxFor returns the mux a spelling is looked up in: lower-cased spellings
+// in the folded one.
+func (t *routeTable) muxFor(sp spelling) *http.ServeMux {
+	if strings.HasPrefix(sp.how, "lower-cased") {
+		return t.folded
+	}
+	return t.exact
+}
+
+// What a toggled spelling changed, for explain.
+const (
+	slashAdded   = "trailing slash added"
+	slashRemoved = "trailing slash removed"
+)
 
 // toggleSlash adds a trailing slash to path, or removes it; "/" stays.
 func toggleSlash(path string) (string, string) {
@@ -144,9 +207,9 @@ func toggleSlash(path string) (string, string) {
 		return path, "as is"
 	}
 	if strings.HasSuffix(path, "/") {
-		return path[:len(path)-1], "trailing slash removed"
+		return path[:len(path)-1], slashRemoved
 	}
-	return path + "/", "trailing slash added"
+	return path + "/", slashAdded
 }
 
 // scratch is a request the table looks spellings up with, reused.
@@ -157,16 +220,21 @@ type scratch struct {
 
 var scratches = sync.Pool{New: func() any { return new(scratch) }}
 
+// set points the scratch request at a spelling.
+func (s *scratch) set(host string, sp spelling) {
+	s.url = url.URL{Path: sp.path}
+	if strings.IndexByte(sp.path, '%') >= 0 {
+		s.url.Path, _ = url.PathUnescape(sp.path) // canonical: cannot fail
+		s.url.RawPath = sp.path
+	}
+	s.req = http.Request{Method: sp.method, Host: host, URL: &s.url, RequestURI: sp.path}
+}
+
 // find looks one spelling up in mux and returns its route's index, or -1.
-func find(mux *http.ServeMux, host string, l spelling) int {
+func find(mux *http.ServeMux, host string, sp spelling) int {
 	s := scratches.Get().(*scratch)
 	defer scratches.Put(s)
-	s.url = url.URL{Path: l.path}
-	if strings.IndexByte(l.path, '%') >= 0 {
-		s.url.Path, _ = url.PathUnescape(l.path) // canonical: cannot fail
-		s.url.RawPath = l.path
-	}
-	s.req = http.Request{Method: l.method, Host: host, URL: &s.url}
+	s.set(host, sp)
 	h, _ := mux.Handler(&s.req)
 	if m, ok := h.(routeMark); ok {
 		return int(m)

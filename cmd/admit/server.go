@@ -26,7 +26,7 @@ import (
 	"github.com/admitgo/admit/clientip"
 	"github.com/admitgo/admit/cmd/admit/internal/upstream"
 	"github.com/admitgo/admit/health"
-	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/internal/meter"
 )
 
 // Limits of the proxy's HTTP server.
@@ -160,11 +160,11 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	if s.handler, err = s.routes(proxy); err != nil {
 		return nil, err
 	}
-	meter := s.tel.provider.Meter(quota.MeterName)
-	if s.malformedReg, err = s.malformed.register(meter); err != nil {
+	m := s.tel.provider.Meter(meter.Name)
+	if s.malformedReg, err = s.malformed.register(m); err != nil {
 		return nil, fmt.Errorf("admit: metrics: %w", err)
 	}
-	if s.connsReg, err = s.conns.register(meter); err != nil {
+	if s.connsReg, err = s.conns.register(m); err != nil {
 		return nil, fmt.Errorf("admit: metrics: %w", err)
 	}
 	log.Info("admit: starting", "upstream", target.Redacted(), "upstream_health", cfg.UpstreamHealth,
@@ -197,18 +197,43 @@ func (s *server) routes(proxy http.Handler) (*front, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &front{table: table, rest: proxy, slashes: s.cfg.EscapedSlashes, overrides: s.cfg.MethodOverride, malformed: &s.malformed}
+	f := &front{table: table, rest: proxy, slashes: s.cfg.EscapedSlashes, overrides: s.cfg.MethodOverride,
+		malformed: &s.malformed, door: s.door}
 	for _, r := range table.routes {
+		rt := admit.Route{Groups: r.Groups, Cost: r.Cost}
+		var next http.Handler = proxy
 		switch {
 		case r.Pattern == grpcHealthPattern:
-			f.handlers = append(f.handlers, s.door.Wrap(r.Group, grpc, grpc))
-		case r.Group == admit.GroupHealth:
-			f.handlers = append(f.handlers, s.door.Wrap(r.Group, probe, status))
-		default:
-			f.handlers = append(f.handlers, s.door.Wrap(r.Group, proxy, nil))
+			next, rt.Overflow = grpc, grpc
+		case s.cfg.isProbe(r):
+			next, rt.Overflow = probe, status
 		}
+		h, err := s.door.Handler(rt, next)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("admit: route %s: %w", r, err)}
+		}
+		f.handlers = append(f.handlers, h)
+		fr := frontRoute{rt: rt, next: next}
+		for _, g := range r.Groups {
+			if b, _ := s.door.Budget(g); b.Key.PathValue != "" && !slices.Contains(fr.pathKeys, b.Key.PathValue) {
+				fr.pathKeys = append(fr.pathKeys, b.Key.PathValue)
+			}
+		}
+		f.routes = append(f.routes, fr)
 	}
 	return f, nil
+}
+
+// isProbe reports a route of health probes: one with a group that is, or is
+// like, the health group. Its over-budget probes are answered from the
+// health cache, never refused.
+func (c *config) isProbe(r route) bool {
+	for _, g := range r.Groups {
+		if g == admit.GroupHealth || c.Likes[g] == admit.GroupHealth {
+			return true
+		}
+	}
+	return false
 }
 
 // grpcHealthOptions bound what a gRPC or Connect health call may make the
@@ -230,7 +255,8 @@ const grpcHealthPattern = "POST /" + grpchealth.HealthV1ServiceName + "/"
 // withGRPCHealth returns routes with the gRPC health service's route, in the
 // health group, after them.
 func withGRPCHealth(routes []route) []route {
-	return append(slices.Clip(routes), route{admit.GroupHealth, grpcHealthPattern})
+	return append(slices.Clip(routes), route{Groups: []admit.Group{admit.GroupHealth}, Pattern: grpcHealthPattern,
+		from: "the gRPC health service"})
 }
 
 // listen binds the proxy's and the metrics listeners. The proxy's accepts

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -161,37 +162,56 @@ func appendPrefixes(dst *[]netip.Prefix, v string) error {
 	return nil
 }
 
-// addFlagRoute parses GROUP=PATTERN from --route; the route is checked
-// against the groups and the other routes once the config file is read.
+// addFlagRoute parses GROUP[,GROUP...]=PATTERN from --route; the route is
+// checked against the groups and the other routes once the config file is
+// read, since the file may name the groups.
 func (c *config) addFlagRoute(v string) error {
-	group, pattern, ok := strings.Cut(v, "=")
-	if !ok || group == "" || pattern == "" {
+	list, pattern, ok := strings.Cut(v, "=")
+	if !ok || list == "" || pattern == "" {
 		return errors.New("want GROUP=PATTERN")
 	}
-	c.flagRoutes = append(c.flagRoutes, route{admit.Group(group), pattern})
+	r := route{Pattern: pattern, from: fmt.Sprintf("--route %q", v)}
+	for _, g := range strings.Split(list, ",") {
+		if g = strings.TrimSpace(g); g == "" {
+			return errors.New("want GROUP=PATTERN, or GROUP,GROUP=PATTERN")
+		}
+		r.Groups = append(r.Groups, admit.Group(g))
+	}
+	c.flagRoutes = append(c.flagRoutes, r)
 	return nil
 }
 
 // addRoute checks a route against the groups, ServeMux's pattern syntax and
 // the routes before it. Conflicts are checked pair by pair, which is how
 // ServeMux finds them, so that the message can name the earlier route.
-func (c *config) addRoute(group admit.Group, pattern string) error {
-	if err := c.checkGroup(group); err != nil {
-		return err
+func (c *config) addRoute(r route) error {
+	if len(r.Groups) > maxStacked {
+		return fmt.Errorf("%d groups, want at most %d", len(r.Groups), maxStacked)
 	}
-	if err := register(http.NewServeMux(), pattern, http.NotFoundHandler()); err != nil {
-		return err
-	}
-	for _, r := range c.Routes {
-		mux := http.NewServeMux()
-		mux.Handle(r.Pattern, http.NotFoundHandler())
-		if err := register(mux, pattern, http.NotFoundHandler()); err != nil {
-			return fmt.Errorf("conflicts with route %s: %s", r, conflict(err))
+	for i, g := range r.Groups {
+		if err := c.checkGroup(g); err != nil {
+			return err
+		}
+		if slices.Contains(r.Groups[:i], g) {
+			return fmt.Errorf("group %q is listed twice", g)
 		}
 	}
-	c.Routes = append(c.Routes, route{group, pattern})
+	if err := register(http.NewServeMux(), r.Pattern, http.NotFoundHandler()); err != nil {
+		return err
+	}
+	for _, earlier := range c.Routes {
+		mux := http.NewServeMux()
+		mux.Handle(earlier.Pattern, http.NotFoundHandler())
+		if err := register(mux, r.Pattern, http.NotFoundHandler()); err != nil {
+			return fmt.Errorf("conflicts with route %s: %s", earlier, conflict(err))
+		}
+	}
+	c.Routes = append(c.Routes, r)
 	return nil
 }
+
+// maxStacked is how many limits one route may stack, as the door allows.
+const maxStacked = 8
 
 // conflict keeps ServeMux's explanation of a conflict, which follows the
 // line naming both patterns.
@@ -214,13 +234,61 @@ func register(mux *http.ServeMux, pattern string, h http.Handler) (err error) {
 	return nil
 }
 
-// builtInGroups are the groups a route may join.
+// builtInGroups are the groups every configuration has.
 var builtInGroups = []admit.Group{admit.GroupWebhook, admit.GroupLink, admit.GroupHealth}
 
-// checkGroup refuses a group no route may join.
+// checkGroup refuses a group no route may join: one neither built in nor
+// named under the config file's budgets.
 func (c *config) checkGroup(g admit.Group) error {
-	if !slices.Contains(builtInGroups, g) {
-		return fmt.Errorf("unknown group %q (want webhook, link or health)", g)
+	if slices.Contains(builtInGroups, g) {
+		return nil
+	}
+	if _, ok := c.Budgets[g]; ok {
+		return nil
+	}
+	known := slices.Concat(builtInGroups, slices.Sorted(maps.Keys(c.Budgets)))
+	names := make([]string, len(known))
+	for i, k := range known {
+		names[i] = string(k)
+	}
+	return fmt.Errorf("unknown group %q (want %s, or a group the config file's budgets name)", g, strings.Join(names, ", "))
+}
+
+// parseKey reads a group's key: peer, global, header:NAME or path:NAME.
+func parseKey(v string, k *admit.Key) error {
+	kind, name, _ := strings.Cut(v, ":")
+	switch {
+	case v == "peer":
+	case v == "global":
+		k.Global = true
+	case kind == "header" && name != "" && isToken(name):
+		k.Header = http.CanonicalHeaderKey(name)
+	case kind == "path" && name != "":
+		k.PathValue = name
+	default:
+		return fmt.Errorf("unknown key %q: want peer, global, header:NAME or path:NAME", v)
 	}
 	return nil
+}
+
+// keyText returns a key as the config file spells it.
+func keyText(k admit.Key) string {
+	switch {
+	case k.Header != "":
+		return "header:" + k.Header
+	case k.PathValue != "":
+		return "path:" + k.PathValue
+	case k.Global:
+		return "global"
+	}
+	return "peer"
+}
+
+// parsePrefixBits reads a prefix length of 1 to most bits.
+func parsePrefixBits(v string, most int) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > most {
+		return 0, fmt.Errorf("want a prefix length from 1 to %d", most)
+	}
+	return n, nil
 }

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/admitgo/admit"
+)
+
+// checkRoutes refuses, in the configuration's words, routes whose limits
+// cannot work as written: a path key the pattern has no wildcard for, a
+// cost above what a limit ever holds, and a route whose every limit is keyed
+// by a value the client chooses. It resolves the budgets as the door will,
+// so a default counts as a given value would. file names the config file in
+// errors about its routes.
+func (c *config) checkRoutes(file string) error {
+	door, err := admit.New(admit.Config{Budgets: c.Budgets, MeterProvider: noop.NewMeterProvider(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return fmt.Errorf("admit: %s: budgets: %w", file, err)
+	}
+	defer door.Close()
+	for _, r := range c.Routes {
+		where := r.from
+		if r.inFile {
+			where = file + ": " + where
+		}
+		chosen := true
+		for _, g := range r.Groups {
+			b, _ := door.Budget(g)
+			k := b.Key
+			if name := k.PathValue; name != "" && !hasWildcard(r.Pattern, name) {
+				return fmt.Errorf("admit: %s: group %q is keyed by path:%s, but pattern %q has no {%s} wildcard", where, g, name, r.Pattern, name)
+			}
+			if r.cost() > b.Burst {
+				holds := fmt.Sprintf("its burst is %d", b.Burst)
+				if b.Algorithm == admit.FixedWindow {
+					holds = fmt.Sprintf("its limit is %d", b.Limit)
+				}
+				return fmt.Errorf("admit: %s: cost %d is more than group %q ever admits (%s)", where, r.cost(), g, holds)
+			}
+			chosen = chosen && (k.Header != "" || k.PathValue != "") && !k.Authenticated
+		}
+		if chosen {
+			return fmt.Errorf("admit: %s: every limit of the route is keyed by a value the client chooses (%s), so a forger gets a fresh budget per value: stack a limit keyed by the peer, or set key_authenticated: true on a group whose value an earlier layer (a gateway, the app's own auth) checks first",
+				where, c.keysOf(door, r))
+		}
+	}
+	return nil
+}
+
+// keysOf lists a route's keys, for errors.
+func (c *config) keysOf(door *admit.Door, r route) string {
+	var keys []string
+	for _, g := range r.Groups {
+		b, _ := door.Budget(g)
+		keys = append(keys, string(g)+": "+keyText(b.Key))
+	}
+	return strings.Join(keys, ", ")
+}
+
+// hasWildcard reports whether pattern has a wildcard named name.
+func hasWildcard(pattern, name string) bool {
+	return strings.Contains(pattern, "{"+name+"}") || strings.Contains(pattern, "{"+name+"...}")
+}
