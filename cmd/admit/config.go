@@ -57,6 +57,7 @@ type config struct {
 	LogFormat         string                       // "text" or "json"
 	LogLevel          slog.Level                   // the least severe level logged
 	ConfigFile        string                       // the YAML file read, if any
+	allowNoRoutes     bool                         // validate only: a configuration without routes passes
 	Budgets           map[admit.Group]admit.Budget // the config file's, field by field; nil when it gives none
 	Likes             map[admit.Group]admit.Group  // the built-in group each group is, or is like
 
@@ -164,6 +165,8 @@ var options = []option{
 		set: func(c *config, v string) error { return c.LogLevel.UnmarshalText([]byte(v)) }},
 	{name: "config", arg: "FILE", usage: "YAML file with routes and budgets per group",
 		set: func(c *config, v string) error { c.ConfigFile = v; return nil }},
+	{name: "version", def: "false", noEnv: true, usage: "print the version and exit",
+		set: func(c *config, v string) error { return nil }},
 }
 
 // parseConfig reads the configuration from args (without the program name),
@@ -173,12 +176,23 @@ var options = []option{
 // every error starts with "admit: " and names the flag, variable or config
 // file and the value it rejects.
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
-	set := newOptionSet("admit", options)
-	if err := set.parse("admit", args); err != nil {
+	return parseConfigWith("admit", options, args, getenv, out, printUsage)
+}
+
+// parseConfigWith is parseConfig for a command named name, which takes opts
+// and prints usage for -h. After --version it prints the version and
+// returns errVersion.
+func parseConfigWith(name string, opts []option, args []string, getenv func(string) string, out io.Writer, usage func(io.Writer)) (config, error) {
+	set := newOptionSet(name, opts)
+	if err := set.parse(name, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			printUsage(out)
+			usage(out)
 		}
 		return config{}, err
+	}
+	if v := set.given["version"]; len(v) > 0 && v[len(v)-1] != "false" {
+		fmt.Fprintln(out, version())
+		return config{}, errVersion
 	}
 	if set.fs.NArg() > 0 {
 		return config{}, set.unexpected(args, set.fs.Args())
@@ -241,7 +255,9 @@ func (c *config) finish(set *optionSet) error {
 
 func printUsage(w io.Writer) {
 	fmt.Fprint(w, "Usage: admit [flags]\n"+
-		"       admit explain [flags] METHOD PATH   (admit explain -h for its flags)\n\n"+
+		"       admit explain [flags] METHOD PATH   (admit explain -h for its flags)\n"+
+		"       admit validate [flags]              check a configuration and print what it enforces\n"+
+		"       admit schema [--store-table TABLE]  print the PostgreSQL store's SQL\n\n"+
 		"admit is a rate-limiting reverse proxy for the anonymous routes of an app.\n"+
 		"Each flag may also be set by the environment variable shown; the flag wins.\n\n")
 	printOptions(w, options)

@@ -18,8 +18,7 @@ import (
 // so a default counts as a given value would. file names the config file in
 // errors about its routes.
 func (c *config) checkRoutes(file string) error {
-	door, err := admit.New(admit.Config{Budgets: c.Budgets, MeterProvider: noop.NewMeterProvider(),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	door, err := c.door()
 	if err != nil {
 		return fmt.Errorf("admit: %s: budgets: %w", file, err)
 	}
@@ -51,6 +50,14 @@ func (c *config) checkRoutes(file string) error {
 		}
 	}
 	return nil
+}
+
+// door returns a door with the configuration's budgets, resolved as the
+// server's, whose metrics and logs go nowhere: for checks and for printing
+// what the server would enforce.
+func (c *config) door() (*admit.Door, error) {
+	return admit.New(admit.Config{Budgets: c.Budgets, MeterProvider: noop.NewMeterProvider(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 }
 
 // keysOf lists a route's keys, for errors.

@@ -38,11 +38,18 @@ func (e usageError) Unwrap() error { return e.error }
 // run is the whole program with its environment passed in, so that tests run
 // it in-process: it serves until ctx ends, then drains and returns nil.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "explain" {
-		return explain(args[1:], getenv, stdout)
+	if len(args) > 0 {
+		switch args[0] {
+		case "explain":
+			return explain(args[1:], getenv, stdout)
+		case "validate":
+			return validate(args[1:], getenv, stdout)
+		case "schema":
+			return schema(args[1:], getenv, stdout)
+		}
 	}
 	cfg, err := parseConfig(args, getenv, stdout)
-	if errors.Is(err, flag.ErrHelp) {
+	if errors.Is(err, flag.ErrHelp) || errors.Is(err, errVersion) {
 		return nil
 	}
 	if err != nil {

@@ -113,13 +113,17 @@ func TestRunErrors(t *testing.T) {
 
 func TestRunStartupErrors(t *testing.T) {
 	tests := []struct {
-		name string
-		args []string
-		want string
+		name  string
+		args  []string
+		want  string
+		usage bool // exits 2: the configuration is at fault
 	}{
-		{"missing certificate", []string{"--demo", "--tls-cert", "testdata/none.pem", "--tls-key", "testdata/none.pem"}, `admit: --tls-cert "testdata/none.pem", --tls-key "testdata/none.pem": `},
-		{"bad table", []string{"--demo", "--store", "postgres://127.0.0.1:1/x", "--store-table", "Bad-Name"}, `admit: --store-table "Bad-Name": `},
-		{"listen taken", []string{"--demo", "--listen", "127.0.0.1:0", "--metrics-listen", "256.0.0.1:1"}, "admit: --metrics-listen: "},
+		{"missing certificate", []string{"--demo", "--tls-cert", "testdata/none.pem", "--tls-key", "testdata/none.pem"}, `admit: --tls-cert "testdata/none.pem", --tls-key "testdata/none.pem": `, true},
+		{"bad table", []string{"--demo", "--store", "postgres://127.0.0.1:1/x", "--store-table", "Bad-Name"}, `admit: --store-table "Bad-Name": `, true},
+		{"gRPC health path claimed", []string{"--demo", "--route", "link=GET /grpc.health.v1.Health/Check"}, `admit: --route "link=GET /grpc.health.v1.Health/Check": claims the path of the gRPC health service`, true},
+		{"gRPC health path claimed with a host", []string{"--demo", "--route", "link=example.com/grpc.health.v1.Health/{m}"}, `admit: --route "link=example.com/grpc.health.v1.Health/{m}": claims`, true},
+		{"conflict with the gRPC health service", []string{"--demo", "--route", "link=/{svc}/Check"}, `admit: route "health=POST /grpc.health.v1.Health/"`, true},
+		{"listen taken", []string{"--demo", "--listen", "127.0.0.1:0", "--metrics-listen", "256.0.0.1:1"}, "admit: --metrics-listen: ", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,7 +131,59 @@ func TestRunStartupErrors(t *testing.T) {
 			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 				t.Errorf("got %v, want an error starting %q", err, tt.want)
 			}
+			var uerr usageError
+			if errors.As(err, &uerr) != tt.usage {
+				t.Errorf("usage error: got %v, want %v (exit 2 for the configuration's faults)", errors.As(err, &uerr), tt.usage)
+			}
 		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, err := runArgs(t, nil, "--version")
+	if err != nil || !strings.HasPrefix(out, "admit ") || !strings.Contains(out, "go1.") {
+		t.Errorf("--version: got %v and %q, want the module version and the Go version", err, out)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	out, err := runArgs(t, nil, "validate", "--demo")
+	if err != nil {
+		t.Fatalf("validate --demo: %v", err)
+	}
+	for _, want := range []string{`route  link=GET /l/{id}: link (token-bucket rate 1/s, burst 20, key peer)`,
+		"group  webhook: token-bucket rate 50/s, burst 500", "hold_timeout 30s, charge on-failure", "ok\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("validate --demo lacks %q:\n%s", want, out)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string // "" when valid
+	}{
+		{[]string{"--upstream", "http://app"}, "admit validate: no route is configured"},
+		{[]string{"--upstream", "http://app", "--allow-no-routes"}, ""},
+		{[]string{"--demo", "--route", "admin=GET /admin"}, `admit: --route "admin=GET /admin": unknown group "admin"`},
+		{[]string{"--demo", "--store", "postgres://127.0.0.1:1/x", "--store-table", "Bad-Name"}, `admit: --store-table "Bad-Name"`},
+	} {
+		_, err := runArgs(t, nil, append([]string{"validate"}, tc.args...)...)
+		var uerr usageError
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("validate %q: got %v, want it valid", tc.args, err)
+		case tc.want != "" && (err == nil || !errors.As(err, &uerr) || !strings.HasPrefix(err.Error(), tc.want)):
+			t.Errorf("validate %q: got %v, want a usage error starting %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestSchema(t *testing.T) {
+	out, err := runArgs(t, nil, "schema", "--store-table", "limits.quota")
+	if err != nil || !strings.Contains(out, "CREATE TABLE IF NOT EXISTS \"limits\".\"quota\"") {
+		t.Errorf("schema: got %v and %q, want the SQL for limits.quota", err, out)
+	}
+	if _, err := runArgs(t, nil, "schema", "--store-table", "Bad-Name"); err == nil || !strings.Contains(err.Error(), `--store-table "Bad-Name"`) {
+		t.Errorf("schema with a bad table: got %v, want an error naming it", err)
 	}
 }
 

@@ -86,6 +86,9 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 			s.close()
 		}
 	}()
+	if err := cfg.checkOffline(); err != nil {
+		return nil, usageError{err}
+	}
 	if cfg.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
 		if err != nil {
@@ -137,7 +140,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 		PolicyHeaders: cfg.PolicyHeaders,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("admit: budgets: %w", err)
+		return nil, usageError{fmt.Errorf("admit: budgets: %w", err)}
 	}
 
 	transport := cfg.Transport
@@ -250,7 +253,10 @@ func grpcHealthOptions(b admit.Budget) []connect.HandlerOption {
 
 // grpcHealthPattern is where the gRPC health service is served: gRPC and
 // Connect calls are POSTs to /grpc.health.v1.Health/METHOD.
-const grpcHealthPattern = "POST /" + grpchealth.HealthV1ServiceName + "/"
+const (
+	grpcHealthPath    = "/" + grpchealth.HealthV1ServiceName + "/"
+	grpcHealthPattern = "POST " + grpcHealthPath
+)
 
 // withGRPCHealth returns routes with the gRPC health service's route, in the
 // health group, after them.

@@ -199,6 +199,9 @@ func (c *config) addRoute(r route) error {
 	if err := register(http.NewServeMux(), r.Pattern, http.NotFoundHandler()); err != nil {
 		return err
 	}
+	if claimsGRPCHealth(r.Pattern) {
+		return fmt.Errorf("claims the path of the gRPC health service (%s...), which admit serves itself", grpcHealthPath)
+	}
 	for _, earlier := range c.Routes {
 		mux := http.NewServeMux()
 		mux.Handle(earlier.Pattern, http.NotFoundHandler())
@@ -208,6 +211,20 @@ func (c *config) addRoute(r route) error {
 	}
 	c.Routes = append(c.Routes, r)
 	return nil
+}
+
+// claimsGRPCHealth reports a pattern that names the gRPC health service's
+// path, under any method or host. Broader patterns ("/", "/{x...}") leave it
+// alone: the service's own route is more specific.
+func claimsGRPCHealth(pattern string) bool {
+	path := pattern
+	if i := strings.IndexAny(path, " \t"); i >= 0 && !strings.Contains(path[:i], "/") {
+		path = strings.TrimLeft(path[i:], " \t")
+	}
+	if i := strings.IndexByte(path, '/'); i > 0 {
+		path = path[i:]
+	}
+	return strings.HasPrefix(path, grpcHealthPath) || path == strings.TrimSuffix(grpcHealthPath, "/")
 }
 
 // maxStacked is how many limits one route may stack, as the door allows.

@@ -72,10 +72,27 @@ func checkIdent(s string, limit int) error {
 // [Store.Migrate] runs it. Operators whose application role may not create
 // tables run it once with a role that may, then grant the application role
 // SELECT, INSERT, UPDATE and DELETE on the table.
-func (s *Store) Schema() string {
+func (s *Store) Schema() string { return s.table.schema() }
+
+// Schema returns the SQL that creates the table a store with Config.Table
+// set to table would use (empty: DefaultTable), without a connection: for
+// an operator who creates it by hand. The error names a table name the
+// store would refuse.
+func Schema(table string) (string, error) {
+	if table == "" {
+		table = DefaultTable
+	}
+	t, err := parseTable(table)
+	if err != nil {
+		return "", err
+	}
+	return t.schema(), nil
+}
+
+func (t table) schema() string {
 	return strings.NewReplacer(
-		"admit_quota_expires_at_idx", s.table.index,
-		"admit_quota", s.table.quoted,
+		"admit_quota_expires_at_idx", t.index,
+		"admit_quota", t.quoted,
 	).Replace(schemaSQL)
 }
 

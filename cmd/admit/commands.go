@@ -1,0 +1,222 @@
+package main
+
+import (
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"runtime/debug"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/time/rate"
+
+	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/quota/pgquota"
+)
+
+// errVersion ends parsing after --version has been answered.
+var errVersion = errors.New("version printed")
+
+// version returns what admit --version prints: the module version (the tag
+// go install fetched, or "(devel)" for a build from a checkout) and the
+// revision the binary was built from.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "admit (unknown version)"
+	}
+	v := "admit " + info.Main.Version
+	var rev, when, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	if rev != "" {
+		v += fmt.Sprintf(" (revision %s, %s%s)", rev, when, modified)
+	}
+	return v + " " + info.GoVersion
+}
+
+// validateOptions are validate's own flags, beside the server's.
+var validateOptions = []option{
+	{name: "allow-no-routes", def: "false", noEnv: true, usage: "succeed even when no route is configured (the server then limits nothing)",
+		set: func(c *config, v string) (err error) { c.allowNoRoutes, err = parseBool(v); return err }},
+}
+
+// validate is the validate subcommand: it checks everything startup checks
+// that needs no network, prints the effective routes and budgets, and fails
+// on a configuration that limits nothing unless --allow-no-routes.
+func validate(args []string, getenv func(string) string, out io.Writer) error {
+	c, err := parseConfigWith("admit validate", slices.Concat(options, validateOptions), args, getenv, out, printValidateUsage)
+	if errors.Is(err, flag.ErrHelp) || errors.Is(err, errVersion) {
+		return nil
+	}
+	if err != nil {
+		return usageError{err}
+	}
+	if err := c.checkOffline(); err != nil {
+		return usageError{err}
+	}
+	door, err := c.door()
+	if err != nil {
+		return usageError{err}
+	}
+	defer door.Close()
+	printEffective(out, c, door)
+	if len(c.Routes) == 0 && !c.allowNoRoutes {
+		return usageError{errors.New("admit validate: no route is configured, so admit would limit nothing: add routes, or pass --allow-no-routes")}
+	}
+	fmt.Fprintln(out, "ok")
+	return nil
+}
+
+func printValidateUsage(w io.Writer) {
+	fmt.Fprint(w, "Usage: admit validate [flags]\n\n"+
+		"validate checks the configuration as startup does, without listening or\n"+
+		"connecting anywhere, and prints the routes and budgets it would enforce.\n"+
+		"It takes the server's flags and environment variables.\n\n")
+	printOptions(w, validateOptions)
+	printOptions(w, options)
+}
+
+// printEffective writes every route with its limits, then every group's
+// budget, resolved as the door resolves it.
+func printEffective(w io.Writer, c config, door *admit.Door) {
+	for _, r := range withGRPCHealth(c.Routes) {
+		fmt.Fprintf(w, "route  %s: %s\n", r.spec(), routeLimits(door, r))
+	}
+	for _, g := range door.Groups() {
+		b, _ := door.Budget(g)
+		fmt.Fprintf(w, "group  %s: %s\n", g, budgetText(b))
+	}
+}
+
+// routeLimits describes a route's limits for people.
+func routeLimits(door *admit.Door, r route) string {
+	var parts []string
+	for _, g := range r.Groups {
+		b, _ := door.Budget(g)
+		parts = append(parts, fmt.Sprintf("%s (%s, key %s)", g, amountText(b), keyText(b.Key)))
+	}
+	s := strings.Join(parts, ", then ")
+	if r.cost() > 1 {
+		s += fmt.Sprintf(", cost %d", r.cost())
+	}
+	return s
+}
+
+// amountText is a budget's algorithm and amounts, as the config spells them.
+func amountText(b admit.Budget) string {
+	switch {
+	case b.Algorithm == admit.FixedWindow:
+		return fmt.Sprintf("fixed-window limit %d per %v", b.Limit, b.Window)
+	case b.Rate == rate.Inf:
+		return "token-bucket without a rate limit"
+	}
+	return fmt.Sprintf("token-bucket rate %v/s, burst %d", float64(b.Rate), b.Burst)
+}
+
+// budgetText is every field of a resolved budget, in the config's words.
+func budgetText(b admit.Budget) string {
+	none := func(d fmt.Stringer, set bool) string {
+		if !set {
+			return "none"
+		}
+		return d.String()
+	}
+	body := "no cap"
+	if b.MaxBodyBytes > 0 {
+		body = fmt.Sprint(b.MaxBodyBytes)
+	}
+	shared := fmt.Sprintf("shared_rate %v, shared_burst %d", float64(b.SharedRate), b.SharedBurst)
+	if b.Algorithm == admit.FixedWindow {
+		shared = fmt.Sprintf("shared_burst %d", b.SharedBurst)
+	}
+	return fmt.Sprintf("%s, %s, key %s, per_client %d, inflight %d, max_clients %d, read_timeout %s, max_body_bytes %s, hold_timeout %s, charge %s",
+		amountText(b), shared, keyText(b.Key), b.PerClient, b.Inflight, b.MaxClients,
+		none(b.ReadTimeout, b.ReadTimeout > 0), body, none(b.HoldTimeout, b.HoldTimeout > 0), b.Charge)
+}
+
+// schema is the schema subcommand: it prints the SQL of the PostgreSQL
+// store's table, for an operator who creates it with another role.
+func schema(args []string, getenv func(string) string, out io.Writer) error {
+	set := newOptionSet("admit schema", pick(options, "store-table"))
+	if err := set.parse("admit schema", args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(out, "Usage: admit schema [--store-table TABLE]\n\nschema prints the SQL that creates the PostgreSQL store's table and index.\n\n")
+			printOptions(out, set.options)
+			return nil
+		}
+		return usageError{err}
+	}
+	if set.fs.NArg() > 0 {
+		return usageError{set.unexpected(args, set.fs.Args())}
+	}
+	var c config
+	if err := set.apply(getenv, &c); err != nil {
+		return usageError{err}
+	}
+	sql, err := pgquota.Schema(c.StoreTable)
+	if err != nil {
+		from, _ := set.from("store-table")
+		return usageError{fmt.Errorf("admit schema: %s %q: %w", from, c.StoreTable, err)}
+	}
+	fmt.Fprint(out, sql)
+	return nil
+}
+
+// checkOffline runs the checks of startup that need no network: that the
+// certificate loads, that the store's URL and table or prefix are ones its
+// driver takes, and that the routes fit together with the gRPC health
+// service, folded as the server folds them. Its errors are the
+// configuration's, so the process exits 2 on them.
+func (c config) checkOffline() error {
+	if c.TLSCert != "" {
+		if _, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey); err != nil {
+			return fmt.Errorf("admit: --tls-cert %q, --tls-key %q: %w", c.TLSCert, c.TLSKey, err)
+		}
+	}
+	switch c.Store.Kind {
+	case storePostgres:
+		if _, err := pgxpool.ParseConfig(c.Store.URL); err != nil {
+			return storeURLError(c.Store.URL, err)
+		}
+		if _, err := pgquota.Schema(c.StoreTable); err != nil {
+			return fmt.Errorf("admit: --store-table %q: %w", c.StoreTable, err)
+		}
+	case storeRedis:
+		if _, err := redis.ParseURL(c.Store.URL); err != nil {
+			return storeURLError(c.Store.URL, err)
+		}
+	}
+	_, err := newRouteTable(withGRPCHealth(c.Routes), c.RouteFolding)
+	return err
+}
+
+// storeURLError names a store URL its driver refuses, without its
+// password: the drivers' own messages repeat the URL.
+func storeURLError(u string, err error) error {
+	var perr *pgconn.ParseConfigError
+	if errors.As(err, &perr) && perr.Unwrap() != nil {
+		err = perr.Unwrap()
+	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	return fmt.Errorf("admit: --store %q: %w", redactURL(u), err)
+}
