@@ -118,22 +118,15 @@ func (e *shared) release(t *ticket) {
 	s.mu.Unlock()
 }
 
-// refunder is a store that can give back calls it counted; the door uses
-// it to undo an admission that a later limit refused.
-type refunder interface {
-	Refund(ctx context.Context, rule quota.Rule, subject string, n int) error
-}
-
 // cancel frees the slots of a request a later limit refused and gives back
-// the cost it spent on the store. A store that cannot refund keeps it.
+// the cost it spent on the store, under a context that outlives the
+// request's cancellation. A failed refund is logged: the cost stays spent.
 func (e *shared) cancel(ctx context.Context, t ticket) {
 	if !t.held {
-		if r, ok := e.g.budget.Store.(refunder); ok {
-			if err := r.Refund(context.WithoutCancel(ctx), e.rule, e.subject(t.key), int(t.cost)); err != nil {
-				e.logs.Do(func() {
-					e.g.set.logger.Warn("admit: shared store failed to refund a request another limit refused", "group", e.g.name, "err", err)
-				})
-			}
+		if err := e.g.budget.Store.Refund(context.WithoutCancel(ctx), e.rule, e.subject(t.key), int(t.cost)); err != nil {
+			e.logs.Do(func() {
+				e.g.set.logger.Warn("admit: shared store failed to refund a request another limit refused", "group", e.g.name, "err", err)
+			})
 		}
 	}
 	e.release(&t)

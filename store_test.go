@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -94,6 +95,56 @@ func TestReplicasShareOneBudget(t *testing.T) {
 	}
 }
 
+// TestStackedStoreLimitsRefund stacks a per-address and a per-tenant limit,
+// both on a shared store, in both orders and on two replicas: an address
+// refused by its own limit leaves the tenant's budget whole, and a second
+// address gets exactly what is left of the tenant's, however the replicas
+// split the requests. It holds because the store refunds what an earlier
+// limit spent.
+func TestStackedStoreLimitsRefund(t *testing.T) {
+	for _, algorithm := range []Algorithm{TokenBucket, FixedWindow} {
+		for _, order := range [][]Group{{"per-address", "tenant"}, {"tenant", "per-address"}} {
+			t.Run(algorithm.String()+"/"+string(order[0]), func(t *testing.T) {
+				clk := newClock()
+				store, err := redisquota.New(testredis.Client(t), redisquota.Config{Prefix: testredis.Prefix(t), Now: clk.Now})
+				if err != nil {
+					t.Fatal(err)
+				}
+				address := Budget{Rate: 1e-3, Burst: 3, PerClient: 100, Inflight: 100, Store: store}
+				tenant := Budget{Rate: 1e-3, Burst: 5, PerClient: 100, Inflight: 100, Store: store, Key: Key{PathValue: "tenant", Authenticated: true}}
+				if algorithm == FixedWindow {
+					address.Rate, address.Burst, address.Algorithm, address.Limit, address.Window = 0, 0, FixedWindow, 3, time.Hour
+					tenant.Rate, tenant.Burst, tenant.Algorithm, tenant.Limit, tenant.Window = 0, 0, FixedWindow, 5, time.Hour
+				}
+				var hs []http.Handler
+				for range 2 {
+					d := newDoor(t, clk, Config{Budgets: map[Group]Budget{"per-address": address, "tenant": tenant}})
+					hs = append(hs, route(t, d, Route{Groups: order}, status(http.StatusOK)))
+				}
+				sendSpread := func(peer string) (admitted int) {
+					for i := range 10 {
+						w := httptest.NewRecorder()
+						hs[i%2].ServeHTTP(w, tenantReq(peer, "acme"))
+						if w.Code == http.StatusOK {
+							admitted++
+						}
+					}
+					return admitted
+				}
+				// A fixed window counts refused requests, so the first
+				// address's own limit refuses them all after its 3; they
+				// must still leave the tenant's count alone.
+				if got := sendSpread("192.0.2.1:1"); got != 3 {
+					t.Fatalf("first address: %d admitted, want its own limit, 3", got)
+				}
+				if got := sendSpread("192.0.2.2:1"); got != 2 {
+					t.Fatalf("second address: %d admitted, want what is left of the tenant's, 2", got)
+				}
+			})
+		}
+	}
+}
+
 // failing is a store whose every decision fails with its policy applied, as
 // a store that cannot reach its server does.
 type failing struct{ policy quota.Policy }
@@ -107,6 +158,8 @@ func (f failing) Allow(ctx context.Context, r quota.Rule, s string) (quota.Decis
 func (f failing) AllowN(_ context.Context, r quota.Rule, _ string, _ int) (quota.Decision, error) {
 	return f.policy.Fail(r, errDown)
 }
+
+func (failing) Refund(context.Context, quota.Rule, string, int) error { return errors.New("store down") }
 
 func TestStoreFailureFollowsThePolicy(t *testing.T) {
 	tests := []struct {
@@ -192,6 +245,8 @@ func (panicky) Allow(ctx context.Context, r quota.Rule, s string) (quota.Decisio
 func (panicky) AllowN(ctx context.Context, r quota.Rule, s string, n int) (quota.Decision, error) {
 	panic("store bug")
 }
+
+func (panicky) Refund(context.Context, quota.Rule, string, int) error { panic("store bug") }
 
 func TestPanickingStoreFreesItsSlot(t *testing.T) {
 	budget := DefaultBudgets()[GroupLink]

@@ -11,13 +11,21 @@ type Limiter interface {
 	Allow(ctx context.Context, rule Rule, subject string) (Decision, error)
 }
 
-// Charger is a [Limiter] that can also look without spending and spend more
-// than one: AllowN(ctx, rule, subject, 0) reports whether one more call would be
-// allowed and changes nothing; AllowN with n > 0 counts n calls at once. The
-// door uses it to charge webhooks only when they fail.
+// Charger is a [Limiter] that can also look without spending, spend more
+// than one, and give back: AllowN(ctx, rule, subject, 0) reports whether one
+// more call would be allowed and changes nothing; AllowN with n > 0 counts n
+// calls at once; Refund gives back n calls counted moments ago, for a call
+// that another limit refused afterwards. A GCRA bucket gets its n tokens
+// back; the current fixed window's count drops by n, never below zero. A
+// refund is meant to follow its call within microseconds: if a window ends
+// in between, the refund comes off the new window's count, which then admits
+// up to n more. The door uses AllowN to charge webhooks only when they
+// fail, and Refund so that one limit's refusal spends no other limit's
+// budget.
 type Charger interface {
 	Limiter
 	AllowN(ctx context.Context, rule Rule, subject string, n int) (Decision, error)
+	Refund(ctx context.Context, rule Rule, subject string, n int) error
 }
 
 // RuleChecker is implemented by stores that can say, before any call, whether

@@ -115,6 +115,27 @@ func (m *Memory) AllowN(ctx context.Context, rule quota.Rule, subject string, n 
 	return d, nil
 }
 
+// Refund gives back n calls of subject counted against rule (see
+// [quota.Charger]). The only errors are caller errors.
+func (m *Memory) Refund(_ context.Context, rule quota.Rule, subject string, n int) error {
+	if err := store.Check(rule, subject, n); err != nil {
+		return err
+	}
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.buckets.get(bucketKey{name: rule.Name, subject: subject, alg: rule.Algorithm})
+	switch {
+	case b == nil || n == 0:
+	case rule.Algorithm == quota.GCRA:
+		b.tat = b.tat.Add(-store.Interval(rule) * time.Duration(n))
+		b.expires = b.tat
+	case b.start.Equal(store.WindowStart(now, rule.Window)):
+		b.count = max(0, b.count-int64(n))
+	}
+	return nil
+}
+
 // Len returns how many buckets the store tracks, expired ones included.
 func (m *Memory) Len() int {
 	m.mu.Lock()

@@ -72,7 +72,7 @@ type Store struct {
 	logger  *slog.Logger
 
 	// Statements, built once for the configured table.
-	fixedSQL, fixedLookSQL, gcraSQL, gcraLookSQL, sweepSQL string
+	fixedSQL, fixedLookSQL, gcraSQL, gcraLookSQL, sweepSQL, fixedRefundSQL, gcraRefundSQL string
 }
 
 var _ quota.Charger = (*Store)(nil)
@@ -122,6 +122,8 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	s.gcraSQL = r.Replace(gcraSQL)
 	s.gcraLookSQL = r.Replace(gcraLookSQL)
 	s.sweepSQL = r.Replace(sweepSQL)
+	s.fixedRefundSQL = r.Replace(fixedRefundSQL)
+	s.gcraRefundSQL = r.Replace(gcraRefundSQL)
 	return s, nil
 }
 
@@ -155,7 +157,36 @@ ON CONFLICT (bucket, window_start) DO UPDATE SET
 	expires_at = CASE WHEN GREATEST(q.tat, $2) + $3 - $4 <= $2 AND q.expires_at < $6::timestamptz THEN $7 ELSE q.expires_at END
 RETURNING count, tat`
 	gcraLookSQL = `SELECT tat FROM {table} WHERE bucket = $1 AND window_start = '-infinity'`
+
+	// The refunds: a window's count drops by $3, never below zero; a GCRA
+	// bucket's tat moves back by $2 (interval x n). A tat that falls before
+	// now decides as a full bucket, so it needs no floor.
+	fixedRefundSQL = `UPDATE {table} SET count = GREATEST(count - $3, 0) WHERE bucket = $1 AND window_start = $2`
+	gcraRefundSQL  = `UPDATE {table} SET tat = tat - $2 WHERE bucket = $1 AND window_start = '-infinity'`
 )
+
+// Refund gives back n calls of subject counted against rule (see
+// [quota.Charger]), in one statement bounded by the store's timeout. A
+// store error is returned; there is no decision for a policy to make.
+func (s *Store) Refund(ctx context.Context, rule quota.Rule, subject string, n int) error {
+	if err := check(rule, subject, n); err != nil || n == 0 {
+		return err
+	}
+	now := time.Unix(0, s.now().UnixNano())
+	bucket := rule.Name + ":" + subject
+	ctx, cancel := context.WithTimeout(ctx, s.decider.Timeout)
+	defer cancel()
+	var err error
+	if rule.Algorithm == quota.GCRA {
+		_, err = s.pool.Exec(ctx, s.gcraRefundSQL, bucket, int64(store.Interval(rule))*int64(n))
+	} else {
+		_, err = s.pool.Exec(ctx, s.fixedRefundSQL, bucket, store.WindowStart(now, rule.Window), int64(n))
+	}
+	if err != nil {
+		return fmt.Errorf("pgquota: rule %q: refund: %w", rule.Name, err)
+	}
+	return nil
+}
 
 // Allow counts one call of subject against rule; see [Store.AllowN].
 func (s *Store) Allow(ctx context.Context, rule quota.Rule, subject string) (quota.Decision, error) {

@@ -13,7 +13,7 @@ import (
 // decides from the count the script returns.
 func (s *Store) fixedWindow(ctx context.Context, rule quota.Rule, subject string, n int, now time.Time) (quota.Decision, error) {
 	start := store.WindowStart(now, rule.Window)
-	key := s.prefix + rule.Name + ":" + subject + ":" + strconv.FormatInt(start.UnixMilli(), 10)
+	key := s.fixedKey(rule, subject, start)
 	// The bucket outlives its window by a grace period, so a replica whose
 	// clock lags a little still finds the count instead of starting afresh.
 	ttl := start.Add(rule.Window).Sub(now) + grace(rule.Window)
@@ -22,6 +22,16 @@ func (s *Store) fixedWindow(ctx context.Context, rule quota.Rule, subject string
 		return quota.Decision{}, err
 	}
 	return store.FixedWindowDecision(rule, now, count, n), nil
+}
+
+// fixedKey is the key of subject's bucket of the window starting at start.
+func (s *Store) fixedKey(rule quota.Rule, subject string, start time.Time) string {
+	return s.prefix + rule.Name + ":" + subject + ":" + strconv.FormatInt(start.UnixMilli(), 10)
+}
+
+// gcraKey is the key of subject's GCRA bucket.
+func (s *Store) gcraKey(rule quota.Rule, subject string) string {
+	return s.prefix + rule.Name + ":" + subject
 }
 
 // grace is how long a bucket outlives its window or its refill: the window,

@@ -14,7 +14,7 @@ import (
 // gcra spends n tokens of subject's bucket if it holds them and decides from
 // the theoretical arrival time the script found.
 func (s *Store) gcra(ctx context.Context, rule quota.Rule, subject string, n int, now time.Time) (quota.Decision, error) {
-	key := s.prefix + rule.Name + ":" + subject
+	key := s.gcraKey(rule, subject)
 	interval := store.Interval(rule)
 	tolerance := interval * time.Duration(rule.BurstOrLimit())
 	old, err := s.run(ctx, gcraScript, key,
