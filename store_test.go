@@ -159,7 +159,9 @@ func (f failing) AllowN(_ context.Context, r quota.Rule, _ string, _ int) (quota
 	return f.policy.Fail(r, errDown)
 }
 
-func (failing) Refund(context.Context, quota.Rule, string, int) error { return errors.New("store down") }
+func (failing) Refund(context.Context, quota.Rule, string, int) error {
+	return errors.New("store down")
+}
 
 func TestStoreFailureFollowsThePolicy(t *testing.T) {
 	tests := []struct {
