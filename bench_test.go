@@ -150,6 +150,71 @@ func BenchmarkDoorRejected(b *testing.B) {
 	}
 }
 
+// BenchmarkStacked measures a route of 1 to 3 stacked peer-keyed limits on
+// the door's own buckets, 1,024 rotating clients: the cost of each further
+// limit is the step between cases.
+func BenchmarkStacked(b *testing.B) {
+	rs := requests(1024, "GET")
+	for _, n := range []int{1, 2, 3} {
+		b.Run(fmt.Sprintf("limits=%d", n), func(b *testing.B) {
+			budgets := map[Group]Budget{}
+			var groups []Group
+			for i := range n {
+				g := Group(fmt.Sprintf("g%d", i))
+				budgets[g] = Budget{Rate: 1e9, Burst: 1 << 30, PerClient: 1 << 20, Inflight: 1 << 20}
+				groups = append(groups, g)
+			}
+			d, err := New(Config{Budgets: budgets, MeterProvider: sdkProvider()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			h, err := d.Handler(Route{Groups: groups}, status(http.StatusOK))
+			if err != nil {
+				b.Fatal(err)
+			}
+			w := &discard{h: http.Header{}}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				h.ServeHTTP(w, rs[i%len(rs)])
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkHeaderKey measures a limit keyed by an Authorization header, whose
+// value is hashed with SHA-256 for every request, beside the same limit keyed
+// by the peer: the step is the hash.
+func BenchmarkHeaderKey(b *testing.B) {
+	for _, key := range []Key{{}, {Header: "Authorization", Authenticated: true}} {
+		name := "peer"
+		if key.Header != "" {
+			name = "header"
+		}
+		b.Run("key="+name, func(b *testing.B) {
+			d, err := New(Config{MeterProvider: sdkProvider(), Budgets: map[Group]Budget{
+				"api": {Rate: 1e9, Burst: 1 << 30, PerClient: 1 << 20, Inflight: 1 << 20, Key: key},
+			}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			h := d.Wrap("api", status(http.StatusOK), nil)
+			rs := requests(1024, "GET")
+			for i, r := range rs {
+				r.Header.Set("Authorization", fmt.Sprintf("Bearer eyJhbGciOiJIUzI1NiJ9.token-%06d.signature-of-the-token", i))
+			}
+			w := &discard{h: http.Header{}}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				h.ServeHTTP(w, rs[i%len(rs)])
+				i++
+			}
+		})
+	}
+}
+
 // TestMemoryStaysBounded sends one request from each of 1,048,576 distinct
 // addresses through one group and reports the heap growth; it must stay
 // under 8 MiB.
@@ -177,5 +242,15 @@ func TestMemoryStaysBounded(t *testing.T) {
 		n, float64(growth)/(1<<20), growth/int64(defaults[GroupLink].MaxClients), defaults[GroupLink].MaxClients)
 	if growth > 8<<20 {
 		t.Fatalf("heap grew %d bytes, want under 8 MiB", growth)
+	}
+}
+
+// BenchmarkHashKey measures the hash of a header value alone: a bearer
+// token of 64 bytes, scheme folded, as headerKey builds it.
+func BenchmarkHashKey(b *testing.B) {
+	v := "Bearer eyJhbGciOiJIUzI1NiJ9.token-000042.signature-of-the-token"
+	b.ReportAllocs()
+	for b.Loop() {
+		headerKey(true, v)
 	}
 }

@@ -3,6 +3,7 @@ package admit
 import (
 	"context"
 	"hash/maphash"
+	"net/http"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -17,17 +18,20 @@ import (
 // the request is otherwise admitted, so the group cap is never exceeded. No
 // critical section does I/O or allocates once the tables have grown.
 type group struct {
-	name      Group
-	budget    Budget // resolved: every field set
-	set       *settings
-	engine    engine
-	keyKind   keyKind
-	meters    *groupMeters
-	policy    string         // the RateLimit-Policy item
-	bodies    map[int][]byte // the refusal bodies, by status
-	shards    []shard
-	shardMask uint32
-	seed      maphash.Seed // of the shard hash
+	name    Group
+	budget  Budget // resolved: every field set
+	set     *settings
+	engine  engine
+	keyKind keyKind
+	// authorization marks a key by the Authorization header, whose scheme
+	// is read without case.
+	authorization bool
+	meters        *groupMeters
+	policy        string         // the RateLimit-Policy item
+	bodies        map[int][]byte // the refusal bodies, by status
+	shards        []shard
+	shardMask     uint32
+	seed          maphash.Seed // of the shard hash
 
 	inflight atomic.Int64 // admitted and not settled; at most budget.Inflight
 	overflow atomic.Int64 // over budget and served by the overflow handler; at most budget.Inflight
@@ -79,7 +83,8 @@ func shardsFor(maxClients int) int {
 }
 
 func newGroup(name Group, b Budget, set *settings, now int64) *group {
-	g := &group{name: name, budget: b, set: set, meters: newGroupMeters(name), keyKind: b.Key.kind(), bodies: refusalBodies(name)}
+	g := &group{name: name, budget: b, set: set, meters: newGroupMeters(name), keyKind: b.Key.kind(), bodies: refusalBodies(name),
+		authorization: http.CanonicalHeaderKey(b.Key.Header) == "Authorization"}
 	client, _ := b.refills()
 	w := client.seconds(client.burst)
 	if client.fixed {

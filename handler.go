@@ -34,8 +34,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var verdicts [maxLimits]verdict
 	ctx := r.Context()
 	now := h.now()
+	var client clientKey
 	for i, g := range h.limits {
-		key, err := g.keyOf(r)
+		key, err := g.keyOf(r, &client)
 		if err != nil {
 			h.cancel(r, tickets[:i])
 			h.refuseKey(w, r, g, err)

@@ -108,10 +108,25 @@ var (
 	errAmbiguousKey = errors.New("the request sends the header its limit is keyed by more than once")
 )
 
+// clientKey is a request's client key, found once however many limits of
+// its route key by the client.
+type clientKey struct {
+	key   netip.Prefix
+	found bool
+}
+
+// of returns the client key of r, finding it on the first call.
+func (c *clientKey) of(set *settings, r *http.Request) netip.Prefix {
+	if !c.found {
+		c.key, c.found = set.key(r), true
+	}
+	return c.key
+}
+
 // keyOf returns the key of r under group g's Key: the client key (widened),
 // or a hash of the header or path value, or the one global key. A missing
 // value falls back to the client key unless the group rejects it.
-func (g *group) keyOf(r *http.Request) (netip.Prefix, error) {
+func (g *group) keyOf(r *http.Request, client *clientKey) (netip.Prefix, error) {
 	k := &g.budget.Key
 	switch g.keyKind {
 	case keyGlobal:
@@ -122,8 +137,8 @@ func (g *group) keyOf(r *http.Request) (netip.Prefix, error) {
 		case len(vs) > 1:
 			return netip.Prefix{}, errAmbiguousKey
 		case len(vs) == 1:
-			if v := headerValue(k.Header, vs[0]); v != "" {
-				return hashKey(v), nil
+			if key, ok := headerKey(g.authorization, vs[0]); ok {
+				return key, nil
 			}
 		}
 	case keyPath:
@@ -134,7 +149,7 @@ func (g *group) keyOf(r *http.Request) (netip.Prefix, error) {
 	if g.keyKind != keyClient && k.RejectMissing {
 		return netip.Prefix{}, errMissingKey
 	}
-	return g.widen(g.set.key(r)), nil
+	return g.widen(client.of(g.set, r)), nil
 }
 
 // KeyOf returns the key request r is counted under in group g, as text: the
@@ -146,7 +161,7 @@ func (d *Door) KeyOf(g Group, r *http.Request) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("admit: unknown group %q", g)
 	}
-	k, err := grp.keyOf(r)
+	k, err := grp.keyOf(r, &clientKey{})
 	if err != nil {
 		return "", err
 	}
@@ -189,26 +204,47 @@ var globalKey = netip.PrefixFrom(netip.IPv6Unspecified(), 128)
 // value falls back to.
 func hashKey(v string) netip.Prefix {
 	var buf [256]byte // short values hash without allocating
-	var sum [32]byte
 	if len(v) <= len(buf) {
-		sum = sha256.Sum256(buf[:copy(buf[:], v)])
-	} else {
-		sum = sha256.Sum256([]byte(v))
+		return hashBytes(buf[:copy(buf[:], v)])
 	}
+	return hashBytes([]byte(v))
+}
+
+func hashBytes(b []byte) netip.Prefix {
+	sum := sha256.Sum256(b)
 	return netip.PrefixFrom(netip.AddrFrom16([16]byte(sum[:16])), 0)
 }
 
-// headerValue trims a header value as apps read it: without surrounding
-// white space and, for Authorization, with the scheme in lower case and
-// one space after it, since schemes are case-insensitive (RFC 9110 §11.1).
-func headerValue(name, v string) string {
+// headerKey returns the key of a header value as apps read it: without
+// surrounding white space and, for Authorization (authorization), with the
+// scheme in lower case and one space after it, since schemes are
+// case-insensitive (RFC 9110 §11.1). It builds that form in a buffer on the
+// stack, so hashing a token allocates nothing. false: the value is empty.
+func headerKey(authorization bool, v string) (netip.Prefix, bool) {
 	v = strings.TrimSpace(v)
-	if !strings.EqualFold(name, "Authorization") {
-		return v
+	if v == "" {
+		return netip.Prefix{}, false
+	}
+	if !authorization {
+		return hashKey(v), true
 	}
 	i := strings.IndexAny(v, " \t")
 	if i < 0 {
-		return v // no scheme: the app reads it as it is
+		return hashKey(v), true // no scheme: the app reads it as it is
 	}
-	return strings.ToLower(v[:i]) + " " + strings.TrimLeft(v[i:], " \t")
+	cred := strings.TrimLeft(v[i:], " \t")
+	var buf [256]byte
+	form := buf[:0]
+	if i+1+len(cred) > len(buf) {
+		form = make([]byte, 0, i+1+len(cred))
+	}
+	for j := 0; j < i; j++ {
+		c := v[j]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		form = append(form, c)
+	}
+	form = append(append(form, ' '), cred...)
+	return hashBytes(form), true
 }

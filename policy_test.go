@@ -177,7 +177,7 @@ func TestHeaderKeys(t *testing.T) {
 			if s := e.key.String(); strings.Contains(s, "abc") || strings.Contains(s, "xyz") {
 				t.Errorf("table key %v holds the raw value", e.key)
 			}
-			if e.key == hashKey("Bearer abc") || e.key == hashKey("bearer abc") {
+			if e.key == hashKey("bearer abc") {
 				hashes++
 			}
 		}

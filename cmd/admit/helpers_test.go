@@ -54,7 +54,12 @@ func frozen() func() time.Time {
 
 func startConfig(t *testing.T, cfg config) *running {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return startWith(t, cfg, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
+}
+
+// startWith is startConfig logging to log.
+func startWith(t *testing.T, cfg config, log *slog.Logger) *running {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s, err := newServer(ctx, cfg, log)
 	if err != nil {
