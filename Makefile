@@ -1,5 +1,5 @@
 # Convenience targets; each calls a script that can also be run directly.
-.PHONY: test bench fuzz
+.PHONY: test bench fuzz image
 
 test:
 	scripts/test
@@ -11,3 +11,9 @@ bench:
 # Every fuzz target for FUZZTIME each (default 30s).
 fuzz:
 	scripts/fuzz
+
+# The container image of deploy/Containerfile, built with podman (or docker
+# where podman is missing) and tagged IMAGE; see docs/deploy.md.
+IMAGE ?= admit:dev
+image:
+	deploy/build-image $(IMAGE)
