@@ -23,6 +23,15 @@ type routeTable struct {
 	// foldedSame is set when every pattern is lower-case already, so that a
 	// path without upper case needs no second look-up.
 	foldedSame bool
+	// overlaps[i] is set when a folded spelling of a path that route i
+	// matches might match another route; otherwise a request that matches
+	// route i as it is needs no other look-up.
+	overlaps []bool
+	// firsts are the routes' first path segments, lower-cased, when each
+	// route's is a literal: a path whose first segment is none of them, in
+	// any case, matches no route in any spelling, since folding changes only
+	// case and the trailing slash. nil when some route's is not a literal.
+	firsts []string
 }
 
 // routeMark is the handler a table registers for route i; a look-up finds
@@ -52,6 +61,32 @@ func newRouteTable(routes []route, fold bool) (*routeTable, error) {
 		}
 		if err := register(t.folded, folded, routeMark(i)); err != nil {
 			return nil, fmt.Errorf("admit: route %s conflicts with an earlier route once case is folded, as upstreams that ignore case route them (%s); give them one group or set --route-folding=false", r, conflict(err))
+		}
+	}
+	// A pattern that matches every request, unless a route is one, so that
+	// a look-up that finds no route finds this instead of making ServeMux
+	// work out a 404 or the allowed methods of a 405, which allocates.
+	_ = register(t.exact, "/", routeMark(-1))
+	if t.folded != nil {
+		_ = register(t.folded, "/", routeMark(-1))
+	}
+	t.firsts = make([]string, 0, len(routes))
+	for _, r := range routes {
+		pt := parsePattern(r.Pattern)
+		if len(pt.segs) == 0 || pt.segs[0] == "{}" {
+			t.firsts = nil // "/", "/{x}", "/{x...}": any first segment
+			break
+		}
+		if !slices.Contains(t.firsts, pt.segs[0]) {
+			t.firsts = append(t.firsts, pt.segs[0])
+		}
+	}
+	t.overlaps = make([]bool, len(routes))
+	for i := range routes {
+		for j := range routes {
+			if i != j && t.folded != nil && mayFoldOverlap(parsePattern(routes[i].Pattern), parsePattern(routes[j].Pattern)) {
+				t.overlaps[i] = true
+			}
 		}
 	}
 	return t, nil
@@ -122,21 +157,52 @@ const (
 // fold.
 func (t *routeTable) matchAll(r *http.Request, overrides []string, dst []routeMatch) []routeMatch {
 	path := r.URL.EscapedPath()
+	if !t.mayMatch(path) {
+		return dst
+	}
+	first := find(t.exact, r.Host, spelling{method: r.Method, path: path})
+	if first >= 0 && len(overrides) == 0 && !t.overlaps[first] {
+		return append(dst, routeMatch{first, spelling{method: r.Method, path: path}}) // no folded spelling finds another route
+	}
 	for i := -1; i < min(len(overrides), maxOverrides); i++ {
 		method := r.Method
 		if i >= 0 {
 			method = overrides[i]
 		}
 		list, count := t.spellings(method, path)
-		for _, sp := range list[:count] {
+		for k, sp := range list[:count] {
 			sp.override = i >= 0
-			idx := find(t.muxFor(sp), r.Host, sp)
+			idx := first
+			if i >= 0 || k > 0 {
+				idx = find(t.muxFor(sp), r.Host, sp)
+			}
 			if idx >= 0 && !slices.ContainsFunc(dst, func(m routeMatch) bool { return m.index == idx }) {
 				dst = append(dst, routeMatch{idx, sp})
 			}
 		}
 	}
 	return dst
+}
+
+// mayMatch reports whether some route might match a spelling of path: no
+// route does when the first segment of path is none of the routes' first
+// segments.
+func (t *routeTable) mayMatch(path string) bool {
+	if t.firsts == nil {
+		return true
+	}
+	seg := strings.TrimPrefix(path, "/")
+	if i := strings.IndexByte(seg, '/'); i >= 0 {
+		seg = seg[:i]
+	}
+	// A route's first segment compares with the path's escaped segment:
+	// canonical paths escape only what a literal in a pattern would too.
+	for _, f := range t.firsts {
+		if strings.EqualFold(f, seg) || strings.ContainsRune(f, '%') || strings.IndexByte(seg, '%') >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // pathValues returns the wildcard values of the pattern a spelling matched,
