@@ -8,9 +8,15 @@
 // answers. The server is stopped for good and its directory removed when the
 // test ends.
 //
-// The binaries must be installed: redis-server on PATH, and PostgreSQL's
-// initdb and postgres (found through pg_config, or the highest version under
-// /usr/lib/postgresql). A missing binary fails the test, saying what to
+// [RedisCluster] and [RedisSentinel] run groups of Redis processes for
+// failover tests: a cluster of three masters with a replica each, and a
+// master with a replica watched by three sentinels. Their kill methods end a
+// master with SIGKILL, as a crash would, and their WaitFailover methods
+// return once a replica has taken over, which takes two or three seconds.
+//
+// The binaries must be installed: redis-server on PATH (and redis-cli, to
+// create a cluster), and PostgreSQL's initdb and postgres (found through
+// pg_config, or the highest version under /usr/lib/postgresql). A missing binary fails the test, saying what to
 // install; it never skips, so a run without them cannot pass by accident.
 // PostgreSQL refuses to run as root, so under root the PostgreSQL server runs
 // as the postgres system user.
