@@ -9,7 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/metric"
 
@@ -37,10 +36,18 @@ type Config struct {
 	// identifier (letters, digits, underscores) and the table's own name at
 	// most 48 bytes, so the SQL needs no quoting to apply by hand.
 	Table string
-	// Now returns the current time; nil means time.Now. Windows and GCRA
-	// arrival times come from each replica's clock, not the database's, so
-	// replicas' clocks must agree to well within a window.
+	// Now is the clock decisions are made by; nil means the database's own
+	// (now(), read once per batch), so that replicas whose clocks disagree
+	// still count in the same windows and share a bucket fairly. Tests
+	// inject one.
 	Now func() time.Time
+	// Batch, above 1, decides concurrent calls together, up to Batch in one
+	// round trip and one commit (see the package documentation); calls on
+	// one bucket in a batch become one row update and each gets the decision
+	// it would have had alone. It costs a lone call a goroutine handoff. The
+	// store must then be closed with [Store.Close]. 0 or 1 decides each call
+	// in its own round trip.
+	Batch int
 	// Failure is what a call the store cannot decide (PostgreSQL down, slow
 	// past Timeout, or failing) gets; see [quota.Policy]. The zero value is
 	// quota.FailClosed.
@@ -67,12 +74,13 @@ type Config struct {
 type Store struct {
 	pool    *pgxpool.Pool
 	table   table
-	now     func() time.Time
+	clock   func() time.Time // nil: the database's
 	decider store.Decider
 	logger  *slog.Logger
+	batch   *batcher // nil unless Config.Batch > 1
 
 	// Statements, built once for the configured table.
-	fixedSQL, fixedLookSQL, gcraSQL, gcraLookSQL, sweepSQL, fixedRefundSQL, gcraRefundSQL string
+	fixedSpendSQL, fixedLookSQL, gcraRunSQL, gcraLookSQL, sweepSQL, fixedRefundSQL, gcraRefundSQL string
 }
 
 var _ quota.Charger = (*Store)(nil)
@@ -87,6 +95,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	}
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("%w: Timeout %v, want 0 (the default) or more", ErrConfig, cfg.Timeout)
+	}
+	if cfg.Batch < 0 {
+		return nil, fmt.Errorf("%w: Batch %d, want 0 (no batching) or more", ErrConfig, cfg.Batch)
 	}
 	name := cfg.Table
 	if name == "" {
@@ -103,67 +114,49 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	s := &Store{
 		pool:    pool,
 		table:   t,
-		now:     cfg.Now,
+		clock:   cfg.Now,
 		decider: store.Decider{Prefix: "pgquota", Failure: cfg.Failure, Timeout: cfg.Timeout, Metrics: m},
 		logger:  cfg.Logger,
 	}
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}
-	if s.now == nil {
-		s.now = time.Now
-	}
 	if s.decider.Timeout == 0 {
 		s.decider.Timeout = DefaultTimeout
 	}
-	r := strings.NewReplacer("{table}", t.quoted)
-	s.fixedSQL = r.Replace(fixedSQL)
-	s.fixedLookSQL = r.Replace(fixedLookSQL)
-	s.gcraSQL = r.Replace(gcraSQL)
-	s.gcraLookSQL = r.Replace(gcraLookSQL)
-	s.sweepSQL = r.Replace(sweepSQL)
-	s.fixedRefundSQL = r.Replace(fixedRefundSQL)
-	s.gcraRefundSQL = r.Replace(gcraRefundSQL)
+	s.fixedSpendSQL = expand(fixedSpendSQL, t.quoted)
+	s.fixedLookSQL = expand(fixedLookSQL, t.quoted)
+	s.gcraRunSQL = expand(gcraRunSQL, t.quoted)
+	s.gcraLookSQL = expand(gcraLookSQL, t.quoted)
+	s.sweepSQL = expand(sweepSQL, t.quoted)
+	s.fixedRefundSQL = expand(fixedRefundSQL, t.quoted)
+	s.gcraRefundSQL = expand(gcraRefundSQL, t.quoted)
+	if cfg.Batch > 1 {
+		s.batch = newBatcher(s, cfg.Batch)
+	}
 	return s, nil
 }
 
-// The statements, with {table} standing for the quoted table name.
+// The refunds: a window's count drops by $3, never below zero; a GCRA
+// bucket's tat moves back by $2 (interval x n). A tat that falls before now
+// decides as a full bucket, so it needs no floor. $1 of the fixed-window
+// refund is the clock, as in the batch statements.
 const (
-	// fixedSQL counts $3 calls in the window starting at $2. Two callers
-	// racing on a bucket serialise on the primary key; each sees its own
-	// count.
-	fixedSQL = `INSERT INTO {table} AS q (bucket, window_start, count, expires_at) VALUES ($1, $2, $3, $4)
-ON CONFLICT (bucket, window_start) DO UPDATE SET count = q.count + EXCLUDED.count
-RETURNING count`
-	fixedLookSQL = `SELECT count FROM {table} WHERE bucket = $1 AND window_start = $2`
-
-	// gcraSQL is the shared GCRA arithmetic in SQL, in nanoseconds: $2 now, $3 the
-	// call's cost (interval x n), $4 the tolerance (interval x burst), $5 n.
-	// A call is allowed when max(tat, now) + cost - tolerance <= now; then
-	// tat moves to max(tat, now) + cost, otherwise it stays. count reports
-	// the grant, so the caller can tell an allowed call from a refused one
-	// with the same tat. expires_at, which must stay at or after tat, moves
-	// to $7 (now + 2 x tolerance) only once it falls below $6 (now +
-	// tolerance, the furthest an allowed call can push tat): at most once per
-	// tolerance, so nearly every update is HOT.
-	gcraSQL = `INSERT INTO {table} AS q (bucket, window_start, count, tat, expires_at)
-VALUES ($1, '-infinity',
-	CASE WHEN $3::bigint <= $4::bigint THEN $5::bigint ELSE 0 END,
-	CASE WHEN $3 <= $4 THEN $2::bigint + $3 END,
-	$7::timestamptz)
-ON CONFLICT (bucket, window_start) DO UPDATE SET
-	count = CASE WHEN GREATEST(q.tat, $2) + $3 - $4 <= $2 THEN $5 ELSE 0 END,
-	tat = CASE WHEN GREATEST(q.tat, $2) + $3 - $4 <= $2 THEN GREATEST(q.tat, $2) + $3 ELSE q.tat END,
-	expires_at = CASE WHEN GREATEST(q.tat, $2) + $3 - $4 <= $2 AND q.expires_at < $6::timestamptz THEN $7 ELSE q.expires_at END
-RETURNING count, tat`
-	gcraLookSQL = `SELECT tat FROM {table} WHERE bucket = $1 AND window_start = '-infinity'`
-
-	// The refunds: a window's count drops by $3, never below zero; a GCRA
-	// bucket's tat moves back by $2 (interval x n). A tat that falls before
-	// now decides as a full bucket, so it needs no floor.
-	fixedRefundSQL = `UPDATE {table} SET count = GREATEST(count - $3, 0) WHERE bucket = $1 AND window_start = $2`
-	gcraRefundSQL  = `UPDATE {table} SET tat = tat - $2 WHERE bucket = $1 AND window_start = '-infinity'`
+	fixedRefundSQL = `WITH ` + clockCTE + `
+UPDATE {table} SET count = GREATEST(count - $3, 0) FROM c
+WHERE bucket = $2 AND window_start = {ts:{start:c.now,$4::bigint}}`
+	gcraRefundSQL = `UPDATE {table} SET tat = tat - $2 WHERE bucket = $1 AND window_start = '-infinity'`
 )
+
+// Close stops a batching store's flushers; later calls fail with
+// [ErrClosed] and follow the failure policy. It does not close the pool. On
+// a store that does not batch it does nothing. It always returns nil.
+func (s *Store) Close() error {
+	if s.batch != nil {
+		s.batch.close()
+	}
+	return nil
+}
 
 // Refund gives back n calls of subject counted against rule (see
 // [quota.Charger]), in one statement bounded by the store's timeout. A
@@ -172,7 +165,10 @@ func (s *Store) Refund(ctx context.Context, rule quota.Rule, subject string, n i
 	if err := check(rule, subject, n); err != nil || n == 0 {
 		return err
 	}
-	now := time.Unix(0, s.now().UnixNano())
+	var clock any
+	if s.clock != nil {
+		clock = s.clock().UnixNano()
+	}
 	bucket := rule.Name + ":" + subject
 	ctx, cancel := context.WithTimeout(ctx, s.decider.Timeout)
 	defer cancel()
@@ -180,7 +176,7 @@ func (s *Store) Refund(ctx context.Context, rule quota.Rule, subject string, n i
 	if rule.Algorithm == quota.GCRA {
 		_, err = s.pool.Exec(ctx, s.gcraRefundSQL, bucket, int64(store.Interval(rule))*int64(n))
 	} else {
-		_, err = s.pool.Exec(ctx, s.fixedRefundSQL, bucket, store.WindowStart(now, rule.Window), int64(n))
+		_, err = s.pool.Exec(ctx, s.fixedRefundSQL, clock, bucket, int64(n), int64(rule.Window))
 	}
 	if err != nil {
 		return fmt.Errorf("pgquota: rule %q: refund: %w", rule.Name, err)
@@ -205,15 +201,13 @@ func (s *Store) AllowN(ctx context.Context, rule quota.Rule, subject string, n i
 	if err := check(rule, subject, n); err != nil {
 		return store.Refuse(rule, err)
 	}
-	// Rows hold nanoseconds since the epoch; drop the monotonic reading so
-	// the arithmetic here and in SQL sees the same instant.
-	now := time.Unix(0, s.now().UnixNano())
-	bucket := rule.Name + ":" + subject
 	return s.decider.Decide(ctx, rule, func(ctx context.Context) (quota.Decision, error) {
-		if rule.Algorithm == quota.GCRA {
-			return s.gcra(ctx, rule, bucket, n, now)
+		c := &call{rule: rule, bucket: rule.Name + ":" + subject, n: n}
+		if s.batch != nil {
+			return s.batch.run(ctx, c)
 		}
-		return s.fixedWindow(ctx, rule, bucket, n, now)
+		s.decide(ctx, []*call{c})
+		return c.d, c.err
 	})
 }
 
@@ -225,58 +219,6 @@ func check(rule quota.Rule, subject string, n int) error {
 		return fmt.Errorf("%w %q: name must be valid UTF-8 without NUL bytes", quota.ErrRule, rule.Name)
 	}
 	return nil
-}
-
-func (s *Store) fixedWindow(ctx context.Context, rule quota.Rule, bucket string, n int, now time.Time) (quota.Decision, error) {
-	ws := store.WindowStart(now, rule.Window)
-	var count int64
-	var err error
-	if n == 0 {
-		err = s.pool.QueryRow(ctx, s.fixedLookSQL, bucket, ws).Scan(&count)
-		if errors.Is(err, pgx.ErrNoRows) {
-			err = nil
-		}
-	} else {
-		err = s.pool.QueryRow(ctx, s.fixedSQL, bucket, ws, int64(n), ws.Add(rule.Window)).Scan(&count)
-	}
-	if err != nil {
-		return quota.Decision{}, err
-	}
-	return store.FixedWindowDecision(rule, now, count, n), nil
-}
-
-func (s *Store) gcra(ctx context.Context, rule quota.Rule, bucket string, n int, now time.Time) (quota.Decision, error) {
-	var tat *int64
-	if n == 0 {
-		err := s.pool.QueryRow(ctx, s.gcraLookSQL, bucket).Scan(&tat)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return quota.Decision{}, err
-		}
-		d, _ := store.GCRADecision(rule, now, unixNano(tat, 0), 0)
-		return d, nil
-	}
-	interval := store.Interval(rule)
-	cost := interval * time.Duration(n)
-	tolerance := interval * time.Duration(rule.BurstOrLimit())
-	var granted int64
-	err := s.pool.QueryRow(ctx, s.gcraSQL, bucket, now.UnixNano(), int64(cost), int64(tolerance), int64(n),
-		now.Add(tolerance), now.Add(2*tolerance+time.Microsecond)).Scan(&granted, &tat)
-	if err != nil {
-		return quota.Decision{}, err
-	}
-	allowed := granted > 0
-	// Recompute the decision from the tat the statement started from:
-	// after an allowed call that is the stored tat minus the cost (or now,
-	// which decides alike), after a refused one the stored tat itself.
-	base := unixNano(tat, 0)
-	if allowed {
-		base = unixNano(tat, -int64(cost))
-	}
-	d, _ := store.GCRADecision(rule, now, base, n)
-	if d.Allowed != allowed {
-		return quota.Decision{}, fmt.Errorf("statement allowed=%v but the arithmetic says %v; is the table's schema current?", allowed, d.Allowed)
-	}
-	return d, nil
 }
 
 // unixNano turns a stored tat plus delta into a time; NULL (no tat) is the

@@ -30,6 +30,19 @@ func TestCharger(t *testing.T) {
 	})
 }
 
+// TestChargerBatched runs the same behaviour with batching on, so that a
+// batch of one decides as a lone statement does and the races below run
+// through the batcher.
+func TestChargerBatched(t *testing.T) {
+	quotatest.TestCharger(t, func(t *testing.T, cfg quotatest.Config) (first, second quota.Charger) {
+		db := testpg.New(t)
+		c := pgquota.Config{Now: cfg.Now, Failure: cfg.Failure, Timeout: generous, Batch: 64}
+		a, b := newStore(t, db.Pool(t), c), newStore(t, db.Pool(t), c)
+		t.Cleanup(func() { a.Close(); b.Close() })
+		return a, b
+	})
+}
+
 func closedAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

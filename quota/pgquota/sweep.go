@@ -19,16 +19,18 @@ const DefaultSweepEvery = time.Minute
 // The Redis store keeps its keys the same grace longer.
 const SweepGrace = time.Second
 
-// sweepSQL deletes up to $2 rows that expired by $1. The ctid subquery bounds
+// sweepSQL deletes up to $2 rows that expired by $1, or when $1 is NULL by
+// the database's now() less $3 microseconds. The ctid subquery bounds
 // the rows one statement locks; SKIP LOCKED lets two sweeps run at once on
 // disjoint rows and leaves rows a decision holds alone. A row updated after
 // the subquery read it has a new ctid and a later expires_at, and is kept.
 const sweepSQL = `DELETE FROM {table} WHERE ctid = ANY (ARRAY(
-	SELECT ctid FROM {table} WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED))`
+	SELECT ctid FROM {table}
+	WHERE expires_at <= COALESCE($1::timestamptz, now() - $3::bigint * interval '1 microsecond')
+	LIMIT $2 FOR UPDATE SKIP LOCKED))`
 
 // Sweep deletes the rows that expired by now (the store's clock) less
-// [SweepGrace], in
-// statements of at most batch rows (0 means [DefaultSweepBatch]), until a
+// [SweepGrace], in statements of at most batch rows (0 means [DefaultSweepBatch]), until a
 // statement deletes fewer than batch. Each statement commits on its own, so
 // none holds locks for long and a cancelled sweep keeps what it did. It
 // returns how many rows it deleted. Expired rows decide like missing ones, so
@@ -40,10 +42,13 @@ func (s *Store) Sweep(ctx context.Context, batch int) (int64, error) {
 	if batch == 0 {
 		batch = DefaultSweepBatch
 	}
-	now := s.now().Add(-SweepGrace)
+	var before any // NULL: the database's clock
+	if s.clock != nil {
+		before = s.clock().Add(-SweepGrace)
+	}
 	var total int64
 	for {
-		tag, err := s.pool.Exec(ctx, s.sweepSQL, now, batch)
+		tag, err := s.pool.Exec(ctx, s.sweepSQL, before, batch, SweepGrace.Microseconds())
 		if err != nil {
 			return total, fmt.Errorf("pgquota: sweep %s: %w", s.table.name, err)
 		}

@@ -119,8 +119,9 @@ func TestSweepEvery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		pool := db.Pool(t)
 		// Inside the bubble time.Now is the bubble's clock, which starts at
-		// 2000-01-01 and moves only when every goroutine here waits.
-		s := newStore(t, pool, pgquota.Config{})
+		// 2000-01-01 and moves only when every goroutine here waits; the
+		// store decides and sweeps by it rather than by the database's.
+		s := newStore(t, pool, pgquota.Config{Now: time.Now})
 		rule := quota.Rule{Name: "r", Limit: 1, Window: time.Minute}
 		allowN(t, s, rule, quota.Subject("a"), 1)
 
