@@ -132,9 +132,19 @@ type Budget struct {
 	// at Rate and Burst, the client key hashed with quota.Subject), so several
 	// replicas enforce one budget. In-flight caps stay per process, and the
 	// shared bucket and client table are not used. A store failure follows
-	// the store's failure policy and counts as outcome store_error. nil: the
-	// door's own buckets.
+	// the store's failure policy and counts as outcome store_error, unless
+	// Replicas turns on the local fallback. nil: the door's own buckets.
 	Store quota.Charger
+	// Replicas, with a Store, turns on the local fallback and says how many
+	// replicas share the store: while the store fails, the door decides by
+	// its own buckets at the budget divided by Replicas (Rate and
+	// SharedRate exactly; Burst, SharedBurst and Limit rounded down, but at
+	// least 1), so that the replicas together admit at most the budget, and
+	// counts what it admits as
+	// outcome fallback. After a failure it stops asking the store; one
+	// request a second probes it, and the first answer brings the group back
+	// to it. 0: no fallback.
+	Replicas int
 }
 
 // defaults are the built-in groups' budgets, every field set.
@@ -260,6 +270,8 @@ func (b Budget) validate(g Group) error {
 		return bad("Charge", b.Charge, "ChargeAlways or ChargeOnFailure")
 	case b.Algorithm > FixedWindow:
 		return bad("Algorithm", b.Algorithm, "TokenBucket or FixedWindow")
+	case b.Replicas < 0 || b.Replicas > 0 && b.Store == nil:
+		return bad("Replicas", b.Replicas, "0, or with a Store at least 1")
 	}
 	if err := b.Key.validate(g); err != nil {
 		return err
@@ -285,6 +297,23 @@ func (b Budget) checkStoreRule(g Group) error {
 		return fmt.Errorf("admit: group %q: Rate %v and Burst %d with the shared store: %w", g, b.Rate, b.Burst, err)
 	}
 	return nil
+}
+
+// fallback returns the budget the local fallback of a group with a store
+// decides by: its share of the tokens, and no caps of its own, since the
+// group's caps are taken before the store is asked.
+func (b Budget) fallback() Budget {
+	n := b.Replicas
+	share := func(v int) int { return max(1, v/n) }
+	f := b
+	f.Store, f.Replicas = nil, 0
+	f.Rate, f.SharedRate = b.Rate/rate.Limit(n), b.SharedRate/rate.Limit(n)
+	f.Burst, f.SharedBurst = share(b.Burst), share(b.SharedBurst)
+	if b.Algorithm == FixedWindow {
+		f.Limit = share(b.Limit)
+	}
+	f.PerClient, f.Inflight = math.MaxInt32, math.MaxInt32
+	return f
 }
 
 // refills returns how the client and shared buckets fill.

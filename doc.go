@@ -52,8 +52,8 @@
 // would_group_concurrency. Every request counts exactly one outcome in the
 // OpenTelemetry counter admit.door.requests: ok, client_error, server_error
 // (admitted, by the class of the answer), rate_limited, client_concurrency,
-// group_concurrency, cached (served by an overflow handler), store_error, or
-// a would_* form. The door also reports admit.door.inflight,
+// group_concurrency, cached (served by an overflow handler), store_error,
+// fallback, missing_key (no value to key the request by), or a would_* form. The door also reports admit.door.inflight,
 // admit.door.clients and admit.door.evictions. Attributes are the group
 // ([AttrGroup]) and the outcome ([AttrOutcome]) only, never a client key.
 //
@@ -65,5 +65,9 @@
 // A Budget with a Store decides client tokens in a shared quota store (see
 // package quota), so several replicas enforce one budget; in-flight caps stay
 // per process. Each group picks its engine once, in New: the door's own
-// buckets, or the store.
+// buckets, or the store. A store failure follows the store's failure policy
+// and counts as store_error, unless Budget.Replicas turns on the local
+// fallback: while the store fails, each replica decides by its own buckets
+// at its share of the budget (the budget divided by Replicas) and counts what
+// they admit as fallback, probing the store once a second until it answers.
 package admit

@@ -187,6 +187,8 @@ func (d *Door) Handler(rt Route, next http.Handler) (http.Handler, error) {
 			return nil, fmt.Errorf("admit: route %v: group %q is listed twice", rt.Groups, name)
 		case cost > g.budget.Burst:
 			return nil, fmt.Errorf("admit: route %v: Cost %d is more than group %q ever holds (%d)", rt.Groups, cost, name, g.budget.Burst)
+		case g.fallbackBurst() > 0 && cost > g.fallbackBurst():
+			return nil, fmt.Errorf("admit: route %v: Cost %d is more than group %q holds on its fallback (%d, its burst divided by Replicas %d)", rt.Groups, cost, name, g.fallbackBurst(), g.budget.Replicas)
 		}
 		h.limits = append(h.limits, g)
 		chosen = chosen && g.budget.Key.chosen()

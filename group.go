@@ -110,7 +110,15 @@ func newGroup(name Group, b Budget, set *settings, now int64) *group {
 		}
 	}
 	if b.Store != nil {
-		g.engine = newShared(g)
+		e := newShared(g)
+		if b.Replicas > 0 {
+			// The fallback's shards line up with the group's, so a ticket's
+			// shard is the same in both.
+			fb := newGroup(name, b.fallback(), set, now)
+			fb.seed = g.seed
+			e.fallback = fb
+		}
+		g.engine = e
 	} else {
 		g.engine = newLocal(g, now)
 	}
@@ -139,9 +147,9 @@ type ticket struct {
 	// slot is the request's client table slot in its shard; -1 for the
 	// shared bucket. The local engine only.
 	slot int32
-	// prior is how many requests of the client were in flight before this
-	// one. The shared engine only: a charge-on-failure look needs it.
-	prior int32
+	// fallback marks a request of a group with a store that its local
+	// fallback admitted: slot and held then refer to the fallback's buckets.
+	fallback bool
 }
 
 // verdict is the result of admission.

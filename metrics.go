@@ -26,6 +26,7 @@ const (
 	outcomeWouldClientConcurrency                // shadow mode: would have been client_concurrency
 	outcomeWouldGroupConcurrency                 // shadow mode: would have been group_concurrency
 	outcomeMissingKey                            // 400 or 401: no value to key the request by
+	outcomeFallback                              // the shared store failed; the door's own buckets admitted it
 	numOutcomes
 )
 
@@ -33,7 +34,7 @@ var outcomeNames = [numOutcomes]string{
 	"ok", "client_error", "server_error", "rate_limited", "client_concurrency",
 	"group_concurrency", "cached", "store_error",
 	"would_rate_limited", "would_client_concurrency", "would_group_concurrency",
-	"missing_key",
+	"missing_key", "fallback",
 }
 
 // String returns the outcome as the metrics spell it, such as "rate_limited".

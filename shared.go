@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"math"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -20,7 +21,20 @@ type shared struct {
 	g    *group
 	rule quota.Rule
 	logs rate.Sometimes // throttles the log of store failures
+
+	// fallback, with Budget.Replicas, decides while the store fails: a
+	// group of the same name with the budget's share of the tokens and no
+	// caps of its own. nil: the store's failure policy decides.
+	fallback *group
+	// down is when the next request may ask a failing store again, on the
+	// door's time line; 0 while the store answers. Until then requests go
+	// to the fallback without waiting for a store that is likely down.
+	down atomic.Int64
 }
+
+// probeEvery is how often a group on its fallback lets one request ask the
+// store whether it answers again.
+const probeEvery = int64(time.Second)
 
 func newShared(g *group) *shared {
 	return &shared{g: g, rule: g.budget.rule(g.name), logs: rate.Sometimes{Interval: 10 * time.Second}}
@@ -31,7 +45,7 @@ func newShared(g *group) *shared {
 // groups look without spending and need the cost on top of what the
 // client's requests in flight in this process hold. A refusal gives the
 // slots back.
-func (e *shared) admit(ctx context.Context, t ticket, _ int64) (_ ticket, v verdict) {
+func (e *shared) admit(ctx context.Context, t ticket, now int64) (_ ticket, v verdict) {
 	g := e.g
 	s := &g.shards[t.shard]
 	onFailure := g.budget.Charge == ChargeOnFailure
@@ -52,6 +66,9 @@ func (e *shared) admit(ctx context.Context, t ticket, _ int64) (_ ticket, v verd
 	}
 	t.taken, t.held = true, onFailure
 	s.mu.Unlock()
+	if e.fallback != nil && !e.mayAsk(now) {
+		return e.decideLocally(ctx, t, now)
+	}
 	decided := false
 	defer func() {
 		if !decided { // the store panicked: free the slots and let it unwind
@@ -65,6 +82,15 @@ func (e *shared) admit(ctx context.Context, t ticket, _ int64) (_ ticket, v verd
 	}
 	dec, err := g.budget.Store.AllowN(ctx, e.rule, e.subject(t.key), cost)
 	decided = true
+	if err != nil && e.fallback != nil {
+		if e.down.Swap(now+probeEvery) == 0 {
+			g.set.logger.Warn("admit: shared store failed; deciding by this replica's share of the budget until it answers", "group", g.name, "err", err)
+		}
+		return e.decideLocally(ctx, t, now)
+	}
+	if e.fallback != nil && e.down.Load() != 0 && e.down.Swap(0) != 0 {
+		g.set.logger.Info("admit: shared store answers again; deciding by it", "group", g.name)
+	}
 	if err != nil {
 		e.logs.Do(func() {
 			g.set.logger.Warn("admit: shared store failed; its failure policy decides", "group", g.name, "allowed", dec.Allowed, "err", err)
@@ -91,6 +117,45 @@ func (e *shared) admit(ctx context.Context, t ticket, _ int64) (_ ticket, v verd
 	return t, verdict{admitted: true, left: dec.Remaining - int(held), reset: ceilSeconds(e.toFull(dec))}
 }
 
+// fallbackBurst returns what a client's bucket holds on the group's local
+// fallback; 0 without one.
+func (g *group) fallbackBurst() int {
+	if e, ok := g.engine.(*shared); ok && e.fallback != nil {
+		return e.fallback.budget.Burst
+	}
+	return 0
+}
+
+// mayAsk reports whether a request of a group with a fallback asks the
+// store: yes while it answers; while it fails, one request per probeEvery.
+func (e *shared) mayAsk(now int64) bool {
+	until := e.down.Load()
+	return until == 0 || now >= until && e.down.CompareAndSwap(until, now+probeEvery)
+}
+
+// decideLocally decides a request that holds the group's slots by the
+// fallback's buckets: it gives back what the request holds on the store's
+// side (a charge-on-failure hold) and spends, or holds, its cost there
+// instead. A refusal frees the slots.
+func (e *shared) decideLocally(ctx context.Context, t ticket, now int64) (ticket, verdict) {
+	if t.held {
+		e.unhold(&t)
+	}
+	ft, v := e.fallback.engine.admit(ctx, ticket{key: t.key, shard: t.shard, cost: t.cost, slot: -1}, now)
+	if !v.admitted || !ft.taken {
+		e.release(&t)
+		return t, v // refused, or in shadow mode admitted without taking anything
+	}
+	t.fallback, t.slot, t.held = true, ft.slot, ft.held
+	v.outcome = outcomeFallback
+	return t, v
+}
+
+// local returns the fallback's ticket of a request it admitted.
+func (t ticket) local() ticket {
+	return ticket{key: t.key, shard: t.shard, cost: t.cost, taken: true, held: t.held, slot: t.slot}
+}
+
 // subject returns the store's subject for a key: the hex of a hashed key's
 // bytes, which is quota.Subject of the value it hashes, or quota.Subject of
 // a client key, so the store never sees a raw value.
@@ -107,21 +172,43 @@ func (e *shared) subject(key netip.Prefix) string {
 func (e *shared) release(t *ticket) {
 	s := &e.g.shards[t.shard]
 	s.mu.Lock()
+	if t.fallback {
+		t.slot, t.held = -1, false // they were the fallback's, given back by now
+	}
 	if t.held && t.taken {
-		if n := s.held[t.key] - t.cost; n > 0 {
-			s.held[t.key] = n
-		} else {
-			delete(s.held, t.key)
-		}
+		e.unholdLocked(s, t)
 	}
 	e.g.releaseLocked(s, t)
 	s.mu.Unlock()
+}
+
+// unhold gives back the tokens a charge-on-failure request holds against
+// the store, keeping its slots.
+func (e *shared) unhold(t *ticket) {
+	s := &e.g.shards[t.shard]
+	s.mu.Lock()
+	e.unholdLocked(s, t)
+	s.mu.Unlock()
+}
+
+func (e *shared) unholdLocked(s *shard, t *ticket) {
+	if n := s.held[t.key] - t.cost; n > 0 {
+		s.held[t.key] = n
+	} else {
+		delete(s.held, t.key)
+	}
+	t.held = false
 }
 
 // cancel frees the slots of a request a later limit refused and gives back
 // the cost it spent on the store, under a context that outlives the
 // request's cancellation. A failed refund is logged: the cost stays spent.
 func (e *shared) cancel(ctx context.Context, t ticket) {
+	if t.fallback {
+		e.fallback.engine.cancel(ctx, t.local())
+		e.release(&t)
+		return
+	}
 	if !t.held {
 		if err := e.g.budget.Store.Refund(context.WithoutCancel(ctx), e.rule, e.subject(t.key), int(t.cost)); err != nil {
 			e.logs.Do(func() {
@@ -138,6 +225,11 @@ func (e *shared) cancel(ctx context.Context, t ticket) {
 // spend. The charge runs under a context that outlives the request's
 // cancellation.
 func (e *shared) settle(ctx context.Context, t ticket, status int) {
+	if t.fallback {
+		e.fallback.engine.settle(ctx, t.local(), status)
+		e.release(&t)
+		return
+	}
 	if t.held && status >= 400 && status < 500 {
 		g := e.g
 		_, err := g.budget.Store.AllowN(context.WithoutCancel(ctx), e.rule, e.subject(t.key), int(t.cost))

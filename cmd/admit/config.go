@@ -47,7 +47,8 @@ type config struct {
 	StorePrefix       string                       // Redis key prefix; empty: the store's default
 	StoreTable        string                       // PostgreSQL table, may be schema-qualified; empty: the store's default
 	StoreMigrate      bool                         // create the PostgreSQL table at startup when missing
-	StoreFailOpen     bool                         // admit when the store cannot decide (default: refuse)
+	StoreFail         storeFail                    // what a request gets while the store cannot decide
+	Replicas          int                          // replicas sharing the store, for --store-fail local; 0 otherwise
 	MaxConns          int                          // open connections on the proxy's listener; at least 1
 	MaxConnsPerClient int                          // open connections per client key; 0: no cap
 	MetricsListen     string                       // address of /metrics, host:port
@@ -143,8 +144,10 @@ var options = []option{
 		set: func(c *config, v string) error { c.StoreTable = v; return nil }},
 	{name: "store-migrate", def: "true", usage: "create the PostgreSQL table at startup when missing; false for roles without DDL rights",
 		set: func(c *config, v string) (err error) { c.StoreMigrate, err = parseBool(v); return err }},
-	{name: "store-fail-open", def: "false", usage: "admit requests when the store cannot decide; by default they are refused",
-		set: func(c *config, v string) (err error) { c.StoreFailOpen, err = parseBool(v); return err }},
+	{name: "store-fail", arg: "POLICY", def: "closed", usage: "what a request gets while the shared store cannot decide: closed (503), open (admitted without a limit) or local (this replica's own buckets at the budget divided by --replicas)",
+		set: func(c *config, v string) (err error) { c.StoreFail, err = parseStoreFail(v); return err }},
+	{name: "replicas", arg: "N", usage: "with --store-fail local, how many replicas share the store: each decides at 1/N of every budget while it is down",
+		set: func(c *config, v string) (err error) { c.Replicas, err = parseCount(v, 1); return err }},
 	{name: "max-conns", arg: "N", def: "4096", usage: "connections the proxy's listener keeps open at most; newer ones are closed on arrival",
 		set: func(c *config, v string) (err error) { c.MaxConns, err = parseCount(v, 1); return err }},
 	{name: "max-conns-per-client", arg: "N", def: "64", usage: "connections one client (an IPv4 address or IPv6 /64, after the PROXY protocol) keeps open at most; trusted proxies are exempt; 0: no cap (set it behind an L4 balancer without the PROXY protocol)",
@@ -214,6 +217,9 @@ func parseConfigWith(name string, opts []option, args []string, getenv func(stri
 		}
 		from, _ := set.from(given)
 		return config{}, fmt.Errorf("admit: %s is set but --%s (%s) is not: give both or neither", from, missing, envName(missing))
+	}
+	if err := checkStoreFail(&c, set); err != nil {
+		return config{}, err
 	}
 	for _, only := range []struct {
 		name string

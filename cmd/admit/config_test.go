@@ -43,6 +43,7 @@ func defaults() config {
 		Upstream:          mustURL(app),
 		Store:             store{Kind: storeMemory},
 		StoreMigrate:      true,
+		StoreFail:         storeFailClosed,
 		RouteFolding:      true,
 		MaxConns:          4096,
 		MaxConnsPerClient: 64,
@@ -64,8 +65,8 @@ func describe(c config) string {
 		c.TrustedProxies, c.ProxyProtocolFrom, c.Shadow, c.PolicyHeaders)
 	fmt.Fprintf(&b, "EscapedSlashes=%v RouteFolding=%v MethodOverride=%v MaxConns=%d MaxConnsPerClient=%d\n",
 		c.EscapedSlashes, c.RouteFolding, c.MethodOverride, c.MaxConns, c.MaxConnsPerClient)
-	fmt.Fprintf(&b, "Store=%+v StorePrefix=%q StoreTable=%q StoreMigrate=%v StoreFailOpen=%v MetricsListen=%q\n",
-		c.Store, c.StorePrefix, c.StoreTable, c.StoreMigrate, c.StoreFailOpen, c.MetricsListen)
+	fmt.Fprintf(&b, "Store=%+v StorePrefix=%q StoreTable=%q StoreMigrate=%v StoreFail=%v Replicas=%d MetricsListen=%q\n",
+		c.Store, c.StorePrefix, c.StoreTable, c.StoreMigrate, c.StoreFail, c.Replicas, c.MetricsListen)
 	fmt.Fprintf(&b, "TLSCert=%q TLSKey=%q DrainDelay=%v DrainTimeout=%v ConfigFile=%q\n", c.TLSCert, c.TLSKey, c.DrainDelay, c.DrainTimeout, c.ConfigFile)
 	fmt.Fprintf(&b, "LogFormat=%q LogLevel=%v\n", c.LogFormat, c.LogLevel)
 	for _, g := range slices.Sorted(maps.Keys(c.Budgets)) {
@@ -187,9 +188,15 @@ func TestParseConfig(t *testing.T) {
 		{"store migrate env off", nil, map[string]string{"ADMIT_STORE_MIGRATE": "false"}, func(c *config) { c.StoreMigrate = false }},
 		{"store migrate flag over env", []string{"--store-migrate"}, map[string]string{"ADMIT_STORE_MIGRATE": "false"}, func(c *config) {}},
 
-		{"store fail open", []string{"--store-fail-open"}, nil, func(c *config) { c.StoreFailOpen = true }},
-		{"store fail open env", nil, map[string]string{"ADMIT_STORE_FAIL_OPEN": "TRUE"}, func(c *config) { c.StoreFailOpen = true }},
-		{"store fail open flag over env", []string{"--store-fail-open=0"}, map[string]string{"ADMIT_STORE_FAIL_OPEN": "1"}, func(c *config) {}},
+		{"store fail open", []string{"--store", "redis://127.0.0.1:6379", "--store-fail", "open"}, nil, func(c *config) {
+			c.Store, c.StoreFail = store{Kind: storeRedis, URL: "redis://127.0.0.1:6379"}, storeFailOpen
+		}},
+		{"store fail local env", nil, map[string]string{"ADMIT_STORE": "redis://127.0.0.1:6379", "ADMIT_STORE_FAIL": "local", "ADMIT_REPLICAS": "3"}, func(c *config) {
+			c.Store, c.StoreFail, c.Replicas = store{Kind: storeRedis, URL: "redis://127.0.0.1:6379"}, storeFailLocal, 3
+		}},
+		{"store fail flag over env", []string{"--store-fail=closed"}, map[string]string{"ADMIT_STORE": "redis://127.0.0.1:6379", "ADMIT_STORE_FAIL": "open"}, func(c *config) {
+			c.Store = store{Kind: storeRedis, URL: "redis://127.0.0.1:6379"}
+		}},
 
 		{"metrics listen flag", []string{"--metrics-listen", ":0"}, nil, func(c *config) { c.MetricsListen = ":0" }},
 		{"metrics listen env", nil, map[string]string{"ADMIT_METRICS_LISTEN": "0.0.0.0:9100"}, func(c *config) { c.MetricsListen = "0.0.0.0:9100" }},
@@ -310,7 +317,7 @@ func TestParseConfigErrors(t *testing.T) {
 
 		{"bool maybe flag", []string{"--disable-anon-route-limits=maybe"}, nil, `admit: --disable-anon-route-limits "maybe": not a boolean (use true or false)`},
 		{"bool maybe env", nil, map[string]string{"ADMIT_DISABLE_ANON_ROUTE_LIMITS": "maybe"}, `admit: ADMIT_DISABLE_ANON_ROUTE_LIMITS "maybe": not a boolean (use true or false)`},
-		{"bool yes env", nil, map[string]string{"ADMIT_STORE_FAIL_OPEN": "yes"}, `admit: ADMIT_STORE_FAIL_OPEN "yes": not a boolean (use true or false)`},
+		{"bool yes env", nil, map[string]string{"ADMIT_SHADOW": "yes"}, `admit: ADMIT_SHADOW "yes": not a boolean (use true or false)`},
 		{"bool demo env", nil, map[string]string{"ADMIT_DEMO": "on"}, `admit: ADMIT_DEMO "on": not a boolean (use true or false)`},
 		{"bool migrate flag", []string{"--store-migrate=no"}, nil, `admit: --store-migrate "no": not a boolean (use true or false)`},
 		{"bool value as separate argument", []string{"--store-migrate", "false"}, nil, `admit: unexpected argument "false" (a boolean flag takes its value as --flag=false)`},
@@ -340,9 +347,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{"route conflict", []string{"--route", "link=GET /a/{x}", "--route", "link=GET /{y}/b"}, nil, `admit: --route "link=GET /{y}/b": conflicts with route "link=GET /a/{x}": *`},
 		{"route conflicts with config file", []string{"--config", "testdata/full.yaml", "--route", "link=GET /s/{id}"}, nil, `admit: --route "link=GET /s/{id}": conflicts with route "link=GET /s/{token}": GET /s/{id} matches the same requests as GET /s/{token}`},
 
-		{"store unknown scheme", []string{"--store", "mysql://db/admit"}, nil, `admit: --store "mysql://db/admit": want memory, postgres://... or redis://...`},
-		{"store bare word", nil, map[string]string{"ADMIT_STORE": "postgres"}, `admit: ADMIT_STORE "postgres": want memory, postgres://... or redis://...`},
-		{"store password hidden", []string{"--store", "mysql://admit:s3cret@db/admit"}, nil, `admit: --store "mysql://admit:xxxxx@db/admit": want memory, postgres://... or redis://...`},
+		{"store unknown scheme", []string{"--store", "mysql://db/admit"}, nil, `admit: --store "mysql://db/admit": want memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://...`},
+		{"store bare word", nil, map[string]string{"ADMIT_STORE": "postgres"}, `admit: ADMIT_STORE "postgres": want memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://...`},
+		{"store password hidden", []string{"--store", "mysql://admit:s3cret@db/admit"}, nil, `admit: --store "mysql://admit:xxxxx@db/admit": want memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://...`},
 		{"store unparsable password hidden", []string{"--store", "postgres://admit:s3cret@db:5432x/admit"}, nil, `admit: --store "postgres://(unparsable URL)": invalid port ":5432x" after host`},
 
 		{"tls cert without key", []string{"--tls-cert", "cert.pem"}, nil, `admit: --tls-cert is set but --tls-key (ADMIT_TLS_KEY) is not: give both or neither`},
@@ -354,6 +361,11 @@ func TestParseConfigErrors(t *testing.T) {
 
 		{"upstream health absolute URL", []string{"--upstream-health", "http://app/healthz"}, nil, `admit: --upstream-health "http://app/healthz": want a path on the upstream, such as /healthz`},
 		{"upstream health relative", []string{"--upstream-health", "healthz"}, nil, `admit: --upstream-health "healthz": want a path on the upstream, such as /healthz`},
+		{"store fail with memory", []string{"--store-fail", "open"}, nil, `admit: --store-fail is set but the store is memory: it applies to a shared store only`},
+		{"store fail bad", []string{"--store", "redis://cache", "--store-fail", "opne"}, nil, `admit: --store-fail "opne": want closed, open or local`},
+		{"store fail local without replicas", []string{"--store", "redis://cache", "--store-fail", "local"}, nil, `admit: --store-fail needs --replicas (ADMIT_REPLICAS): how many replicas share the store, so that each admits its share while it is down`},
+		{"replicas without local", []string{"--store", "redis://cache", "--replicas", "2"}, nil, `admit: --replicas is set but --store-fail is closed: it applies to --store-fail local only`},
+		{"replicas zero", []string{"--store", "redis://cache", "--store-fail", "local", "--replicas", "0"}, nil, `admit: --replicas "0": must be at least 1`},
 		{"store prefix with memory", []string{"--store-prefix", "x:"}, nil, `admit: --store-prefix is set but the store is memory: it applies to a redis store only`},
 		{"store table env with redis", []string{"--store", "redis://cache"}, map[string]string{"ADMIT_STORE_TABLE": "t"}, `admit: ADMIT_STORE_TABLE is set but the store is redis: it applies to a postgres store only`},
 		{"drain delay negative", []string{"--drain-delay=-1s"}, nil, `admit: --drain-delay "-1s": must not be negative`},

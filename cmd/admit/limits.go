@@ -42,6 +42,15 @@ func (c *config) checkRoutes(file string) error {
 				}
 				return fmt.Errorf("admit: %s: cost %d is more than group %q ever admits (%s)", where, r.cost(), g, holds)
 			}
+			if c.StoreFail == storeFailLocal {
+				holds := b.Burst
+				if b.Algorithm == admit.FixedWindow {
+					holds = b.Limit
+				}
+				if share := max(1, holds/c.Replicas); r.cost() > share {
+					return fmt.Errorf("admit: %s: cost %d is more than group %q admits on one replica while the store is down (%d divided by --replicas %d is %d)", where, r.cost(), g, holds, c.Replicas, share)
+				}
+			}
 			chosen = chosen && (k.Header != "" || k.PathValue != "") && !k.Authenticated
 		}
 		if chosen {

@@ -207,9 +207,9 @@ func TestStoreDown(t *testing.T) {
 		want int
 	}{
 		{"redis, fail closed", []string{"--store", "redis://127.0.0.1:1"}, 503},
-		{"redis, fail open", []string{"--store", "redis://127.0.0.1:1", "--store-fail-open"}, 200},
+		{"redis, fail open", []string{"--store", "redis://127.0.0.1:1", "--store-fail", "open"}, 200},
 		{"postgres, fail closed", []string{"--store", "postgres://postgres@127.0.0.1:1/test?connect_timeout=1"}, 503},
-		{"postgres without migration, fail open", []string{"--store", "postgres://postgres@127.0.0.1:1/test?connect_timeout=1", "--store-migrate=false", "--store-fail-open"}, 200},
+		{"postgres without migration, fail open", []string{"--store", "postgres://postgres@127.0.0.1:1/test?connect_timeout=1", "--store-migrate=false", "--store-fail", "open"}, 200},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

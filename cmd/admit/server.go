@@ -119,6 +119,9 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	if s.store != nil {
 		for g, b := range budgets {
 			b.Store = s.store.charger
+			if cfg.StoreFail == storeFailLocal {
+				b.Replicas = cfg.Replicas
+			}
 			budgets[g] = b
 		}
 	}
@@ -173,7 +176,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	log.Info("admit: starting", "upstream", target.Redacted(), "upstream_health", cfg.UpstreamHealth,
 		"routes", len(cfg.Routes), "trusted_proxies", len(cfg.TrustedProxies),
 		"proxy_protocol_from", len(cfg.ProxyProtocolFrom), "shadow", cfg.Shadow,
-		"store", cfg.Store.Kind, "store_url", redactURL(cfg.Store.URL), "store_fail_open", cfg.StoreFailOpen,
+		"store", cfg.Store.Kind, "store_url", redactURL(cfg.Store.URL), "store_fail", cfg.StoreFail,
 		"config", cfg.ConfigFile)
 	return s, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -58,10 +59,11 @@ func openStore(ctx context.Context, cfg config, mp metric.MeterProvider, log *sl
 	return nil, nil
 }
 
-// storeFailure is the stores' failure policy for --store-fail-open: closed unless
-// the operator asked to admit while the store cannot decide.
+// storeFailure is the stores' failure policy for --store-fail: closed unless
+// the operator asked to admit while the store cannot decide. With local the
+// door decides by its own buckets and ignores the store's decision.
 func storeFailure(cfg config) quota.Policy {
-	if cfg.StoreFailOpen {
+	if cfg.StoreFail == storeFailOpen {
 		return quota.FailOpen
 	}
 	return quota.FailClosed
@@ -147,7 +149,8 @@ func tableName(t string) string {
 }
 
 func openRedis(ctx context.Context, cfg config, mp metric.MeterProvider, log *slog.Logger) (*sharedStore, error) {
-	opt, err := redis.ParseURL(cfg.Store.URL)
+	redis.SetLogger(redisLogger{log})
+	client, err := redisClient(cfg.Store.URL)
 	if err != nil {
 		var uerr *url.Error // url.Error repeats the URL, password included
 		if errors.As(err, &uerr) {
@@ -155,11 +158,6 @@ func openRedis(ctx context.Context, cfg config, mp metric.MeterProvider, log *sl
 		}
 		return nil, fmt.Errorf("admit: --store %q: %w", redactURL(cfg.Store.URL), err)
 	}
-	// A retried script could count one request twice, and Timeout holds
-	// only if the client honours deadlines: see redisquota.New.
-	opt.MaxRetries = -1
-	opt.ContextTimeoutEnabled = true
-	client := redis.NewClient(opt)
 	st, err := redisquota.New(client, redisquota.Config{
 		Prefix: cfg.StorePrefix, Failure: storeFailure(cfg), MeterProvider: mp, Batch: redisBatch,
 	})
@@ -176,4 +174,51 @@ func openRedis(ctx context.Context, cfg config, mp metric.MeterProvider, log *sl
 		st.Close()
 		client.Close()
 	}}, nil
+}
+
+// redisClient builds the go-redis client a Redis store URL names: one
+// server (redis://, rediss://), a cluster (redis+cluster://, every node
+// after the first as an addr= parameter) or a Sentinel group
+// (redis+sentinel://, the sentinels as host and addr= parameters, the
+// master's name as master_name=). Each one is told never to send a command
+// twice (a retried script could count a request twice) and to honour
+// deadlines, so the store's timeout bounds a decision.
+func redisClient(raw string) (redis.UniversalClient, error) {
+	scheme, rest, _ := strings.Cut(raw, "://")
+	base, topology, _ := strings.Cut(scheme, "+")
+	plain := base + "://" + rest
+	switch topology {
+	case "cluster":
+		opt, err := redis.ParseClusterURL(plain)
+		if err != nil {
+			return nil, err
+		}
+		opt.MaxRetries, opt.MaxRedirects, opt.ContextTimeoutEnabled = -1, -1, true
+		return redis.NewClusterClient(opt), nil
+	case "sentinel":
+		opt, err := redis.ParseFailoverURL(plain)
+		if err != nil {
+			return nil, err
+		}
+		if opt.MasterName == "" {
+			return nil, errors.New("a redis+sentinel URL needs master_name=, the name the sentinels know the master by")
+		}
+		opt.MaxRetries, opt.ContextTimeoutEnabled = -1, true
+		return redis.NewFailoverClient(opt), nil
+	}
+	opt, err := redis.ParseURL(plain)
+	if err != nil {
+		return nil, err
+	}
+	opt.MaxRetries, opt.ContextTimeoutEnabled = -1, true
+	return redis.NewClient(opt), nil
+}
+
+// redisLogger sends go-redis's own messages (failed dials, a cluster's slot
+// map reloads, sentinel switches) to the server's log at Warn, instead of
+// to stderr in another format.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.WarnContext(ctx, "admit: redis client: "+fmt.Sprintf(format, v...))
 }

@@ -79,10 +79,15 @@ func parseStore(v string) (store, error) {
 	if v == string(storeMemory) {
 		return store{Kind: storeMemory}, nil
 	}
-	kind := map[string]storeKind{"postgres": storePostgres, "postgresql": storePostgres, "redis": storeRedis, "rediss": storeRedis}
+	kind := map[string]storeKind{
+		"postgres": storePostgres, "postgresql": storePostgres,
+		"redis": storeRedis, "rediss": storeRedis,
+		"redis+cluster": storeRedis, "rediss+cluster": storeRedis,
+		"redis+sentinel": storeRedis, "rediss+sentinel": storeRedis,
+	}
 	scheme, _, ok := strings.Cut(v, "://")
 	if !ok || kind[scheme] == "" {
-		return store{}, errors.New("want memory, postgres://... or redis://...")
+		return store{}, errors.New("want memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://...")
 	}
 	if _, err := url.Parse(v); err != nil {
 		// Not url.Parse's error itself: it would print the password.
@@ -93,6 +98,42 @@ func parseStore(v string) (store, error) {
 		return store{}, errors.New("not a valid URL")
 	}
 	return store{Kind: kind[scheme], URL: v}, nil
+}
+
+// storeFail is what a request gets while the shared store cannot decide.
+type storeFail string
+
+const (
+	storeFailClosed storeFail = "closed" // refused with 503
+	storeFailOpen   storeFail = "open"   // admitted without a limit
+	storeFailLocal  storeFail = "local"  // decided by this replica's own buckets at 1/--replicas of the budget
+)
+
+func parseStoreFail(v string) (storeFail, error) {
+	switch f := storeFail(v); f {
+	case storeFailClosed, storeFailOpen, storeFailLocal:
+		return f, nil
+	}
+	return "", errors.New("want closed, open or local")
+}
+
+// checkStoreFail ties --store-fail and --replicas together: local needs
+// the number of replicas, since each then admits its share of the budget,
+// and --replicas means nothing otherwise.
+func checkStoreFail(c *config, set *optionSet) error {
+	if c.StoreFail == "" {
+		c.StoreFail = storeFailClosed
+	}
+	replicas, given := set.from("replicas")
+	switch from, set := set.from("store-fail"); {
+	case set && c.Store.Kind == storeMemory:
+		return fmt.Errorf("admit: %s is set but the store is memory: it applies to a shared store only", from)
+	case c.StoreFail == storeFailLocal && !given:
+		return fmt.Errorf("admit: %s needs --replicas (%s): how many replicas share the store, so that each admits its share while it is down", from, envName("replicas"))
+	case c.StoreFail != storeFailLocal && given:
+		return fmt.Errorf("admit: %s is set but --store-fail is %s: it applies to --store-fail local only", replicas, c.StoreFail)
+	}
+	return nil
 }
 
 // redactURL hides the password of a store URL for error messages and logs:

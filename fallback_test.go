@@ -1,0 +1,190 @@
+package admit
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/admitgo/admit/internal/testclock"
+	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/quota/memquota"
+)
+
+// outage is a shared store that fails, as the stores do under their
+// fail-closed policy, while down is set, and counts the calls it gets.
+type outage struct {
+	quota.Charger
+	down  atomic.Bool
+	calls atomic.Int64
+}
+
+var errOutage = errors.New("store unreachable")
+
+func (o *outage) AllowN(ctx context.Context, r quota.Rule, s string, n int) (quota.Decision, error) {
+	o.calls.Add(1)
+	if o.down.Load() {
+		return quota.Decision{RetryAfter: r.Window, Limit: r.Limit, Window: r.Window}, errOutage
+	}
+	return o.Charger.AllowN(ctx, r, s, n)
+}
+
+func (o *outage) Allow(ctx context.Context, r quota.Rule, s string) (quota.Decision, error) {
+	return o.AllowN(ctx, r, s, 1)
+}
+
+// fallbackReplicas returns n doors sharing one store that can fail, each
+// with the local fallback on for budget b of group g.
+func fallbackReplicas(t *testing.T, clk *testclock.Clock, g Group, b Budget, n int) ([]http.Handler, []*Door, *outage) {
+	t.Helper()
+	mem, err := memquota.New(memquota.Config{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &outage{Charger: mem}
+	b.Store, b.Replicas = store, n
+	var hs []http.Handler
+	var doors []*Door
+	for range n {
+		d := newDoor(t, clk, Config{Budgets: map[Group]Budget{g: b}})
+		doors = append(doors, d)
+		hs = append(hs, d.Wrap(g, status(http.StatusOK), nil))
+	}
+	return hs, doors, store
+}
+
+// TestFallbackHoldsTheBudgetThroughAnOutage spends a budget through the
+// store, fails the store for ten seconds while three replicas are hammered,
+// and brings it back: across the outage the replicas together admit at
+// most what one store would have (the budget for the time, which their
+// shares add up to) plus one burst (the store's, spent just before), each
+// admission during the outage counts as fallback, the store is asked only
+// by the probes, and once it answers the store decides again.
+func TestFallbackHoldsTheBudgetThroughAnOutage(t *testing.T) {
+	clk := newClock()
+	const replicas = 3
+	b := Budget{Rate: 10, Burst: 20}
+	hs, doors, store := fallbackReplicas(t, clk, GroupLink, b, replicas)
+	send := func(perReplica int) (admitted int) {
+		for _, h := range hs {
+			for range perReplica {
+				if do(h, "GET", "198.51.100.7:1000").Code == http.StatusOK {
+					admitted++
+				}
+			}
+		}
+		return admitted
+	}
+	if got := send(20); got != b.Burst {
+		t.Fatalf("store up: %d admitted, want the burst, %d", got, b.Burst)
+	}
+
+	store.down.Store(true)
+	before := store.calls.Load()
+	const outage = 10 * time.Second
+	step := 100 * time.Millisecond
+	during := 0
+	for elapsed := time.Duration(0); elapsed < outage; elapsed += step {
+		during += send(5)
+		clk.Advance(step)
+	}
+	// The budget for ten seconds is the refill plus one burst: the
+	// replicas' shares, each starting full, add up to no more.
+	refill := int(float64(b.Rate) * outage.Seconds())
+	if during > refill+b.Burst {
+		t.Errorf("during the outage: %d admitted, want at most %d (the refill) + %d (one burst)", during, refill, b.Burst)
+	}
+	if during < refill {
+		t.Errorf("during the outage: %d admitted, want at least the refill, %d", during, refill)
+	}
+	var fallback int64
+	for _, d := range doors {
+		fallback += outcomeCount(d.groups[GroupLink], outcomeFallback)
+	}
+	if fallback != int64(during) {
+		t.Errorf("fallback outcomes: got %d, want %d (every admission during the outage)", fallback, during)
+	}
+	// Each replica asks once on the failure, then probes once a second.
+	if asked, most := store.calls.Load()-before, int64(replicas*(1+int(outage/time.Second)+1)); asked > most {
+		t.Errorf("store calls during the outage: %d, want at most %d (a probe a second per replica)", asked, most)
+	}
+
+	// Back, the store decides again; its bucket, charged nothing during
+	// the outage, is full.
+	store.down.Store(false)
+	clk.Advance(time.Second) // the next probe is due
+	afterCalls := store.calls.Load()
+	if got := send(10); got != b.Burst {
+		t.Errorf("store back: %d admitted, want the store's burst, %d", got, b.Burst)
+	}
+	if got := store.calls.Load() - afterCalls; got != replicas*10 {
+		t.Errorf("store back: %d calls reached it, want all %d", got, replicas*10)
+	}
+	for _, d := range doors {
+		assertIdle(t, d.groups[GroupLink])
+		assertIdle(t, d.groups[GroupLink].engine.(*shared).fallback)
+	}
+}
+
+// TestFallbackChargesOnFailure keeps a webhook's rule on the fallback: a
+// client's 4xx answers spend its share, 2xx answers do not.
+func TestFallbackChargesOnFailure(t *testing.T) {
+	clk := newClock()
+	mem, err := memquota.New(memquota.Config{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &outage{Charger: mem}
+	store.down.Store(true)
+	d := newDoor(t, clk, Config{Budgets: map[Group]Budget{
+		GroupWebhook: {Rate: 1, Burst: 8, Store: store, Replicas: 2},
+	}})
+	ok := d.Wrap(GroupWebhook, status(http.StatusOK), nil)
+	bad := d.Wrap(GroupWebhook, status(http.StatusUnauthorized), nil)
+	for range 10 {
+		allowed(t, ok, "203.0.113.9:1", http.StatusOK) // 2xx spend nothing, on the fallback too
+	}
+	for range 4 { // its share of the burst, 8/2
+		allowed(t, bad, "203.0.113.9:1", http.StatusUnauthorized)
+	}
+	rejected(t, bad, "203.0.113.9:1", http.StatusTooManyRequests, "2") // half the rate: a token in 2s
+	assertIdle(t, d.groups[GroupWebhook])
+	assertIdle(t, d.groups[GroupWebhook].engine.(*shared).fallback)
+}
+
+// TestFallbackKeepsTheGroupCaps takes the group's in-flight slots on the
+// fallback as on the store: the fallback has no caps of its own to add.
+func TestFallbackKeepsTheGroupCaps(t *testing.T) {
+	clk := newClock()
+	mem, err := memquota.New(memquota.Config{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &outage{Charger: mem}
+	store.down.Store(true)
+	d := newDoor(t, clk, Config{Budgets: map[Group]Budget{
+		GroupLink: {Rate: 100, Burst: 100, PerClient: 2, Inflight: 3, Store: store, Replicas: 1},
+	}})
+	first, second := newBlocker(http.StatusOK), newBlocker(http.StatusOK)
+	releaseFirst := hold(t, d.Wrap(GroupLink, first, nil), first, "192.0.2.1:1", 2)
+	h := d.Wrap(GroupLink, second, nil)
+	rejected(t, h, "192.0.2.1:1", http.StatusTooManyRequests, "1") // the client's cap
+	releaseSecond := hold(t, h, second, "192.0.2.2:1", 1)
+	rejected(t, h, "192.0.2.3:1", http.StatusServiceUnavailable, "1") // the group's cap
+	releaseFirst()
+	releaseSecond()
+	assertIdle(t, d.groups[GroupLink])
+	assertIdle(t, d.groups[GroupLink].engine.(*shared).fallback)
+	if got := outcomeCount(d.groups[GroupLink], outcomeFallback); got != 3 {
+		t.Errorf("fallback outcomes: got %d, want 3", got)
+	}
+}
+
+func TestFallbackNeedsAStore(t *testing.T) {
+	_, err := New(Config{Budgets: map[Group]Budget{GroupLink: {Replicas: 2}}})
+	if err == nil || err.Error() != `admit: group "link": Replicas 2, want 0, or with a Store at least 1` {
+		t.Errorf("Replicas without a Store: got %v", err)
+	}
+}
