@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,47 +15,60 @@ import (
 	"github.com/admitgo/admit/quota/pgquota"
 )
 
-// callers is how many goroutines call the store at once, and how many
-// connections its pool has; scripts/bench-postgres runs pgbench with the same.
-const callers = 8
+// conns is how many connections the store's pool has, and how many
+// goroutines call an unbatched store at once; scripts/bench-postgres runs
+// pgbench with as many.
+const conns = 8
+
+// batchedCallers is how many goroutines call a batching store at once: a
+// proxy under load has many more requests deciding than it has connections.
+const batchedCallers = 256
 
 // keys numbers distinct subjects across every round of a benchmark, so each
 // distinct-key call creates a bucket, as pgbench's distinct-key run does.
 var keys atomic.Uint64
 
-// BenchmarkAllow measures decisions per second with callers concurrent
-// callers on distinct buckets (each call inserts a row) and on one hot bucket
-// (every call updates the same row). scripts/bench-postgres runs it beside
-// pgbench on the bare statement.
+// BenchmarkAllow measures decisions per second on a pool of conns
+// connections, on distinct buckets (each call inserts a row) and on one hot
+// bucket (every call updates the same row): unbatched with conns callers,
+// and batched (Config.Batch 64, as the server sets it) with batchedCallers.
+// scripts/bench-postgres runs it beside pgbench on the bare statement.
 func BenchmarkAllow(b *testing.B) {
 	db := testpg.New(b)
 	cfg := db.Config(b)
-	cfg.MaxConns = callers
-	cfg.MinConns = callers
+	cfg.MaxConns = conns
+	cfg.MinConns = conns
 	pool := db.Open(b, cfg)
-	s, err := pgquota.New(pool, pgquota.Config{Timeout: 10 * time.Second})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := s.Migrate(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	warm(b, s)
-	for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.GCRA} {
-		// A limit no run reaches, so every call is an allowed increment.
-		rule := quota.Rule{Name: "bench", Limit: 1 << 40, Window: time.Hour, Algorithm: alg}
-		name := map[quota.Algorithm]string{quota.FixedWindow: "fixed", quota.GCRA: "gcra"}[alg]
-		b.Run(name+"/distinct", func(b *testing.B) {
-			run(b, func() string { return fmt.Sprintf("%032x", keys.Add(1)) }, s, rule)
-		})
-		hot := quota.Subject("hot")
-		b.Run(name+"/hot", func(b *testing.B) {
-			run(b, func() string { return hot }, s, rule)
-		})
+	for _, mode := range []struct {
+		name    string
+		batch   int
+		callers int
+	}{{"single", 0, conns}, {"batched", 64, batchedCallers}} {
+		s, err := pgquota.New(pool, pgquota.Config{Timeout: 10 * time.Second, Batch: mode.batch})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Migrate(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		warm(b, s)
+		for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.GCRA} {
+			// A limit no run reaches, so every call is an allowed increment.
+			rule := quota.Rule{Name: "bench", Limit: 1 << 40, Window: time.Hour, Algorithm: alg}
+			name := mode.name + "/" + map[quota.Algorithm]string{quota.FixedWindow: "fixed", quota.GCRA: "gcra"}[alg]
+			b.Run(name+"/distinct", func(b *testing.B) {
+				run(b, mode.callers, func() string { return fmt.Sprintf("%032x", keys.Add(1)) }, s, rule)
+			})
+			hot := quota.Subject("hot")
+			b.Run(name+"/hot", func(b *testing.B) {
+				run(b, mode.callers, func() string { return hot }, s, rule)
+			})
+		}
+		s.Close()
 	}
 }
 
-func run(b *testing.B, subject func() string, s *pgquota.Store, rule quota.Rule) {
+func run(b *testing.B, callers int, subject func() string, s *pgquota.Store, rule quota.Rule) {
 	b.ReportAllocs()
 	b.SetParallelism((callers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 	var failed atomic.Int64
@@ -77,7 +91,7 @@ func run(b *testing.B, subject func() string, s *pgquota.Store, rule quota.Rule)
 func warm(b *testing.B, s *pgquota.Store) {
 	b.Helper()
 	var wg sync.WaitGroup
-	for range 4 * callers {
+	for range 4 * conns {
 		wg.Go(func() {
 			for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.GCRA} {
 				rule := quota.Rule{Name: "warm", Limit: 1 << 40, Window: time.Hour, Algorithm: alg}
@@ -88,4 +102,41 @@ func warm(b *testing.B, s *pgquota.Store) {
 		})
 	}
 	wg.Wait()
+}
+
+// BenchmarkLowLoadLatency measures what batching adds to a decision when
+// calls come one at a time: the p50 and p99 latency of one caller's
+// sequential calls, unbatched and batched.
+func BenchmarkLowLoadLatency(b *testing.B) {
+	db := testpg.New(b)
+	pool := db.Pool(b)
+	for _, mode := range []struct {
+		name  string
+		batch int
+	}{{"single", 0}, {"batched", 64}} {
+		s, err := pgquota.New(pool, pgquota.Config{Timeout: 10 * time.Second, Batch: mode.batch})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Migrate(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		warm(b, s)
+		rule := quota.Rule{Name: "latency", Limit: 1 << 40, Window: time.Hour}
+		b.Run(mode.name, func(b *testing.B) {
+			lat := make([]time.Duration, 0, b.N)
+			subject := quota.Subject("low")
+			for b.Loop() {
+				start := time.Now()
+				if _, err := s.Allow(context.Background(), rule, subject); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+		})
+		s.Close()
+	}
 }
