@@ -78,14 +78,14 @@ func openPostgres(ctx context.Context, cfg config, mp metric.MeterProvider, log 
 		if errors.As(err, &perr) && perr.Unwrap() != nil {
 			err = perr.Unwrap()
 		}
-		return nil, fmt.Errorf("admit: --store %q: %w", redactURL(cfg.Store.URL), err)
+		return nil, usageError{fmt.Errorf("admit: --store %q: %w", redactURL(cfg.Store.URL), err)}
 	}
 	st, err := pgquota.New(pool, pgquota.Config{
 		Table: cfg.StoreTable, Failure: storeFailure(cfg), MeterProvider: mp, Logger: log, Batch: postgresBatch,
 	})
 	if err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("admit: --store-table %q: %w", cfg.StoreTable, err)
+		return nil, usageError{fmt.Errorf("admit: --store-table %q: %w", cfg.StoreTable, err)}
 	}
 	migrated := !cfg.StoreMigrate
 	if !migrated {
@@ -156,18 +156,26 @@ func openRedis(ctx context.Context, cfg config, mp metric.MeterProvider, log *sl
 		if errors.As(err, &uerr) {
 			err = uerr.Err
 		}
-		return nil, fmt.Errorf("admit: --store %q: %w", redactURL(cfg.Store.URL), err)
+		return nil, usageError{fmt.Errorf("admit: --store %q: %w", redactURL(cfg.Store.URL), err)}
 	}
 	st, err := redisquota.New(client, redisquota.Config{
 		Prefix: cfg.StorePrefix, Failure: storeFailure(cfg), MeterProvider: mp, Batch: redisBatch,
 	})
 	if err != nil {
 		client.Close()
-		return nil, fmt.Errorf("admit: --store-prefix %q: %w", cfg.StorePrefix, err)
+		return nil, usageError{fmt.Errorf("admit: --store-prefix %q: %w", cfg.StorePrefix, err)}
 	}
 	pctx, cancel := context.WithTimeout(ctx, startupProbe)
 	defer cancel()
 	if err := client.Ping(pctx).Err(); err != nil {
+		// Redis answered, with an error: a wrong password or database
+		// number, which waiting will not mend.
+		var rerr redis.Error
+		if errors.As(err, &rerr) {
+			st.Close()
+			client.Close()
+			return nil, usageError{fmt.Errorf("admit: --store %q: Redis refuses the connection: %w", redactURL(cfg.Store.URL), err)}
+		}
 		log.Warn("admit: the store does not answer; starting anyway, its failure policy decides", "err", err)
 	}
 	return &sharedStore{charger: st, close: func() {
