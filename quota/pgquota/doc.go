@@ -3,10 +3,10 @@
 //
 // # Decisions
 //
-// Every decision is one statement on one row, decided by the database
-// atomically: two replicas racing on a bucket serialise on its primary key and
-// each sees the other's effect. Nothing is read first and written later, and
-// no statement is ever retried, so a call is counted at most once.
+// The database decides every call atomically: two replicas racing on a
+// bucket serialise on its primary key and each sees the other's effect.
+// Nothing is read first and written later, and no statement is ever retried,
+// so a call is counted at most once.
 //
 //   - A fixed-window call is an INSERT ... ON CONFLICT DO UPDATE that adds the
 //     call's cost to the row of (bucket, window start) and returns the new
@@ -14,7 +14,7 @@
 //     cannot probe it for free; the price is that such a caller stays refused
 //     until the window ends. A fixed window lets up to twice the limit through
 //     across a window seam.
-//   - A GCRA call is one INSERT ... ON CONFLICT DO UPDATE whose CASE moves the
+//   - A GCRA call is one INSERT ... ON CONFLICT DO UPDATE that moves the
 //     bucket's theoretical arrival time (tat) only when the call is allowed,
 //     and reports whether it was. A refused call leaves the tat as it was.
 //   - A look (AllowN with n = 0) is a plain SELECT and writes nothing.
@@ -22,7 +22,31 @@
 // The decision returned is made in Go, from the row the statement saw, by the
 // arithmetic every admit store shares, so this store, the in-memory store and
 // the Redis store decide alike (and pass the same suite, quota/quotatest).
-// Times come from the replica's clock (Config.Now), not the database's.
+//
+// # Batching
+//
+// With Config.Batch above 1, concurrent calls wait for one of four flushers,
+// which take every call queued (up to Batch) and decide them in one round
+// trip and one commit: one statement per kind of work (fixed-window counts,
+// fixed-window looks, GCRA calls, GCRA looks), each taking its buckets as
+// arrays through unnest, pipelined in one implicit transaction. Calls on one
+// bucket are coalesced into one row update: a fixed window adds their summed
+// cost; a GCRA statement computes in closed form how many of a run of calls
+// of one cost pass. The store then replays each call in arrival order on the
+// row's state before the batch, so each gets the decision it would have had
+// alone, and checks that the statement agrees. A GCRA bucket with calls of
+// different costs in one batch takes a second round trip for the calls from
+// the first change of cost on, so that every statement locks its rows in
+// bucket order and two batches cannot deadlock. A lone call finds a flusher
+// idle and leaves at once; batching costs it a goroutine handoff. A batching
+// store must be closed with [Store.Close].
+//
+// # Clock
+//
+// With Config.Now nil, the store decides by the database's clock (now(),
+// the start of the batch's transaction), so replicas whose clocks disagree
+// still count in the same windows and share a GCRA bucket as one clock
+// would. An injected Config.Now (tests) is sent with each batch instead.
 //
 // # Schema
 //

@@ -28,7 +28,7 @@ const DefaultTimeout = 250 * time.Millisecond
 var ErrConfig = errors.New("pgquota: invalid config")
 
 // Config configures a [Store]. The zero Config is valid: table admit_quota on
-// the pool's search_path, the system clock, fail closed, [DefaultTimeout], the
+// the pool's search_path, the database's clock, no batching, fail closed, [DefaultTimeout], the
 // global meter provider.
 type Config struct {
 	// Table is the store's table; empty means [DefaultTable]. It may be
@@ -66,11 +66,11 @@ type Config struct {
 }
 
 // Store is a [quota.Charger] whose buckets are rows in one PostgreSQL table,
-// so every replica that shares the database shares the limits. Each decision
-// is one statement on one row; see the package documentation.
+// so every replica that shares the database shares the limits; see the
+// package documentation for how it decides and batches.
 //
-// A Store holds no mutable state of its own and is safe for concurrent use;
-// its throughput is bounded by the pool's connections.
+// A Store is safe for concurrent use. Unbatched, its throughput is bounded by
+// the pool's connections; batched, by the round trips of four connections.
 type Store struct {
 	pool    *pgxpool.Pool
 	table   table
@@ -189,7 +189,7 @@ func (s *Store) Allow(ctx context.Context, rule quota.Rule, subject string) (quo
 	return s.AllowN(ctx, rule, subject, 1)
 }
 
-// AllowN counts n calls of subject against rule in one statement; n = 0
+// AllowN counts n calls of subject against rule; n = 0
 // reports whether one more call would be allowed and changes nothing (it only
 // reads). The decision is the one the in-memory and Redis stores give for the
 // same time and bucket state. A caller error (an invalid rule or cost, a
