@@ -5,9 +5,10 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/admitgo/admit/quota"
 )
 
 // ErrClosed is the store error of a call made after [Store.Close] on a
@@ -26,83 +27,70 @@ type Pipeliner interface {
 // finds a flusher idle and leaves at once.
 const batchFlushers = 4
 
-// A batcher sends concurrent scripts to Redis in pipelines of up to max. Its
+// A batcher sends concurrent calls to Redis in pipelines of up to max. Its
 // flushers each take the first queued call, add whatever else is queued, and
 // send them in one round trip. A caller waits for its answer or its deadline,
 // whichever comes first, so batching never stretches Timeout.
 type batcher struct {
-	client  Pipeliner
-	max     int
-	timeout time.Duration
-	queue   chan *call
-	stop    chan struct{}
-	closed  atomic.Bool
-	wg      sync.WaitGroup
+	s      *Store
+	client Pipeliner
+	max    int
+	queue  chan *call
+	stop   chan struct{}
+	closed atomic.Bool
+	wg     sync.WaitGroup
+	calls  sync.Pool // of *call with a done channel
 }
 
-// A call is one script run waiting in a batch.
-type call struct {
-	sc   script
-	key  string
-	args []any
-	done chan *redis.Cmd // buffered: a flusher never waits for a caller
-}
-
-var callPool = sync.Pool{New: func() any { return &call{done: make(chan *redis.Cmd, 1)} }}
-
-func newBatcher(client Pipeliner, max int, timeout time.Duration) *batcher {
+func newBatcher(s *Store, client Pipeliner, max int) *batcher {
 	b := &batcher{
-		client:  client,
-		max:     max,
-		timeout: timeout,
-		queue:   make(chan *call, max*batchFlushers),
-		stop:    make(chan struct{}),
+		s:      s,
+		client: client,
+		max:    max,
+		queue:  make(chan *call, max*batchFlushers),
+		stop:   make(chan struct{}),
 	}
+	b.calls.New = func() any { return &call{done: make(chan struct{}, 1)} }
 	for range batchFlushers {
 		b.wg.Go(b.flush)
 	}
 	return b
 }
 
-// run queues sc on key and waits for its result or ctx's end. A call whose
-// ctx ends after it was queued may still run; its result is then dropped, as
-// a direct call's would be after its deadline.
-func (b *batcher) run(ctx context.Context, sc script, key string, args []any) *redis.Cmd {
+// run queues a call of cost n on key under rule and waits for its decision
+// or ctx's end. A call whose ctx ends after it was queued may still be
+// counted; its decision is then dropped, as a direct call's would be after
+// its deadline.
+func (b *batcher) run(ctx context.Context, rule quota.Rule, key string, n int) (quota.Decision, error) {
 	if b.closed.Load() {
-		return failed(ctx, ErrClosed)
+		return quota.Decision{}, ErrClosed
 	}
-	c := callPool.Get().(*call)
-	c.sc, c.key, c.args = sc, key, args
+	c := b.calls.Get().(*call)
+	c.rule, c.key, c.n = rule, key, n
 	select {
 	case b.queue <- c:
 	case <-ctx.Done():
-		callPool.Put(c)
-		return failed(ctx, ctx.Err())
+		b.calls.Put(c)
+		return quota.Decision{}, ctx.Err()
 	case <-b.stop:
-		callPool.Put(c)
-		return failed(ctx, ErrClosed)
+		b.calls.Put(c)
+		return quota.Decision{}, ErrClosed
 	}
 	select {
-	case cmd := <-c.done:
+	case <-c.done:
+		d, err := c.d, c.err
 		*c = call{done: c.done}
-		callPool.Put(c)
-		return cmd
+		b.calls.Put(c)
+		return d, err
 	case <-ctx.Done():
 		// A flusher still holds c and will answer into c.done; leave c to
 		// the garbage collector rather than reuse it.
-		return failed(ctx, ctx.Err())
+		return quota.Decision{}, ctx.Err()
 	}
-}
-
-func failed(ctx context.Context, err error) *redis.Cmd {
-	cmd := redis.NewCmd(ctx)
-	cmd.SetErr(err)
-	return cmd
 }
 
 func (b *batcher) flush() {
 	calls := make([]*call, 0, b.max)
-	cmds := make([]*redis.Cmd, 0, b.max)
 	for {
 		select {
 		case c := <-b.queue:
@@ -119,36 +107,52 @@ func (b *batcher) flush() {
 				break fill
 			}
 		}
-		cmds = b.exec(calls, cmds[:0])
-		for i, c := range calls {
-			c.done <- cmds[i]
+		ctx, cancel := context.WithTimeout(context.Background(), b.s.decider.Timeout)
+		b.exec(ctx, groups(calls))
+		cancel()
+		for _, c := range calls {
+			c.done <- struct{}{}
 		}
 		clear(calls)
-		clear(cmds)
 	}
 }
 
-// exec sends calls' scripts in one pipeline by SHA-1, and those Redis answered
-// NOSCRIPT (nothing ran) once more with their source.
-func (b *batcher) exec(calls []*call, cmds []*redis.Cmd) []*redis.Cmd {
-	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
-	defer cancel()
+// groups returns a group of one for each call.
+func groups(calls []*call) []*group {
+	out := make([]*group, len(calls))
+	for i, c := range calls {
+		out[i] = &group{rule: c.rule, key: c.key, calls: []*call{c}}
+	}
+	return out
+}
+
+// exec decides groups in one pipeline, one script run each, sent by SHA-1;
+// those Redis answered NOSCRIPT (nothing ran) go once more with their
+// source.
+func (b *batcher) exec(ctx context.Context, groups []*group) {
+	sec, nsec := b.s.clockArgs()
 	pipe := b.client.Pipeline()
-	for _, c := range calls {
-		cmds = append(cmds, pipe.EvalSha(ctx, c.sc.hash, []string{c.key}, c.args...))
+	cmds := make([]*redis.Cmd, len(groups))
+	scripts := make([]script, len(groups))
+	args := make([][]any, len(groups))
+	for i, g := range groups {
+		scripts[i], args[i] = g.script(sec, nsec)
+		cmds[i] = pipe.EvalSha(ctx, scripts[i].hash, []string{g.key}, args[i]...)
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	again := false
 	for i, cmd := range cmds {
 		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-			cmds[i] = pipe.Eval(ctx, calls[i].sc.src, []string{calls[i].key}, calls[i].args...)
+			cmds[i] = pipe.Eval(ctx, scripts[i].src, []string{groups[i].key}, args[i]...)
 			again = true
 		}
 	}
 	if again {
 		_, _ = pipe.Exec(ctx)
 	}
-	return cmds
+	for i, g := range groups {
+		g.decide(cmds[i])
+	}
 }
 
 // close stops the flushers once their current pipelines are answered.

@@ -8,8 +8,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Client is what the store needs from a go-redis client. *redis.Client,
-// *redis.ClusterClient, *redis.Ring and *redis.AutoPipeliner satisfy it.
+// Client is what the store needs from a go-redis client. *redis.Client (a
+// failover client from redis.NewFailoverClient too), *redis.ClusterClient,
+// *redis.Ring and *redis.AutoPipeliner satisfy it.
 type Client interface {
 	EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd
 	Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd
@@ -21,11 +22,16 @@ type script struct {
 	hash string
 }
 
+// newScript returns the script that is clock.lua followed by src: Redis
+// scripts cannot include one another, so each carries the shared functions.
 func newScript(src string) script {
+	src = clockSrc + "\n" + src
 	return script{src: src, hash: redis.NewScript(src).Hash()}
 }
 
 var (
+	//go:embed clock.lua
+	clockSrc string
 	//go:embed fixed.lua
 	fixedSrc string
 	//go:embed gcra.lua
@@ -35,14 +41,12 @@ var (
 	gcraScript  = newScript(gcraSrc)
 )
 
-// run runs sc on key by its SHA-1 and, when Redis answers NOSCRIPT (its script
-// cache was flushed, or it restarted or failed over), once more with the
-// source, which also caches it again. That second send is not a retry: Redis
-// answers NOSCRIPT without running anything, so the script runs at most once.
-func (s *Store) run(ctx context.Context, sc script, key string, args ...any) *redis.Cmd {
-	if s.batch != nil {
-		return s.batch.run(ctx, sc, key, args)
-	}
+// eval runs sc on key by its SHA-1 and, when Redis answers NOSCRIPT (its
+// script cache was flushed, or it restarted or failed over), once more with
+// the source, which also caches it again. That second send is not a retry:
+// Redis answers NOSCRIPT without running anything, so the script runs at most
+// once.
+func (s *Store) eval(ctx context.Context, sc script, key string, args ...any) *redis.Cmd {
 	keys := []string{key}
 	cmd := s.client.EvalSha(ctx, sc.hash, keys, args...)
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
@@ -51,10 +55,22 @@ func (s *Store) run(ctx context.Context, sc script, key string, args ...any) *re
 	return cmd
 }
 
+// clockArgs returns the first two arguments of every script: the injected
+// clock's time as Unix seconds and nanoseconds, or two empty strings, which
+// tell the script to read the server's clock.
+func (s *Store) clockArgs() (sec, nsec any) {
+	if s.now == nil {
+		return "", ""
+	}
+	now := s.now()
+	return now.Unix(), now.Nanosecond()
+}
+
 // checkClient refuses clients New can see would retry commands or ignore
 // context deadlines. go-redis normalises MaxRetries when it builds a client:
 // -1 (off) becomes 0, and 0 (unset) becomes 3, except on a ClusterClient, which
-// leaves retries off unless asked.
+// leaves retries off unless asked. A failover client is a *redis.Client whose
+// Options are the FailoverOptions' own.
 func checkClient(c Client) error {
 	retries, deadlines := 0, true
 	switch c := c.(type) {

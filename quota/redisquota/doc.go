@@ -8,47 +8,60 @@
 // read-then-write across the network. The store sends EVALSHA; when Redis
 // answers NOSCRIPT (its script cache was flushed, or it restarted or failed
 // over) it sends the script's source once with EVAL, which also caches it
-// again. That is not a retry: NOSCRIPT means nothing ran.
+// again. That is not a retry: NOSCRIPT means nothing ran. The scripts need
+// Redis 6.0 or later (SET KEEPTTL).
 //
-// The fixed-window script adds the cost to the window's counter (INCRBY) and
-// returns the new count; the GCRA script reads the bucket's theoretical arrival
-// time (tat), stores the new one if the call fits, and returns the old one. The
-// decision itself is then made in Go, from what the script returned, by the
-// arithmetic every admit store shares, so this store decides exactly as the
-// in-memory and PostgreSQL stores do (and passes the same suite,
-// quota/quotatest). A cost of 0 (a look)
-// writes nothing. As in the other stores, a refused fixed-window call is
-// counted and a refused GCRA call is not.
+// The fixed-window script adds the cost to the count of the bucket's current
+// window and returns the count before it; the GCRA script reads the bucket's
+// theoretical arrival time (tat), stores the new one if the call fits, and
+// returns the old one. Both return the time they decided by. The decision
+// itself is then made in Go, from what the script returned, by the arithmetic
+// every admit store shares, so this store decides exactly as the in-memory
+// and PostgreSQL stores do (and passes the same suite, quota/quotatest). A
+// cost of 0 (a look) writes nothing. As in the other stores, a refused
+// fixed-window call is counted and a refused GCRA call is not.
 //
 // # Keys and expiry
 //
-// A fixed-window bucket is Prefix + rule name + ":" + subject + ":" + the
-// window's start in Unix milliseconds; a GCRA bucket is Prefix + rule name +
-// ":" + subject, holding the tat as "<unix seconds>:<nanoseconds>". Subjects are
-// the hashes [quota.Subject] returns, never raw identifiers. Every call
-// touches one key, so the store works on Redis Cluster; keep braces out of
-// Prefix and rule names there, or a {hash tag} puts every bucket in one slot.
+// A fixed-window bucket is Prefix + rule name + ":" + subject + ":fixed",
+// holding its window's start and count as "<unix seconds>:<nanoseconds>:<count>";
+// a GCRA bucket is Prefix + rule name + ":" + subject, holding the tat as
+// "<unix seconds>:<nanoseconds>". Subjects are the hashes [quota.Subject]
+// returns, never raw identifiers. Every call touches one key, so the store
+// works on Redis Cluster; keep braces out of Prefix and rule names there, or
+// a {hash tag} puts every bucket in one slot.
 //
-// Every bucket expires (PEXPIRE, SET PX): a fixed window at the window's end, a
-// GCRA bucket when it is full again, when it decides like a missing one. Both
-// live a grace of min(Window, 1s) longer, so a replica whose clock lags a
+// A fixed-window bucket holds one window: the first call of a later window
+// starts it afresh. A clock that steps back into an earlier window (an
+// injected one, or a server's after a failover) counts on in the later window
+// the bucket holds, as the in-memory store does, rather than admit more than
+// the limit; a refund gives back only to the window that is current.
+//
+// Every bucket expires (SET PX): a fixed window at the window's end, a GCRA
+// bucket when it is full again, when it decides like a missing one. Both live
+// a grace of min(Window, 1s) longer, so a replica whose injected clock lags a
 // little still finds the count instead of starting afresh. Expiry is in whole
 // milliseconds, rounded up. Memory is therefore bounded by the subjects active
 // within about one window.
 //
 // # Clock
 //
-// Redis never reads its own clock: each call carries the caller's
-// [Config].Now, so tests inject time and a decision does not depend on which
-// Redis node answers. Replicas' clocks must agree to well within a window
-// (NTP does). Lua numbers are doubles, exact only for integers below 2^53, and
-// nanoseconds since 1970 are beyond that, so the GCRA script receives the time
-// as whole seconds and nanoseconds and computes only differences in
-// nanoseconds; nothing is rounded. This sets two limits, checked before each
+// With [Config].Now nil, the default, each script reads the Redis server's
+// clock (TIME) and returns it with what it found, and Go decides by that
+// time: every replica of a service counts in the same windows and shares a
+// GCRA bucket as one clock would, however far its own clock is off. Scripts
+// are replicated by their effects, so a Redis replica never reads its own
+// clock. A store given Config.Now (tests do) sends its time with each call
+// instead; then replicas' clocks must agree to well within a window.
+//
+// Lua numbers are doubles, exact only for integers below 2^53, and
+// nanoseconds since 1970 are beyond that, so times travel and are stored as
+// whole seconds and nanoseconds, and only spans below 2^53ns are computed in
+// nanoseconds; nothing is rounded. This sets limits, checked before each
 // call and refused as caller errors wrapping [quota.ErrRule]: a fixed window of
-// at least a millisecond (the resolution of key names and of expiry), and a
-// GCRA tolerance plus cost (interval x (burst + n)) below 2^53ns, about 104
-// days.
+// at least a millisecond (the resolution of expiry) and, unless it is whole
+// seconds, below 2^52ns (about 52 days); and a GCRA tolerance plus cost
+// (interval x (burst + n)) below 2^53ns, about 104 days.
 //
 // # Failure policy
 //

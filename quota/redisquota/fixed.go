@@ -1,37 +1,55 @@
 package redisquota
 
 import (
-	"context"
-	"strconv"
+	"fmt"
 	"time"
 
-	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/internal/store"
 )
 
-// fixedWindow counts n calls in the bucket of subject's current window and
-// decides from the count the script returns.
-func (s *Store) fixedWindow(ctx context.Context, rule quota.Rule, subject string, n int, now time.Time) (quota.Decision, error) {
-	start := store.WindowStart(now, rule.Window)
-	key := s.fixedKey(rule, subject, start)
-	// The bucket outlives its window by a grace period, so a replica whose
-	// clock lags a little still finds the count instead of starting afresh.
-	ttl := start.Add(rule.Window).Sub(now) + grace(rule.Window)
-	count, err := s.run(ctx, fixedScript, key, n, ceilMillis(ttl)).Int64()
-	if err != nil {
-		return quota.Decision{}, err
+// fixedArgs returns fixed.lua's arguments for g's calls at the clock
+// arguments sec and nsec.
+func fixedArgs(g *group, sec, nsec any) []any {
+	w := g.rule.Window
+	args := make([]any, 0, 5+len(g.calls))
+	args = append(args, sec, nsec, int64(w/time.Second), int64(w%time.Second), ceilMillis(grace(w)))
+	for _, c := range g.calls {
+		args = append(args, c.n)
 	}
-	return store.FixedWindowDecision(rule, now, count, n), nil
+	return args
 }
 
-// fixedKey is the key of subject's bucket of the window starting at start.
-func (s *Store) fixedKey(rule quota.Rule, subject string, start time.Time) string {
-	return s.prefix + rule.Name + ":" + subject + ":" + strconv.FormatInt(start.UnixMilli(), 10)
+// decideFixed decides g's calls in arrival order from fixed.lua's reply:
+// the time it decided by and the window's count before the calls, to which
+// each call adds its cost, as it would have one by one.
+func decideFixed(g *group, reply []any) error {
+	v, err := integers(reply, 3)
+	if err != nil {
+		return err
+	}
+	now, count := time.Unix(v[0], v[1]), v[2]
+	for _, c := range g.calls {
+		count += int64(c.n)
+		c.d = store.FixedWindowDecision(g.rule, now, count, c.n)
+	}
+	return nil
 }
 
-// gcraKey is the key of subject's GCRA bucket.
-func (s *Store) gcraKey(rule quota.Rule, subject string) string {
-	return s.prefix + rule.Name + ":" + subject
+// integers returns the first n elements of a script's reply, which must be
+// integers.
+func integers(reply []any, n int) ([]int64, error) {
+	if len(reply) < n {
+		return nil, fmt.Errorf("script replied %v, want %d integers first", reply, n)
+	}
+	v := make([]int64, n)
+	for i := range v {
+		x, ok := reply[i].(int64)
+		if !ok {
+			return nil, fmt.Errorf("script replied %v, want %d integers first", reply, n)
+		}
+		v[i] = x
+	}
+	return v, nil
 }
 
 // grace is how long a bucket outlives its window or its refill: the window,

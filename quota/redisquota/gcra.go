@@ -1,34 +1,55 @@
 package redisquota
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/internal/store"
 )
 
-// gcra spends n tokens of subject's bucket if it holds them and decides from
-// the theoretical arrival time the script found.
-func (s *Store) gcra(ctx context.Context, rule quota.Rule, subject string, n int, now time.Time) (quota.Decision, error) {
-	key := s.gcraKey(rule, subject)
-	interval := store.Interval(rule)
-	tolerance := interval * time.Duration(rule.BurstOrLimit())
-	old, err := s.run(ctx, gcraScript, key,
-		now.Unix(), now.Nanosecond(), int64(interval), int64(tolerance), n,
-		ceilMillis(grace(rule.Window))).Text()
-	if err != nil {
-		return quota.Decision{}, err
+// gcraArgs returns gcra.lua's arguments for g's calls at the clock
+// arguments sec and nsec.
+func gcraArgs(g *group, sec, nsec any) []any {
+	interval := store.Interval(g.rule)
+	tolerance := interval * time.Duration(g.rule.BurstOrLimit())
+	args := make([]any, 0, 5+len(g.calls))
+	args = append(args, sec, nsec, int64(interval), int64(tolerance), ceilMillis(grace(g.rule.Window)))
+	for _, c := range g.calls {
+		args = append(args, c.n)
 	}
+	return args
+}
+
+// decideGCRA decides g's calls in arrival order from gcra.lua's reply: the
+// time it decided by and the bucket's theoretical arrival time before the
+// calls, which each call that passes moves on, as it would have one by one.
+// The script's count of passed calls must agree.
+func decideGCRA(g *group, reply []any) error {
+	v, err := integers(reply, 3)
+	if err != nil {
+		return err
+	}
+	if len(reply) != 4 {
+		return fmt.Errorf("script replied %v, want 3 integers and a tat", reply)
+	}
+	old, _ := reply[3].(string)
 	tat, err := parseTAT(old)
 	if err != nil {
-		return quota.Decision{}, err
+		return err
 	}
-	d, _ := store.GCRADecision(rule, now, tat, n)
-	return d, nil
+	now, passed := time.Unix(v[0], v[1]), int64(0)
+	for _, c := range g.calls {
+		c.d, tat = store.GCRADecision(g.rule, now, tat, c.n)
+		if c.d.Allowed && c.n > 0 {
+			passed++
+		}
+	}
+	if passed != v[2] {
+		return fmt.Errorf("the script let %d calls pass where the arithmetic lets %d", v[2], passed)
+	}
+	return nil
 }
 
 // parseTAT reads a bucket's theoretical arrival time as the script stores it,

@@ -1,51 +1,49 @@
--- GCRA: spend n tokens of one subject's bucket if it holds them.
+-- GCRA: spend tokens of the bucket for each call that fits. Follows
+-- clock.lua.
 --
--- KEYS[1]  the bucket: prefix .. rule .. ":" .. subject; its value is the
---          theoretical arrival time (tat) as "<unix seconds>:<nanoseconds>"
--- ARGV[1]  now, whole Unix seconds
+-- KEYS[1]  the bucket; its value is the theoretical arrival time (tat) as
+--          "<unix seconds>:<nanoseconds>"
+-- ARGV[1]  now, whole Unix seconds; empty for this server's clock
 -- ARGV[2]  now, nanoseconds within that second (0 to 999999999)
 -- ARGV[3]  the emission interval in nanoseconds (Window / Limit)
 -- ARGV[4]  the tolerance in nanoseconds (interval x burst)
--- ARGV[5]  n, the tokens to spend; 0 only looks
--- ARGV[6]  grace in milliseconds, added to the bucket's time to live
+-- ARGV[5]  grace in milliseconds, added to the bucket's time to live
+-- ARGV[6…] the calls' costs, in arrival order; 0 only looks
 --
--- Returns the tat before this call ("" for a new bucket). The decision is made
--- in Go (the shared arithmetic, quota/internal/store) from that tat; this script makes the same
--- comparison to decide whether to store the new one.
+-- Returns {now s, now ns, passed, tat}: the time the script decided by, how
+-- many calls spent tokens, and the tat before these calls ("" for a new
+-- bucket). The decisions are made in Go (the shared arithmetic,
+-- quota/internal/store) from the time and the tat, one call at a time; this
+-- script makes the same comparison to know what to store, and Go checks
+-- that both let the same number of calls pass.
 --
--- Lua numbers are doubles, exact for integers below 2^53. Nanoseconds since
--- the epoch (about 1.8e18) are not, so times travel as seconds and
--- nanoseconds, and only differences (bounded by the caller to 2^53ns, about
--- 104 days) are computed in nanoseconds.
-local now_s, now_ns = tonumber(ARGV[1]), tonumber(ARGV[2])
+-- Spans are counted in nanoseconds from now: the caller bounds interval x
+-- (burst + cost) below 2^53, so every span stored is exact. A tat so far
+-- ahead that the span is not exact lets no call pass, and is kept.
+local now_s, now_ns = clock()
 local interval, tolerance = tonumber(ARGV[3]), tonumber(ARGV[4])
-local n = tonumber(ARGV[5])
 
 local old = redis.call('GET', KEYS[1])
-local base_s, base_ns, ahead = now_s, now_ns, 0
+local ahead = 0 -- how far the tat is past now; 0 for a full bucket
 if old then
-  local sep = string.find(old, ':', 1, true)
-  local tat_s = tonumber(string.sub(old, 1, sep - 1))
-  local tat_ns = tonumber(string.sub(old, sep + 1))
-  local d = (tat_s - now_s) * 1e9 + (tat_ns - now_ns)
-  if d > 0 then
-    base_s, base_ns, ahead = tat_s, tat_ns, d
-  end
+  local tat_s, tat_ns = split(old)
+  ahead = math.max(0, (tat_s - now_s) * 1e9 + (tat_ns - now_ns))
 else
   old = ''
 end
 
-local cost = n
-if cost == 0 then
-  cost = 1 -- a look asks whether one call would pass
-end
-if n == 0 or ahead + interval * cost > tolerance then
-  return old
+local passed = 0
+for i = 6, #ARGV do
+  local n = tonumber(ARGV[i])
+  if n > 0 and ahead + interval * n <= tolerance then
+    ahead = ahead + interval * n
+    passed = passed + 1
+  end
 end
 
-local t = base_ns + interval * n
-local tat_s = base_s + math.floor(t / 1e9)
-local tat_ns = t % 1e9
-local ttl = math.ceil((ahead + interval * n) / 1e6) + tonumber(ARGV[6])
-redis.call('SET', KEYS[1], string.format('%d:%d', tat_s, tat_ns), 'PX', ttl)
-return old
+if passed > 0 then
+  local tat_s, tat_ns = later(now_s, now_ns, ahead)
+  redis.call('SET', KEYS[1], string.format('%d:%d', tat_s, tat_ns),
+    'PX', ceil_ms(ahead) + tonumber(ARGV[5]))
+end
+return {now_s, now_ns, passed, old}

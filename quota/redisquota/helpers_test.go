@@ -50,3 +50,14 @@ func decide(t *testing.T, s *redisquota.Store, rule quota.Rule, subject string, 
 	}
 	return d
 }
+
+// fixedKey is the key of subject's fixed-window bucket of the rule named
+// name.
+func fixedKey(prefix, name, subject string) string {
+	return prefix + name + ":" + subject + ":fixed"
+}
+
+// gcraKey is the key of subject's GCRA bucket of the rule named name.
+func gcraKey(prefix, name, subject string) string {
+	return prefix + name + ":" + subject
+}

@@ -24,16 +24,19 @@ const DefaultTimeout = 100 * time.Millisecond
 var ErrConfig = errors.New("redisquota: invalid config")
 
 // Config configures a [Store]. The zero Config is valid: default prefix, the
-// system clock, fail closed, [DefaultTimeout], the global meter provider.
+// Redis server's clock, fail closed, [DefaultTimeout], the global meter
+// provider.
 type Config struct {
 	// Prefix starts every key the store writes; empty means [DefaultPrefix].
 	// Give each deployment sharing a Redis its own prefix. On Redis Cluster,
 	// keep braces out of it (and out of rule names): a {hash tag} would put
 	// every bucket in one slot.
 	Prefix string
-	// Now returns the current time; nil means time.Now. Redis never reads its
-	// own clock: each replica sends its time, so replicas' clocks must agree
-	// to well within a window.
+	// Now is the clock decisions are made by; nil means the Redis server's
+	// own (TIME, read by each script), so that replicas whose clocks
+	// disagree still count in the same windows and share a bucket fairly.
+	// Tests inject one; a store given one sends its time with every call,
+	// and then every replica's clock must agree to well within a window.
 	Now func() time.Time
 	// Failure is what a call the store cannot decide (Redis down, slow past
 	// Timeout, or failing) gets; see [quota.Policy]. The zero value is
@@ -65,7 +68,7 @@ type Config struct {
 type Store struct {
 	client  Client
 	prefix  string
-	now     func() time.Time
+	now     func() time.Time // nil: the server's clock
 	decider store.Decider
 	batch   *batcher // nil unless Config.Batch > 1
 }
@@ -109,9 +112,6 @@ func New(client Client, cfg Config) (*Store, error) {
 	if s.prefix == "" {
 		s.prefix = DefaultPrefix
 	}
-	if s.now == nil {
-		s.now = time.Now
-	}
 	if s.decider.Timeout == 0 {
 		s.decider.Timeout = DefaultTimeout
 	}
@@ -120,7 +120,7 @@ func New(client Client, cfg Config) (*Store, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: Batch %d needs a client that can pipeline", ErrConfig, cfg.Batch)
 		}
-		s.batch = newBatcher(p, cfg.Batch, s.decider.Timeout)
+		s.batch = newBatcher(s, p, cfg.Batch)
 	}
 	return s, nil
 }
@@ -152,23 +152,26 @@ func (s *Store) AllowN(ctx context.Context, rule quota.Rule, subject string, n i
 	if err := check(rule, subject, n); err != nil {
 		return store.Refuse(rule, err)
 	}
-	now := s.now()
+	key := s.key(rule, subject)
 	return s.decider.Decide(ctx, rule, func(ctx context.Context) (quota.Decision, error) {
-		if rule.Algorithm == quota.GCRA {
-			return s.gcra(ctx, rule, subject, n, now)
+		if s.batch != nil {
+			return s.batch.run(ctx, rule, key, n)
 		}
-		return s.fixedWindow(ctx, rule, subject, n, now)
+		c := call{rule: rule, key: key, n: n}
+		s.decide(ctx, &c)
+		return c.d, c.err
 	})
 }
 
 // maxExact is the largest integer a Lua number (a double) holds exactly; the
-// GCRA script's arithmetic in nanoseconds stays below it.
+// scripts' arithmetic in nanoseconds stays below it.
 const maxExact = 1 << 53
 
 // check is store.Check plus this store's own limits, which also wrap
 // quota.ErrRule: a fixed window of at least a millisecond (the resolution of
-// key names and of Redis expiry), and GCRA spans within maxExact nanoseconds
-// (about 104 days), so the script's arithmetic is exact.
+// Redis expiry), and either whole seconds or below maxExact/2 nanoseconds
+// (about 52 days; clock.lua's window), and GCRA spans within maxExact
+// nanoseconds (about 104 days), so the scripts' arithmetic is exact.
 func check(rule quota.Rule, subject string, n int) error {
 	if err := store.Check(rule, subject, n); err != nil {
 		return err
@@ -177,6 +180,9 @@ func check(rule quota.Rule, subject string, n int) error {
 	case quota.FixedWindow:
 		if rule.Window < time.Millisecond {
 			return fmt.Errorf("%w %q: Window %v, the Redis store needs at least 1ms", quota.ErrRule, rule.Name, rule.Window)
+		}
+		if rule.Window%time.Second != 0 && rule.Window >= maxExact/2 {
+			return fmt.Errorf("%w %q: Window %v, the Redis store needs whole seconds for windows past 2^52ns (about 52 days)", quota.ErrRule, rule.Name, rule.Window)
 		}
 	case quota.GCRA:
 		units := int64(rule.BurstOrLimit()) + int64(max(n, 1))

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -110,12 +109,12 @@ func TestClosedBatchingStoreFails(t *testing.T) {
 }
 
 // TestClockStepsBack runs random call sequences through the store and through
-// the shared arithmetic with the clock stepping back as well as forward, as
-// replicas' clocks do, and wants the same decision every time, and for GCRA
-// the same stored arrival time. It is this store's: a fixed window stepped
-// back into keeps its own count here, where the in-memory store counts on in
-// the latest window, so the suite steps back only within a window. Intervals
-// that are not whole microseconds and times before 1970 make rounding show.
+// the shared arithmetic with an injected clock stepping back as well as
+// forward, as replicas' clocks do, and wants the same decision every time,
+// and for GCRA the same stored arrival time. A fixed window stepped back into
+// counts on in the later window the bucket holds (see [latestWindow]), where
+// the suite steps back only within a window. Intervals that are not whole
+// microseconds and times before 1970 make rounding show.
 func TestClockStepsBack(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -124,6 +123,11 @@ func TestClockStepsBack(t *testing.T) {
 	}{
 		{"fixed minute", quota.Rule{Name: "f", Limit: 7, Window: time.Minute}, t0},
 		{"fixed odd window", quota.Rule{Name: "f", Limit: 3, Window: 1234567891 * time.Nanosecond}, t0},
+		{"fixed odd window before 1970", quota.Rule{Name: "f", Limit: 3, Window: 1234567891 * time.Nanosecond}, time.Unix(-7, 5e8)},
+		{"fixed window of 51 days and a nanosecond", quota.Rule{Name: "f", Limit: 50, Window: 51*24*time.Hour + 1}, t0},
+		{"fixed window of a millisecond", quota.Rule{Name: "f", Limit: 1, Window: time.Millisecond}, t0},
+		{"fixed year", quota.Rule{Name: "f", Limit: 100, Window: 365 * 24 * time.Hour}, t0},
+		{"fixed year before 1970", quota.Rule{Name: "f", Limit: 100, Window: 365 * 24 * time.Hour}, time.Unix(-7, 5e8)},
 		{"fixed before 1970", quota.Rule{Name: "f", Limit: 2, Window: 3 * time.Second}, time.Unix(-7, 5e8)},
 		{"gcra thirds", quota.Rule{Name: "g", Limit: 3, Window: 10 * time.Second, Algorithm: quota.GCRA}, t0},
 		{"gcra burst below limit", quota.Rule{Name: "g", Limit: 7, Window: time.Minute, Algorithm: quota.GCRA, Burst: 2}, t0},
@@ -139,18 +143,22 @@ func TestClockStepsBack(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(i), 4))
 			interval := store.Interval(tt.rule)
 			var m store.Model
+			var fw latestWindow
 			for step := range 300 {
 				// Mostly forward, sometimes a little back, as clocks do.
 				clk.Advance(time.Duration(rng.Int64N(int64(3*interval))) - interval/2)
 				now := clk.Now()
 				n := rng.IntN(4)
 				want := m.AllowN(tt.rule, now, n)
+				if tt.rule.Algorithm == quota.FixedWindow {
+					want = fw.AllowN(tt.rule, now, n)
+				}
 				got := decide(t, s, tt.rule, subject, n)
 				if got != want {
 					t.Fatalf("step %d at %v, n=%d: got %+v, want %+v", step, now, n, got, want)
 				}
 				if tt.rule.Algorithm == quota.GCRA && m.TAT.After(now) {
-					v, err := c.Get(context.Background(), prefix+tt.rule.Name+":"+subject).Result()
+					v, err := c.Get(context.Background(), gcraKey(prefix, tt.rule.Name, subject)).Result()
 					if err != nil {
 						t.Fatalf("step %d: reading the bucket: %v", step, err)
 					}
@@ -163,33 +171,57 @@ func TestClockStepsBack(t *testing.T) {
 	}
 }
 
-// TestKeys checks the key names and that every key the store writes expires:
-// a fixed window's at the window's end, a GCRA bucket's when it is full
-// again, each plus the grace of min(Window, 1s).
+// latestWindow is the fixed-window model of a store that keeps one window per
+// bucket, as this store and the in-memory one do: a clock that steps back
+// into an earlier window counts on in the later window the bucket holds,
+// rather than start the earlier one afresh, and a look writes nothing.
+type latestWindow struct {
+	start time.Time
+	count int64
+	seen  bool
+}
+
+func (m *latestWindow) AllowN(rule quota.Rule, now time.Time, n int) quota.Decision {
+	start, count := store.WindowStart(now, rule.Window), int64(0)
+	if m.seen && !m.start.Before(start) {
+		start, count = m.start, m.count
+	}
+	count += int64(n)
+	if n > 0 {
+		m.start, m.count, m.seen = start, count, true
+	}
+	return store.FixedWindowDecision(rule, now, count, n)
+}
+
+// TestKeys checks the key names, the values, and that every key the store
+// writes expires: a fixed window's at the window's end, a GCRA bucket's when
+// it is full again, each plus the grace of min(Window, 1s).
 func TestKeys(t *testing.T) {
 	ctx := context.Background()
 	subject := quota.Subject("key test")
+	start := store.WindowStart(t0, time.Minute)
 	tests := []struct {
 		name    string
 		rule    quota.Rule
 		n       int
-		key     func(prefix string, now time.Time) string
+		key     func(prefix string) string
+		value   string
 		wantTTL time.Duration // the most the key may live, before rounding up to a millisecond
 	}{
 		{
-			name: "fixed window",
-			rule: quota.Rule{Name: "fw", Limit: 5, Window: time.Minute},
-			n:    1,
-			key: func(prefix string, now time.Time) string {
-				return prefix + "fw:" + subject + ":" + strconv.FormatInt(store.WindowStart(now, time.Minute).UnixMilli(), 10)
-			},
-			wantTTL: time.Minute - time.Duration(t0.Second()*1e9+t0.Nanosecond()) + time.Second,
+			name:    "fixed window",
+			rule:    quota.Rule{Name: "fw", Limit: 5, Window: time.Minute},
+			n:       2,
+			key:     func(prefix string) string { return fixedKey(prefix, "fw", subject) },
+			value:   fmt.Sprintf("%d:0:2", start.Unix()),
+			wantTTL: start.Add(time.Minute).Sub(t0) + time.Second,
 		},
 		{
 			name:    "gcra",
 			rule:    quota.Rule{Name: "gc", Limit: 10, Window: time.Minute, Algorithm: quota.GCRA},
 			n:       3, // 3 tokens refill in 18s
-			key:     func(prefix string, _ time.Time) string { return prefix + "gc:" + subject },
+			key:     func(prefix string) string { return gcraKey(prefix, "gc", subject) },
+			value:   fmt.Sprintf("%d:%d", t0.Unix()+18, t0.Nanosecond()),
 			wantTTL: 18*time.Second + time.Second,
 		},
 	}
@@ -197,7 +229,7 @@ func TestKeys(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := newClock(t0)
 			s, c, prefix := testStore(t, clk)
-			key := tt.key(prefix, clk.Now())
+			key := tt.key(prefix)
 			decide(t, s, tt.rule, subject, 0)
 			if n, err := c.Exists(ctx, key).Result(); err != nil || n != 0 {
 				t.Fatalf("after a look: got Exists %d (%v), want 0: a look must not write", n, err)
@@ -211,6 +243,9 @@ func TestKeys(t *testing.T) {
 			if ttl <= tt.wantTTL-time.Second || ttl > tt.wantTTL.Truncate(time.Millisecond)+time.Millisecond {
 				t.Errorf("PTTL %s: got %v, want within a second below %v", key, ttl, tt.wantTTL)
 			}
+			if v, err := c.Get(ctx, key).Result(); err != nil || v != tt.value {
+				t.Errorf("GET %s: got %q (%v), want %q", key, v, err, tt.value)
+			}
 			keys, err := c.Keys(ctx, prefix+"*").Result()
 			if err != nil {
 				t.Fatal(err)
@@ -219,6 +254,64 @@ func TestKeys(t *testing.T) {
 				t.Errorf("keys: got %v, want %v", keys, want)
 			}
 		})
+	}
+}
+
+// TestFixedWindowKeyHoldsOneWindow checks the fixed-window bucket across
+// windows: a new window starts afresh with a new time to live, one clock
+// stepped back counts on in the later window and keeps its time to live, and
+// a refund gives back only in the window the bucket holds.
+func TestFixedWindowKeyHoldsOneWindow(t *testing.T) {
+	ctx := context.Background()
+	rule := quota.Rule{Name: "one", Limit: 3, Window: time.Minute}
+	subject := quota.Subject("one window")
+	clk := newClock(store.WindowStart(t0, time.Minute).Add(30 * time.Second))
+	s, c, prefix := testStore(t, clk)
+	key := fixedKey(prefix, rule.Name, subject)
+	state := func() (string, time.Duration) {
+		t.Helper()
+		v, err := c.Get(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v, c.PTTL(ctx, key).Val()
+	}
+	first := store.WindowStart(clk.Now(), time.Minute)
+	decide(t, s, rule, subject, 3)
+	clk.Advance(time.Minute) // the next window
+	if d := decide(t, s, rule, subject, 1); !d.Allowed || d.Remaining != 2 {
+		t.Errorf("in the next window: got %+v, want allowed with 2 remaining", d)
+	}
+	v, ttl := state()
+	if want := fmt.Sprintf("%d:0:1", first.Add(time.Minute).Unix()); v != want {
+		t.Errorf("next window: got %q, want %q", v, want)
+	}
+	if ttl <= 30*time.Second || ttl > 31*time.Second {
+		t.Errorf("next window: PTTL %v, want the 30s left in it and the 1s grace", ttl)
+	}
+	clk.Advance(-time.Minute) // back into the first window: count on in the later one
+	if d := decide(t, s, rule, subject, 1); !d.Allowed || d.Remaining != 1 || d.RetryAfter != 30*time.Second {
+		t.Errorf("stepped back: got %+v, want allowed with 1 remaining, RetryAfter 30s", d)
+	}
+	if err := s.Refund(ctx, rule, subject, 2); err != nil {
+		t.Fatal(err)
+	}
+	if v2, ttl2 := state(); v2 != fmt.Sprintf("%d:0:2", first.Add(time.Minute).Unix()) || ttl2 > ttl {
+		t.Errorf("stepped back and refunded: got %q, PTTL %v; want the later window's count of 2 kept, its PTTL at most %v", v2, ttl2, ttl)
+	}
+	clk.Advance(time.Minute)
+	if err := s.Refund(ctx, rule, subject, 2); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := state(); v != fmt.Sprintf("%d:0:0", first.Add(time.Minute).Unix()) {
+		t.Errorf("refunded in its window: got %q, want a count of 0", v)
+	}
+	clk.Advance(time.Minute) // a window later: nothing to give back
+	if err := s.Refund(ctx, rule, subject, 1); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := state(); v != fmt.Sprintf("%d:0:0", first.Add(time.Minute).Unix()) {
+		t.Errorf("refund after its window: got %q, want it unchanged", v)
 	}
 }
 
@@ -364,6 +457,7 @@ func TestCallerErrors(t *testing.T) {
 		{"zero window", quota.Rule{Name: "r", Limit: 5}, a, 1, quota.ErrRule},
 		{"negative cost", ok, a, -1, quota.ErrRule},
 		{"window below a millisecond", quota.Rule{Name: "r", Limit: 5, Window: 999 * time.Microsecond}, a, 1, quota.ErrRule},
+		{"window past 2^52ns, not whole seconds", quota.Rule{Name: "r", Limit: 5, Window: 1<<52 + 1}, a, 1, quota.ErrRule},
 		{"gcra span past 2^53ns", quota.Rule{Name: "r", Limit: 1, Window: 24 * time.Hour, Algorithm: quota.GCRA, Burst: 200}, a, 1, quota.ErrRule},
 		{"gcra cost past 2^53ns", quota.Rule{Name: "r", Limit: 1, Window: 24 * time.Hour, Algorithm: quota.GCRA}, a, 200, quota.ErrRule},
 	}

@@ -1,0 +1,71 @@
+package redisquota
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/admitgo/admit/quota"
+)
+
+// A call is one decision the store was asked for, and its answer.
+type call struct {
+	rule quota.Rule
+	key  string
+	n    int
+	d    quota.Decision
+	err  error
+	done chan struct{} // batch only: signalled once d and err are set
+}
+
+// A group is the calls on one bucket under one rule that one script run
+// decides, in arrival order: each gets the decision it would have had one by
+// one.
+type group struct {
+	rule  quota.Rule
+	key   string
+	calls []*call
+}
+
+// script returns the script that decides g's calls and its arguments at the
+// clock arguments sec and nsec.
+func (g *group) script(sec, nsec any) (script, []any) {
+	if g.rule.Algorithm == quota.GCRA {
+		return gcraScript, gcraArgs(g, sec, nsec)
+	}
+	return fixedScript, fixedArgs(g, sec, nsec)
+}
+
+// decide sets the decision of each of g's calls from the script's reply, or
+// the error on each.
+func (g *group) decide(cmd *redis.Cmd) {
+	reply, err := cmd.Slice()
+	if err == nil {
+		if g.rule.Algorithm == quota.GCRA {
+			err = decideGCRA(g, reply)
+		} else {
+			err = decideFixed(g, reply)
+		}
+	}
+	if err != nil {
+		for _, c := range g.calls {
+			c.d, c.err = quota.Decision{}, err
+		}
+	}
+}
+
+// decide decides c in a script run of its own.
+func (s *Store) decide(ctx context.Context, c *call) {
+	g := group{rule: c.rule, key: c.key, calls: []*call{c}}
+	sec, nsec := s.clockArgs()
+	sc, args := g.script(sec, nsec)
+	g.decide(s.eval(ctx, sc, g.key, args...))
+}
+
+// key returns the key of subject's bucket of rule.
+func (s *Store) key(rule quota.Rule, subject string) string {
+	if rule.Algorithm == quota.GCRA {
+		return s.prefix + rule.Name + ":" + subject
+	}
+	return s.prefix + rule.Name + ":" + subject + ":fixed"
+}
