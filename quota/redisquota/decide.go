@@ -62,10 +62,15 @@ func (s *Store) decide(ctx context.Context, c *call) {
 	g.decide(s.eval(ctx, sc, g.key, args...))
 }
 
-// key returns the key of subject's bucket of rule.
+// key returns the key of subject's bucket of rule: Prefix + rule name +
+// ":{" + subject + "}:fixed" or ":gcra". The braces make the subject the
+// key's hash tag, so Redis Cluster keeps every bucket of one subject in one
+// slot; check and New refuse a "{" before it, which would open the tag
+// early.
 func (s *Store) key(rule quota.Rule, subject string) string {
+	suffix := "}:fixed"
 	if rule.Algorithm == quota.GCRA {
-		return s.prefix + rule.Name + ":" + subject
+		suffix = "}:gcra"
 	}
-	return s.prefix + rule.Name + ":" + subject + ":fixed"
+	return s.prefix + rule.Name + ":{" + subject + suffix
 }

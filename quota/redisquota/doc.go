@@ -23,13 +23,19 @@
 //
 // # Keys and expiry
 //
-// A fixed-window bucket is Prefix + rule name + ":" + subject + ":fixed",
+// A fixed-window bucket is Prefix + rule name + ":{" + subject + "}:fixed",
 // holding its window's start and count as "<unix seconds>:<nanoseconds>:<count>";
-// a GCRA bucket is Prefix + rule name + ":" + subject, holding the tat as
-// "<unix seconds>:<nanoseconds>". Subjects are the hashes [quota.Subject]
-// returns, never raw identifiers. Every call touches one key, so the store
-// works on Redis Cluster; keep braces out of Prefix and rule names there, or
-// a {hash tag} puts every bucket in one slot.
+// a GCRA bucket is Prefix + rule name + ":{" + subject + "}:gcra", holding
+// the tat as "<unix seconds>:<nanoseconds>". Subjects are the hashes
+// [quota.Subject] returns, never raw identifiers. The braces make the subject
+// each key's hash tag, so on Redis Cluster every bucket of one subject, under
+// every rule and algorithm, lives in one slot: a decision, a refund and the
+// calls coalesced into one script run each touch one key, and what one
+// subject does never spans masters. Subjects are spread over slots as evenly
+// as their hashes. A "{" in Prefix or in a rule name would open the hash tag
+// before the subject's (every bucket of a rule in one slot, say), so [New]
+// refuses such a Prefix with [ErrConfig] and calls refuse such a rule with
+// [quota.ErrRule]; a "}" is harmless.
 //
 // A fixed-window bucket holds one window: the first call of a later window
 // starts it afresh. A clock that steps back into an earlier window (an

@@ -2,6 +2,7 @@ package redisquota_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,10 +55,22 @@ func decide(t *testing.T, s *redisquota.Store, rule quota.Rule, subject string, 
 // fixedKey is the key of subject's fixed-window bucket of the rule named
 // name.
 func fixedKey(prefix, name, subject string) string {
-	return prefix + name + ":" + subject + ":fixed"
+	return prefix + name + ":{" + subject + "}:fixed"
 }
 
 // gcraKey is the key of subject's GCRA bucket of the rule named name.
 func gcraKey(prefix, name, subject string) string {
-	return prefix + name + ":" + subject
+	return prefix + name + ":{" + subject + "}:gcra"
+}
+
+// hashTag returns what Redis Cluster hashes of key to find its slot: the
+// text between the first "{" and the first "}" after it, if not empty, or
+// else the whole key.
+func hashTag(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
 }

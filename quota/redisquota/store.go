@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -28,9 +29,9 @@ var ErrConfig = errors.New("redisquota: invalid config")
 // provider.
 type Config struct {
 	// Prefix starts every key the store writes; empty means [DefaultPrefix].
-	// Give each deployment sharing a Redis its own prefix. On Redis Cluster,
-	// keep braces out of it (and out of rule names): a {hash tag} would put
-	// every bucket in one slot.
+	// Give each deployment sharing a Redis its own prefix. It must not hold
+	// "{", which would take the place of the subject's hash tag (see the
+	// package documentation); rule names must not either.
 	Prefix string
 	// Now is the clock decisions are made by; nil means the Redis server's
 	// own (TIME, read by each script), so that replicas whose clocks
@@ -95,6 +96,9 @@ func New(client Client, cfg Config) (*Store, error) {
 	}
 	if cfg.Batch < 0 {
 		return nil, fmt.Errorf("%w: Batch %d, want 0 (no batching) or more", ErrConfig, cfg.Batch)
+	}
+	if strings.Contains(cfg.Prefix, "{") {
+		return nil, fmt.Errorf("%w: Prefix %q holds \"{\", which would take the place of the subject's hash tag", ErrConfig, cfg.Prefix)
 	}
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("%w: Timeout %v, want 0 (the default) or more", ErrConfig, cfg.Timeout)
@@ -168,13 +172,16 @@ func (s *Store) AllowN(ctx context.Context, rule quota.Rule, subject string, n i
 const maxExact = 1 << 53
 
 // check is store.Check plus this store's own limits, which also wrap
-// quota.ErrRule: a fixed window of at least a millisecond (the resolution of
+// quota.ErrRule: no "{" in the rule name (see [Store.key]), a fixed window of at least a millisecond (the resolution of
 // Redis expiry), and either whole seconds or below maxExact/2 nanoseconds
 // (about 52 days; clock.lua's window), and GCRA spans within maxExact
 // nanoseconds (about 104 days), so the scripts' arithmetic is exact.
 func check(rule quota.Rule, subject string, n int) error {
 	if err := store.Check(rule, subject, n); err != nil {
 		return err
+	}
+	if strings.Contains(rule.Name, "{") {
+		return fmt.Errorf("%w %q: the Redis store's rule names must not hold \"{\", which would take the place of the subject's hash tag", quota.ErrRule, rule.Name)
 	}
 	switch rule.Algorithm {
 	case quota.FixedWindow:

@@ -61,6 +61,9 @@ func TestNew(t *testing.T) {
 		{"batch", redis.NewClient(good), redisquota.Config{Batch: 32}, false},
 		{"negative batch", redis.NewClient(good), redisquota.Config{Batch: -1}, true},
 		{"batch without pipelining", scriptsOnly{redis.NewClient(good)}, redisquota.Config{Batch: 32}, true},
+		{"prefix with a closing brace", redis.NewClient(good), redisquota.Config{Prefix: "shop}:"}, false},
+		{"prefix with a hash tag", redis.NewClient(good), redisquota.Config{Prefix: "{shop}:"}, true},
+		{"prefix with an opening brace", redis.NewClient(good), redisquota.Config{Prefix: "shop{"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -254,6 +257,42 @@ func TestKeys(t *testing.T) {
 				t.Errorf("keys: got %v, want %v", keys, want)
 			}
 		})
+	}
+}
+
+// TestKeysShareTheSubjectsSlot wants every key of one subject, whatever the
+// rule or algorithm, to hash to the subject on Redis Cluster, so that all of
+// them live in one slot; and a prefix or rule name with a closing brace not
+// to change that.
+func TestKeysShareTheSubjectsSlot(t *testing.T) {
+	ctx := context.Background()
+	subject := quota.Subject("one slot")
+	c := testredis.Client(t)
+	prefix := testredis.Prefix(t) + "}"
+	s := newStore(t, c, prefix, redisquota.Config{Now: newClock(t0).Now})
+	for _, rule := range []quota.Rule{
+		{Name: "a", Limit: 5, Window: time.Minute},
+		{Name: "a", Limit: 5, Window: time.Minute, Algorithm: quota.GCRA},
+		{Name: "b}", Limit: 5, Window: time.Hour},
+		{Name: "", Limit: 5, Window: time.Hour, Algorithm: quota.GCRA},
+	} {
+		decide(t, s, rule, subject, 1)
+		if err := s.Refund(ctx, rule, subject, 1); err != nil {
+			t.Fatal(err)
+		}
+		decide(t, s, rule, subject, 1)
+	}
+	keys, err := c.Keys(ctx, prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 4 {
+		t.Errorf("keys: got %v, want 4", keys)
+	}
+	for _, k := range keys {
+		if got := hashTag(k); got != subject {
+			t.Errorf("key %s hashes %q, want the subject %q", k, got, subject)
+		}
 	}
 }
 
@@ -457,6 +496,8 @@ func TestCallerErrors(t *testing.T) {
 		{"zero window", quota.Rule{Name: "r", Limit: 5}, a, 1, quota.ErrRule},
 		{"negative cost", ok, a, -1, quota.ErrRule},
 		{"window below a millisecond", quota.Rule{Name: "r", Limit: 5, Window: 999 * time.Microsecond}, a, 1, quota.ErrRule},
+		{"rule name with a hash tag", quota.Rule{Name: "{r}", Limit: 5, Window: time.Minute}, a, 1, quota.ErrRule},
+		{"rule name with an opening brace, gcra", quota.Rule{Name: "r{", Limit: 5, Window: time.Minute, Algorithm: quota.GCRA}, a, 1, quota.ErrRule},
 		{"window past 2^52ns, not whole seconds", quota.Rule{Name: "r", Limit: 5, Window: 1<<52 + 1}, a, 1, quota.ErrRule},
 		{"gcra span past 2^53ns", quota.Rule{Name: "r", Limit: 1, Window: 24 * time.Hour, Algorithm: quota.GCRA, Burst: 200}, a, 1, quota.ErrRule},
 		{"gcra cost past 2^53ns", quota.Rule{Name: "r", Limit: 1, Window: 24 * time.Hour, Algorithm: quota.GCRA}, a, 200, quota.ErrRule},
