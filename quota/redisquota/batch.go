@@ -117,11 +117,26 @@ func (b *batcher) flush() {
 	}
 }
 
-// groups returns a group of one for each call.
+// groups gathers calls by bucket and rule, the groups in order of first
+// arrival and each group's calls in arrival order, so that one script run
+// decides each group. Calls on one bucket under different rules (one rule
+// name given two limits) form groups of their own.
 func groups(calls []*call) []*group {
-	out := make([]*group, len(calls))
-	for i, c := range calls {
-		out[i] = &group{rule: c.rule, key: c.key, calls: []*call{c}}
+	type bucket struct {
+		key  string
+		rule quota.Rule
+	}
+	out := make([]*group, 0, len(calls))
+	index := make(map[bucket]*group, len(calls))
+	for _, c := range calls {
+		k := bucket{c.key, c.rule}
+		g := index[k]
+		if g == nil {
+			g = &group{rule: c.rule, key: c.key}
+			index[k] = g
+			out = append(out, g)
+		}
+		g.calls = append(g.calls, c)
 	}
 	return out
 }

@@ -95,17 +95,26 @@
 // reads; [New] checks these where it can. Without redirects, a call that
 // meets a slot migration (MOVED) fails and follows the failure policy.
 //
-// # Throughput
+// # Batching and coalescing
 //
 // A decision holds one connection for one round trip, so unbatched callers
 // need as many connections (go-redis's PoolSize) to proceed in parallel, and
 // even then Redis spends most of its time on per-command network overhead.
 // With [Config].Batch above 1 the store sends concurrent decisions together:
 // a few flusher goroutines each take the queued calls, up to Batch, and send
-// them in one pipeline. A lone call leaves at once, in a pipeline of one; under
-// load the pipelines fill up, which multiplies throughput at high concurrency
-// (see scripts/bench-redis) at the cost of a goroutine handoff per call. A
-// caller still waits no longer than Timeout. go-redis's own autopipeliner is
-// not used for this: it does not give up on a call when the call's context
-// ends, so a stalled Redis would stall every caller past Timeout.
+// them in one pipeline. Calls of one pipeline on the same bucket under the
+// same rule are coalesced: one script run takes their costs in arrival order
+// and returns the state before them and the time, from which Go decides each
+// call as it would have been decided alone, one after the other; the GCRA
+// script also returns how many calls it let pass, and a disagreement with the
+// arithmetic fails the calls. So a hot key costs Redis one script run per
+// pipeline rather than one per call. A lone call leaves at once, in a
+// pipeline of one; under load the pipelines fill up, which multiplies
+// throughput at high concurrency (see scripts/bench-redis) at the cost of a
+// goroutine handoff per call. The calls of one pipeline are decided at one
+// time: the injected clock's, read once, or each script's reading of the
+// server's. A caller still waits no longer than Timeout. Refunds are sent on
+// their own. go-redis's own autopipeliner is not used for this: it does not
+// give up on a call when the call's context ends, so a stalled Redis would
+// stall every caller past Timeout.
 package redisquota

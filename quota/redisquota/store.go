@@ -49,8 +49,10 @@ type Config struct {
 	// [New]).
 	Timeout time.Duration
 	// Batch, above 1, sends concurrent decisions to Redis together, up to
-	// Batch scripts in one pipeline: at high concurrency this multiplies
-	// throughput over few connections, and costs a lone call a goroutine
+	// Batch calls in one pipeline, and coalesces the calls on one bucket
+	// into one script run, each call getting the decision it would have had
+	// alone: at high concurrency, and most on hot keys, this multiplies
+	// throughput over few connections, and it costs a lone call a goroutine
 	// handoff. The client must then be a [Pipeliner], and the store must be
 	// closed with [Store.Close]. 0 or 1 sends each decision on its own.
 	Batch int
