@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
+	"time"
 
 	"github.com/admitgo/admit"
 )
@@ -22,7 +23,9 @@ func ExampleDoor_Reload() {
 			func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusUnauthorized) }), nil))
 		return mux
 	}
-	door, err := admit.New(admit.Config{})
+	t0 := time.Now()
+	clock := func() time.Time { return t0 } // stopped, so that no token refills while the example runs
+	door, err := admit.New(admit.Config{Now: clock})
 	if err != nil {
 		log.Fatal(err)
 	}
