@@ -166,6 +166,9 @@ func (b *batcher) exec(ctx context.Context, groups []*group) {
 		_, _ = pipe.Exec(ctx)
 	}
 	for i, g := range groups {
+		if cmds[i].Err() != nil {
+			b.s.failed()
+		}
 		g.decide(cmds[i])
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -52,6 +54,9 @@ func (s *Store) eval(ctx context.Context, sc script, key string, args ...any) *r
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 		cmd = s.client.Eval(ctx, sc.src, keys, args...)
 	}
+	if cmd.Err() != nil {
+		s.failed()
+	}
 	return cmd
 }
 
@@ -64,6 +69,37 @@ func (s *Store) clockArgs() (sec, nsec any) {
 	}
 	now := s.now()
 	return now.Unix(), now.Nanosecond()
+}
+
+// reloadEvery is how often, at most, a store asks a cluster client to reload
+// its slot map after failed calls.
+const reloadEvery = time.Second
+
+// failed tells a cluster client that a call failed, so that it reloads its
+// slot map, at most once per reloadEvery. After a master fails over,
+// go-redis keeps sending the master's slots to the dead address, dial after
+// refused dial, until a MOVED reply or its periodic reload
+// (ClusterStateReloadInterval, a minute by default) shows it the new
+// master; a refused dial is no reason for it to look. Asking after every
+// failure, whatever it was, ends the outage within about a second of the
+// failover; a reload costs one CLUSTER SLOTS, and go-redis runs at most one
+// at a time.
+func (s *Store) failed() {
+	if s.cluster == nil {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := s.reloaded.Load()
+	if now-last < int64(reloadEvery) || !s.reloaded.CompareAndSwap(last, now) {
+		return
+	}
+	s.cluster.ReloadState(context.Background()) // asynchronous: it only marks the map stale
+}
+
+// reloadState is what the store keeps to reload a cluster client's slot map.
+type reloadState struct {
+	cluster  *redis.ClusterClient // nil unless the client is one
+	reloaded atomic.Int64         // when failed last asked for a reload, in Unix nanoseconds
 }
 
 // checkClient refuses clients New can see would retry commands or ignore

@@ -117,4 +117,59 @@
 // their own. go-redis's own autopipeliner is not used for this: it does not
 // give up on a call when the call's context ends, so a stalled Redis would
 // stall every caller past Timeout.
+//
+// # Cluster and Sentinel
+//
+// The client may be a *redis.ClusterClient (Redis Cluster) or a failover
+// client from redis.NewFailoverClient (a master and its replicas watched by
+// Redis Sentinel), as well as a *redis.Client or a *redis.Ring, each set up as
+// above; [New] checks what it can see. A failover client is a *redis.Client
+// carrying the FailoverOptions' settings; redis.NewFailoverClusterClient
+// returns a cluster client, whose MaxRedirects follows its MaxRetries. Every
+// script declares the one key it touches, hash-tagged by its subject (see
+// Keys), so a cluster sends each call, and each coalesced group of a
+// pipeline, to the master of one slot; go-redis splits a pipeline by master.
+// Scripts write, so they must reach masters: a failover client must not be
+// ReplicaOnly.
+//
+// After a master crashes, go-redis's cluster client keeps sending its slots
+// to the dead address until it reloads its slot map, which it does by itself
+// only on a MOVED reply or once a minute (ClusterStateReloadInterval); a
+// refused connection does not prompt it. So after a failed call on a cluster
+// client the store asks it to reload (ReloadState), at most once a second:
+// calls on the crashed master's slots fail until a replica has taken over,
+// and for about a second more. A failover client asks the sentinels for the
+// master whenever it opens a connection and drops its connections when they
+// announce a new one; it too decides again about a second after the
+// failover, once go-redis's dial probe connects, as after any outage.
+//
+// # Failover
+//
+// What a failover costs, and what it does not:
+//
+//   - From the crash until the client reaches the new master, every call on
+//     the crashed master's slots follows the failure policy within Timeout;
+//     calls on other masters' slots go on as before.
+//   - A call that failed may or may not have been counted: the script may
+//     have run before the connection broke. The store never sends it again,
+//     so no call is counted twice.
+//   - Replication is asynchronous: the new master has only what the old one
+//     had sent it before the crash, so the last writes the old master made,
+//     already acknowledged as decisions, may be lost. Those calls are then
+//     not counted, and as many more may pass. Only WAIT after every call, a
+//     round trip to a replica per decision, would close that gap; the store
+//     does not use it.
+//   - The new master decides by its own clock, so masters' clocks should
+//     agree (NTP). If the clocks differ, windows end that much earlier or
+//     later (a bucket a lagging clock finds in a later window counts on in
+//     it), and GCRA buckets gain or lose that much refill.
+//   - Its script cache may be empty: the first call of each script gets
+//     NOSCRIPT and sends the source, which is not a retry.
+//
+// The failover tests crash the master serving a hot bucket under load and
+// check exactly this: every failed call failed closed within Timeout, the
+// store decided again within about a second of the failover, and the
+// bucket's count read from the new master is at most the calls allowed plus
+// those that failed, and at least the calls allowed after the crash. Calls
+// allowed before it may be missing from the count; the tests log how many.
 package redisquota

@@ -45,3 +45,39 @@ func ExampleNew() {
 	}
 	fmt.Printf("allowed, %d left this hour\n", d.Remaining)
 }
+
+func ExampleNew_cluster() {
+	client := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"},
+		// Required: no retries, no re-sends after a dropped connection, and
+		// context deadlines, as for a single server.
+		MaxRetries:            -1,
+		MaxRedirects:          -1,
+		ContextTimeoutEnabled: true,
+	})
+	defer client.Close()
+
+	// Batching pipelines concurrent calls, split by go-redis across the
+	// masters, and coalesces the calls on one bucket into one script run.
+	store, err := redisquota.New(client, redisquota.Config{Prefix: "shop:quota:", Batch: 64})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+}
+
+func ExampleNew_sentinel() {
+	client := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:            "quota",
+		SentinelAddrs:         []string{"10.0.0.1:26379", "10.0.0.2:26379", "10.0.0.3:26379"},
+		MaxRetries:            -1,
+		ContextTimeoutEnabled: true,
+	})
+	defer client.Close()
+
+	store, err := redisquota.New(client, redisquota.Config{Prefix: "shop:quota:"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+}

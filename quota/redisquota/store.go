@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/admitgo/admit/quota"
@@ -74,6 +75,7 @@ type Store struct {
 	now     func() time.Time // nil: the server's clock
 	decider store.Decider
 	batch   *batcher // nil unless Config.Batch > 1
+	reloadState
 }
 
 var _ quota.Charger = (*Store)(nil)
@@ -84,11 +86,13 @@ var _ quota.Charger = (*Store)(nil)
 //
 // The client must not retry commands, since a retried script could count one
 // call twice, and must honour context deadlines, or Timeout cannot bound a
-// call: for a *redis.Client, *redis.ClusterClient or *redis.Ring, New checks
-// that MaxRetries is -1 (retries off), for a cluster client also that
-// MaxRedirects is -1, and that ContextTimeoutEnabled is set, and returns an
-// error wrapping [ErrConfig] otherwise. Other clients (an *redis.AutoPipeliner, a wrapper) are trusted to
-// be set up the same way.
+// call: for a *redis.Client (a failover client from redis.NewFailoverClient
+// too), *redis.ClusterClient or *redis.Ring, New checks that MaxRetries is -1
+// (retries off), for a cluster client also that MaxRedirects is -1, and that
+// ContextTimeoutEnabled is set, and returns an error wrapping [ErrConfig]
+// otherwise. Other clients (an *redis.AutoPipeliner, a wrapper) are trusted to
+// be set up the same way. A store on a cluster client reloads the client's
+// slot map after failed calls; see the package documentation.
 func New(client Client, cfg Config) (*Store, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrConfig)
@@ -118,6 +122,7 @@ func New(client Client, cfg Config) (*Store, error) {
 	if s.prefix == "" {
 		s.prefix = DefaultPrefix
 	}
+	s.cluster, _ = client.(*redis.ClusterClient)
 	if s.decider.Timeout == 0 {
 		s.decider.Timeout = DefaultTimeout
 	}
