@@ -211,11 +211,11 @@ func collected(t *testing.T, reader interface {
 type uncomparable struct{ calls []int }
 
 func (uncomparable) Allow(context.Context, quota.Rule, string) (quota.Decision, error) {
-	return quota.Decision{Allowed: true}, nil
+	return quota.Decision{Allowed: true, Remaining: 100}, nil
 }
 
 func (uncomparable) AllowN(context.Context, quota.Rule, string, int) (quota.Decision, error) {
-	return quota.Decision{Allowed: true}, nil
+	return quota.Decision{Allowed: true, Remaining: 100}, nil
 }
 
 func (uncomparable) Refund(context.Context, quota.Rule, string, int) error { return nil }
