@@ -178,7 +178,24 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 		"proxy_protocol_from", len(cfg.ProxyProtocolFrom), "shadow", cfg.Shadow,
 		"store", cfg.Store.Kind, "store_url", redactURL(cfg.Store.URL), "store_fail", cfg.StoreFail,
 		"config", cfg.ConfigFile)
+	logRoutes(log, cfg, s.door)
 	return s, nil
+}
+
+// logRoutes logs what is protected: one line per route, with its pattern
+// and each of its limits' budget, and a warning when no route is
+// configured, since every request then passes through unlimited.
+func logRoutes(log *slog.Logger, cfg config, door *admit.Door) {
+	if len(cfg.Routes) == 0 {
+		log.Warn("admit: no route is configured, so every request passes through unlimited: add routes with --route or the config file's routes")
+	}
+	for _, r := range withGRPCHealth(cfg.Routes) {
+		names := make([]string, len(r.Groups))
+		for i, g := range r.Groups {
+			names[i] = string(g)
+		}
+		log.Info("admit: route", "pattern", r.Pattern, "groups", strings.Join(names, ","), "limits", routeLimits(door, r))
+	}
 }
 
 // routes puts every route behind the door, the gRPC health service in the
