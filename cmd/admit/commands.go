@@ -13,7 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
 
 	"github.com/admitgo/admit"
@@ -199,7 +198,7 @@ func (c config) checkOffline() error {
 			return fmt.Errorf("admit: --store-table %q: %w", c.StoreTable, err)
 		}
 	case storeRedis:
-		if _, err := redis.ParseURL(c.Store.URL); err != nil {
+		if _, err := parseRedisURL(c.Store.URL); err != nil {
 			return storeURLError(c.Store.URL, err)
 		}
 	}

@@ -192,34 +192,49 @@ func openRedis(ctx context.Context, cfg config, mp metric.MeterProvider, log *sl
 // twice (a retried script could count a request twice) and to honour
 // deadlines, so the store's timeout bounds a decision.
 func redisClient(raw string) (redis.UniversalClient, error) {
-	scheme, rest, _ := strings.Cut(raw, "://")
-	base, topology, _ := strings.Cut(scheme, "+")
-	plain := base + "://" + rest
-	switch topology {
-	case "cluster":
-		opt, err := redis.ParseClusterURL(plain)
-		if err != nil {
-			return nil, err
-		}
-		opt.MaxRetries, opt.MaxRedirects, opt.ContextTimeoutEnabled = -1, -1, true
-		return redis.NewClusterClient(opt), nil
-	case "sentinel":
-		opt, err := redis.ParseFailoverURL(plain)
-		if err != nil {
-			return nil, err
-		}
-		if opt.MasterName == "" {
-			return nil, errors.New("a redis+sentinel URL needs master_name=, the name the sentinels know the master by")
-		}
-		opt.MaxRetries, opt.ContextTimeoutEnabled = -1, true
-		return redis.NewFailoverClient(opt), nil
-	}
-	opt, err := redis.ParseURL(plain)
+	o, err := parseRedisURL(raw)
 	if err != nil {
 		return nil, err
 	}
-	opt.MaxRetries, opt.ContextTimeoutEnabled = -1, true
-	return redis.NewClient(opt), nil
+	switch {
+	case o.cluster != nil:
+		o.cluster.MaxRetries, o.cluster.MaxRedirects, o.cluster.ContextTimeoutEnabled = -1, -1, true
+		return redis.NewClusterClient(o.cluster), nil
+	case o.failover != nil:
+		o.failover.MaxRetries, o.failover.ContextTimeoutEnabled = -1, true
+		return redis.NewFailoverClient(o.failover), nil
+	}
+	o.single.MaxRetries, o.single.ContextTimeoutEnabled = -1, true
+	return redis.NewClient(o.single), nil
+}
+
+// redisOptions are the parsed options of a Redis store URL; one is set.
+type redisOptions struct {
+	single   *redis.Options
+	cluster  *redis.ClusterOptions
+	failover *redis.FailoverOptions
+}
+
+// parseRedisURL parses a Redis store URL by the rules of go-redis's parser
+// for its topology, the +cluster or +sentinel suffix of the scheme removed.
+func parseRedisURL(raw string) (redisOptions, error) {
+	scheme, rest, _ := strings.Cut(raw, "://")
+	base, topology, _ := strings.Cut(scheme, "+")
+	plain := base + "://" + rest
+	var o redisOptions
+	var err error
+	switch topology {
+	case "cluster":
+		o.cluster, err = redis.ParseClusterURL(plain)
+	case "sentinel":
+		o.failover, err = redis.ParseFailoverURL(plain)
+		if err == nil && o.failover.MasterName == "" {
+			err = errors.New("a redis+sentinel URL needs master_name=, the name the sentinels know the master by")
+		}
+	default:
+		o.single, err = redis.ParseURL(plain)
+	}
+	return o, err
 }
 
 // redisLogger sends go-redis's own messages (failed dials, a cluster's slot
