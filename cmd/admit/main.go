@@ -36,7 +36,9 @@ type usageError struct{ error }
 func (e usageError) Unwrap() error { return e.error }
 
 // run is the whole program with its environment passed in, so that tests run
-// it in-process: it serves until ctx ends, then drains and returns nil.
+// it in-process: it serves until ctx ends, then drains and returns nil. A
+// SIGHUP meanwhile reloads the configuration from args, getenv and the
+// config file.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
@@ -48,6 +50,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return schema(args[1:], getenv, stdout)
 		}
 	}
+	// SIGHUP reloads the configuration. Caught from here on, before startup
+	// can take long (a store's first answer), so that an early one cannot
+	// end the process; it is handled once the server serves.
+	hangups := make(chan os.Signal, 1)
+	signal.Notify(hangups, syscall.SIGHUP)
+	defer signal.Stop(hangups)
 	cfg, err := parseConfig(args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) || errors.Is(err, errVersion) {
 		return nil
@@ -61,6 +69,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	defer s.close()
+	s.reparse = func() (config, error) { return parseConfig(args, getenv, io.Discard) }
+	s.hangups = hangups
 	if err := s.listen(); err != nil {
 		return err
 	}

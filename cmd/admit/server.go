@@ -7,18 +7,15 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
-	"maps"
-	"math"
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
 	"go.opentelemetry.io/otel/metric"
 
@@ -57,11 +54,25 @@ type server struct {
 	tel      *telemetry
 	demo     *demoApp     // the demo upstream; nil unless --demo without --upstream
 	store    *sharedStore // nil for the memory store
-	door     *admit.Door
 	resolver *clientip.Resolver
 	health   grpchealth.Checker // cached; reports draining at once
 	draining atomic.Bool
-	handler  *front // the proxy's routes
+	proxy    http.Handler // to the upstream, unlimited
+	// gen is what the configuration loaded last built: the door and the
+	// handler tree, which a reload replaces in one step. handler serves
+	// the proxy's listener from it.
+	gen     atomic.Pointer[generation]
+	handler http.Handler
+	// door is the door startup built, for what runs before serve; a reload
+	// leaves it behind, so anything that runs later reads gen.
+	door *admit.Door
+
+	// reparse reads the configuration again as startup read it (the same
+	// flags, the environment, the config file); nil: reloads are refused.
+	reparse  func() (config, error)
+	hangups  <-chan os.Signal // each one reloads; nil: none
+	reloadMu sync.Mutex       // serialises reloads
+	reloads  reloadCounter
 
 	malformed    malformedCounts
 	malformedReg metric.Registration
@@ -110,21 +121,6 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 		return nil, err
 	}
 
-	// The door fills each field the file leaves out with the group's default.
-	budgets := make(map[admit.Group]admit.Budget)
-	for _, g := range builtInGroups {
-		budgets[g] = admit.Budget{}
-	}
-	maps.Copy(budgets, cfg.Budgets)
-	if s.store != nil {
-		for g, b := range budgets {
-			b.Store = s.store.charger
-			if cfg.StoreFail == storeFailLocal {
-				b.Replicas = cfg.Replicas
-			}
-			budgets[g] = b
-		}
-	}
 	s.resolver, err = clientip.New(clientip.Config{
 		TrustedProxies: cfg.TrustedProxies,
 		MeterProvider:  s.tel.provider,
@@ -132,18 +128,6 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	})
 	if err != nil {
 		return nil, fmt.Errorf("admit: %w", err)
-	}
-	s.door, err = admit.New(admit.Config{
-		Budgets:       budgets,
-		Shadow:        cfg.Shadow,
-		Key:           s.resolver.Key,
-		Now:           cfg.Now,
-		Logger:        log,
-		MeterProvider: s.tel.provider,
-		PolicyHeaders: cfg.PolicyHeaders,
-	})
-	if err != nil {
-		return nil, usageError{fmt.Errorf("admit: budgets: %w", err)}
 	}
 
 	transport := cfg.Transport
@@ -162,11 +146,18 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	}
 	s.health = health.Cached(inner, s.draining.Load, healthTTL, nil)
 
-	proxy := newProxy(target, s.resolver, cfg.TrustedProxies, cfg.MethodOverride, transport, log)
-	if s.handler, err = s.routes(proxy); err != nil {
+	s.proxy = newProxy(target, s.resolver, cfg.TrustedProxies, cfg.MethodOverride, transport, log)
+	g, err := s.build(cfg, nil)
+	if err != nil {
 		return nil, err
 	}
+	s.gen.Store(g)
+	s.door = g.door
+	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.gen.Load().front.ServeHTTP(w, r) })
 	m := s.tel.provider.Meter(meter.Name)
+	if err := s.reloads.register(m); err != nil {
+		return nil, fmt.Errorf("admit: metrics: %w", err)
+	}
 	if s.malformedReg, err = s.malformed.register(m); err != nil {
 		return nil, fmt.Errorf("admit: metrics: %w", err)
 	}
@@ -182,108 +173,6 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	return s, nil
 }
 
-// logRoutes logs what is protected: one line per route, with its pattern
-// and each of its limits' budget, and a warning when no route is
-// configured, since every request then passes through unlimited.
-func logRoutes(log *slog.Logger, cfg config, door *admit.Door) {
-	if len(cfg.Routes) == 0 {
-		log.Warn("admit: no route is configured, so every request passes through unlimited: add routes with --route or the config file's routes")
-	}
-	for _, r := range withGRPCHealth(cfg.Routes) {
-		names := make([]string, len(r.Groups))
-		for i, g := range r.Groups {
-			names[i] = string(g)
-		}
-		log.Info("admit: route", "pattern", r.Pattern, "groups", strings.Join(names, ","), "limits", routeLimits(door, r))
-	}
-}
-
-// routes puts every route behind the door, the gRPC health service in the
-// health group, and the proxy, unlimited, for everything else, behind the
-// front that canonicalises requests.
-//
-// Health routes are proxied to the upstream while the server runs, and
-// answered from the health cache when they are over budget (which the door
-// counts as cached) or the server is draining, so a drain shows at once.
-func (s *server) routes(proxy http.Handler) (*front, error) {
-	status := health.Handler(s.health)
-	probe := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.draining.Load() {
-			status.ServeHTTP(w, r)
-			return
-		}
-		proxy.ServeHTTP(w, r)
-	})
-	healthBudget, _ := s.door.Budget(admit.GroupHealth)
-	_, grpc := grpchealth.NewHandler(s.health, grpcHealthOptions(healthBudget)...)
-	table, err := newRouteTable(withGRPCHealth(s.cfg.Routes), s.cfg.RouteFolding)
-	if err != nil {
-		return nil, err
-	}
-	f := &front{table: table, rest: proxy, slashes: s.cfg.EscapedSlashes, overrides: s.cfg.MethodOverride,
-		malformed: &s.malformed, door: s.door}
-	for _, r := range table.routes {
-		rt := admit.Route{Groups: r.Groups, Cost: r.Cost}
-		var next http.Handler = proxy
-		switch {
-		case r.Pattern == grpcHealthPattern:
-			next, rt.Overflow = grpc, grpc
-		case s.cfg.isProbe(r):
-			next, rt.Overflow = probe, status
-		}
-		h, err := s.door.Handler(rt, next)
-		if err != nil {
-			return nil, usageError{fmt.Errorf("admit: route %s: %w", r, err)}
-		}
-		f.handlers = append(f.handlers, h)
-		fr := frontRoute{rt: rt, next: next}
-		for _, g := range r.Groups {
-			if b, _ := s.door.Budget(g); b.Key.PathValue != "" && !slices.Contains(fr.pathKeys, b.Key.PathValue) {
-				fr.pathKeys = append(fr.pathKeys, b.Key.PathValue)
-			}
-		}
-		f.routes = append(f.routes, fr)
-	}
-	return f, nil
-}
-
-// isProbe reports a route of health probes: one with a group that is, or is
-// like, the health group. Its over-budget probes are answered from the
-// health cache, never refused.
-func (c *config) isProbe(r route) bool {
-	for _, g := range r.Groups {
-		if g == admit.GroupHealth || c.Likes[g] == admit.GroupHealth {
-			return true
-		}
-	}
-	return false
-}
-
-// grpcHealthOptions bound what a gRPC or Connect health call may make the
-// process buffer: a message at most the health group's body cap, and no
-// compressed messages at all, since a small gzip body can inflate to
-// hundreds of megabytes and health checks are a few bytes anyway.
-func grpcHealthOptions(b admit.Budget) []connect.HandlerOption {
-	opts := []connect.HandlerOption{connect.WithCompression("gzip", nil, nil)}
-	if b.MaxBodyBytes > 0 {
-		opts = append(opts, connect.WithReadMaxBytes(int(min(b.MaxBodyBytes, math.MaxInt32))))
-	}
-	return opts
-}
-
-// grpcHealthPattern is where the gRPC health service is served: gRPC and
-// Connect calls are POSTs to /grpc.health.v1.Health/METHOD.
-const (
-	grpcHealthPath    = "/" + grpchealth.HealthV1ServiceName + "/"
-	grpcHealthPattern = "POST " + grpcHealthPath
-)
-
-// withGRPCHealth returns routes with the gRPC health service's route, in the
-// health group, after them.
-func withGRPCHealth(routes []route) []route {
-	return append(slices.Clip(routes), route{Groups: []admit.Group{admit.GroupHealth}, Pattern: grpcHealthPattern,
-		from: "the gRPC health service"})
-}
 
 // listen binds the proxy's and the metrics listeners. The proxy's accepts
 // PROXY protocol headers from the configured peers.
@@ -353,9 +242,16 @@ func (s *server) serve(ctx context.Context) error {
 		"tls", s.tlsCert != nil, "proxy_protocol", len(s.cfg.ProxyProtocolFrom) > 0)
 
 	var err error
-	select {
-	case <-ctx.Done():
-	case err = <-failed:
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case err = <-failed:
+			break wait
+		case <-s.hangups:
+			s.reload()
+		}
 	}
 	s.draining.Store(true)
 	close(s.drainStarted)
@@ -410,8 +306,8 @@ func (s *server) close() {
 		s.ln.Close()
 		s.metricsLn.Close()
 	}
-	if s.door != nil {
-		s.door.Close()
+	if g := s.gen.Load(); g != nil {
+		g.door.Close()
 	}
 	if s.malformedReg != nil {
 		s.malformedReg.Unregister()
