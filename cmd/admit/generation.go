@@ -180,7 +180,6 @@ func withGRPCHealth(routes []route) []route {
 		from: "the gRPC health service"})
 }
 
-
 // logRoutes logs what is protected: one line per route, with its pattern
 // and each of its limits' budget, and a warning when no route is
 // configured, since every request then passes through unlimited.

@@ -173,7 +173,6 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	return s, nil
 }
 
-
 // listen binds the proxy's and the metrics listeners. The proxy's accepts
 // PROXY protocol headers from the configured peers.
 func (s *server) listen() error {
