@@ -58,6 +58,8 @@ type config struct {
 	LogFormat         string                       // "text" or "json"
 	LogLevel          slog.Level                   // the least severe level logged
 	ConfigFile        string                       // the YAML file read, if any
+	AdminTokenFile    string                       // the file adminToken was read from; empty: admin writes are off
+	adminToken        string                       // the bearer token admin writes need; never logged
 	allowNoRoutes     bool                         // validate only: a configuration without routes passes
 	Budgets           map[admit.Group]admit.Budget // the config file's, field by field; nil when it gives none
 	Likes             map[admit.Group]admit.Group  // the built-in group each group is, or is like
@@ -168,6 +170,8 @@ var options = []option{
 		set: func(c *config, v string) error { return c.LogLevel.UnmarshalText([]byte(v)) }},
 	{name: "config", arg: "FILE", usage: "YAML file with routes and budgets per group",
 		set: func(c *config, v string) error { c.ConfigFile = v; return nil }},
+	{name: "admin-token-file", arg: "FILE", usage: "file holding the bearer token that resetting a client on the metrics listener (DELETE /admit/groups/GROUP/clients/KEY) requires; read again on reload; without it such writes are refused",
+		set: func(c *config, v string) error { c.AdminTokenFile = v; return nil }},
 	{name: "version", def: "false", noEnv: true, usage: "print the version and exit",
 		set: func(c *config, v string) error { return nil }},
 }
@@ -217,6 +221,13 @@ func parseConfigWith(name string, opts []option, args []string, getenv func(stri
 		}
 		from, _ := set.from(given)
 		return config{}, fmt.Errorf("admit: %s is set but --%s (%s) is not: give both or neither", from, missing, envName(missing))
+	}
+	if c.AdminTokenFile != "" {
+		var err error
+		if c.adminToken, err = readToken(c.AdminTokenFile); err != nil {
+			from, _ := set.from("admin-token-file")
+			return config{}, fmt.Errorf("admit: %s %q: %w", from, c.AdminTokenFile, err)
+		}
 	}
 	if err := checkStoreFail(&c, set); err != nil {
 		return config{}, err

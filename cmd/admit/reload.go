@@ -87,7 +87,8 @@ func sameStore(a, b quota.Charger) bool {
 }
 
 // restartOnly are the settings a reload cannot change, by flag: all but the
-// config file's routes and budgets, and the admin token file's content.
+// config file's routes and budgets, and the content of the admin token
+// file.
 // They come from flags and the environment, which a running process keeps
 // as they were at its start, so they differ only when those do.
 var restartOnly = []struct {
@@ -121,6 +122,7 @@ var restartOnly = []struct {
 	{"log-format", func(c config) any { return c.LogFormat }},
 	{"log-level", func(c config) any { return c.LogLevel }},
 	{"config", func(c config) any { return c.ConfigFile }},
+	{"admin-token-file", func(c config) any { return c.AdminTokenFile }},
 }
 
 // checkRestartOnly refuses a reload that changes a setting only a restart

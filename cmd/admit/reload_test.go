@@ -152,7 +152,7 @@ func TestReloadRefusesARestartOnlySetting(t *testing.T) {
 // TestRestartOnlyCoversEveryOption checks that every setting is either
 // applied by a reload or refused by name.
 func TestRestartOnlyCoversEveryOption(t *testing.T) {
-	reloaded := map[string]bool{"route": true, "version": true, "admin-token-file": true}
+	reloaded := map[string]bool{"route": true, "version": true}
 	for _, o := range options {
 		found := reloaded[o.name]
 		for _, r := range restartOnly {

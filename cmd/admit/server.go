@@ -288,6 +288,7 @@ func (s *server) metricsServer(errorLog *log.Logger) *http.Server {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", s.tel.handler)
 	mux.Handle("GET /healthz", health.Handler(s.health))
+	s.adminRoutes(mux)
 	return &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: readHeaderTimeout,
