@@ -53,6 +53,7 @@ type config struct {
 	MaxConnsPerClient int                          // open connections per client key; 0: no cap
 	MetricsListen     string                       // address of /metrics, host:port
 	TLSCert, TLSKey   string                       // both set or both empty
+	H2C               bool                         // serve cleartext HTTP/2 with prior knowledge too; never with TLS
 	DrainDelay        time.Duration                // how long health reports draining before the listener closes
 	DrainTimeout      time.Duration                // how long in-flight requests may run after SIGTERM; > 0
 	LogFormat         string                       // "text" or "json"
@@ -160,6 +161,8 @@ var options = []option{
 		set: func(c *config, v string) error { c.TLSCert = v; return nil }},
 	{name: "tls-key", arg: "FILE", usage: "TLS private key (PEM)",
 		set: func(c *config, v string) error { c.TLSKey = v; return nil }},
+	{name: "h2c", def: "false", usage: "also serve cleartext HTTP/2 with prior knowledge on the proxy's listener, for gRPC clients and probes without TLS (Kubernetes gRPC probes, grpc-health-probe); not with --tls-cert, which serves HTTP/2 over TLS",
+		set: func(c *config, v string) (err error) { c.H2C, err = parseBool(v); return err }},
 	{name: "drain-delay", arg: "DURATION", def: "0s", usage: "after SIGTERM, how long health reports draining while new connections are still served, so load balancers notice first",
 		set: func(c *config, v string) (err error) { c.DrainDelay, err = parseDuration(v, false); return err }},
 	{name: "drain-timeout", arg: "DURATION", def: "25s", usage: "how long in-flight requests may finish after the listener closes",
@@ -221,6 +224,10 @@ func parseConfigWith(name string, opts []option, args []string, getenv func(stri
 		}
 		from, _ := set.from(given)
 		return config{}, fmt.Errorf("admit: %s is set but --%s (%s) is not: give both or neither", from, missing, envName(missing))
+	}
+	if c.H2C && c.TLSCert != "" {
+		from, _ := set.from("h2c")
+		return config{}, fmt.Errorf("admit: %s is set with --tls-cert: h2c is HTTP/2 without TLS, and with TLS admit serves HTTP/2 already; give one or the other", from)
 	}
 	if c.AdminTokenFile != "" {
 		var err error

@@ -117,6 +117,7 @@ var restartOnly = []struct {
 	{"metrics-listen", func(c config) any { return c.MetricsListen }},
 	{"tls-cert", func(c config) any { return c.TLSCert }},
 	{"tls-key", func(c config) any { return c.TLSKey }},
+	{"h2c", func(c config) any { return c.H2C }},
 	{"drain-delay", func(c config) any { return c.DrainDelay }},
 	{"drain-timeout", func(c config) any { return c.DrainTimeout }},
 	{"log-format", func(c config) any { return c.LogFormat }},

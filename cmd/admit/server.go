@@ -211,6 +211,14 @@ func (s *server) serve(ctx context.Context) error {
 	if s.tlsCert != nil {
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{*s.tlsCert}, MinVersion: tls.VersionTLS12}
 	}
+	if s.cfg.H2C {
+		// HTTP/2 with prior knowledge beside HTTP/1.1, under the same
+		// header and stream limits as over TLS (MaxHeaderBytes, HTTP2).
+		var p http.Protocols
+		p.SetHTTP1(true)
+		p.SetUnencryptedHTTP2(true)
+		srv.Protocols = &p
+	}
 	msrv := s.metricsServer(errorLog)
 
 	bg, stopBG := context.WithCancel(context.Background())
@@ -238,7 +246,7 @@ func (s *server) serve(ctx context.Context) error {
 		}
 	})
 	s.log.Info("admit: serving", "addr", s.ln.Addr().String(), "metrics_addr", s.metricsLn.Addr().String(),
-		"tls", s.tlsCert != nil, "proxy_protocol", len(s.cfg.ProxyProtocolFrom) > 0)
+		"tls", s.tlsCert != nil, "h2c", s.cfg.H2C, "proxy_protocol", len(s.cfg.ProxyProtocolFrom) > 0)
 
 	var err error
 wait:
