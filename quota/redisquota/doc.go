@@ -148,8 +148,14 @@
 // What a failover costs, and what it does not:
 //
 //   - From the crash until the client reaches the new master, every call on
-//     the crashed master's slots follows the failure policy within Timeout;
-//     calls on other masters' slots go on as before.
+//     the crashed master's slots follows the failure policy within Timeout.
+//     On a cluster with cluster-require-full-coverage yes (Redis's default)
+//     the other masters too answer CLUSTERDOWN, and calls on their slots
+//     fail, from when the cluster marks the master failed until a replica
+//     has taken over (about a second in the tests); set it to no to keep
+//     them serving. A batched pipeline is answered when its slowest master
+//     answers, so calls that share one with the crashed master's wait for
+//     it, up to Timeout.
 //   - A call that failed may or may not have been counted: the script may
 //     have run before the connection broke. The store never sends it again,
 //     so no call is counted twice.
