@@ -2,105 +2,84 @@ package redisquota_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/admitgo/admit/internal/testredis"
 	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/redisquota"
 )
 
-// BenchmarkAllow measures decisions per second against the test server, for
-// one caller and for 256 concurrent callers: each call on its own with the
-// go-redis default pool (10 connections per CPU) and with 256 connections,
-// batched by the store (Config.Batch), and batched by go-redis's experimental
-// autopipeliner for comparison (it does not bound a call by its context's
-// deadline, so the store does not recommend it). Subjects
-// cycle through 10,000, as distinct clients would. Compare with
-// scripts/bench-redis, which runs redis-benchmark on the same script.
+// benchCallers is how many goroutines call the store at once;
+// scripts/bench-redis runs redis-benchmark with as many clients.
+var benchCallers = flag.Int("bench.callers", 8, "concurrent callers of BenchmarkAllow")
+
+// benchSubjects are the distinct subjects a distinct-key run cycles
+// through, as redis-benchmark's -r 100000 does.
+var benchSubjects = func() []string {
+	s := make([]string, 100_000)
+	for i := range s {
+		s[i] = quota.Subject(fmt.Sprint("client ", i))
+	}
+	return s
+}()
+
+// BenchmarkAllow measures decisions per second by the server's clock, with
+// -bench.callers concurrent callers (8 by default) on distinct buckets and
+// on one hot bucket,
+// each call on its own (batch=0) and batched by the store (batch=64), which
+// on the hot bucket coalesces the calls of a pipeline into one script run.
+// scripts/bench-redis runs it beside redis-benchmark on the same script.
 func BenchmarkAllow(b *testing.B) {
-	subjects := make([]string, 10000)
-	for i := range subjects {
-		subjects[i] = quota.Subject(fmt.Sprint("client ", i))
-	}
-	rules := []quota.Rule{
-		{Name: "bench", Limit: 1 << 30, Window: time.Minute},
-		{Name: "bench", Limit: 1 << 30, Window: time.Minute, Algorithm: quota.GCRA},
-	}
-	setups := []struct {
-		name    string
-		callers int
-		pool    int  // 0: the go-redis default
-		batch   int  // Config.Batch
-		auto    bool // go-redis's blocking autopipeliner instead
-	}{
-		{"callers=1", 1, 0, 0, false},
-		{"callers=1/batch=64", 1, 0, 64, false},
-		{"callers=256/pool=default", 256, 0, 0, false},
-		{"callers=256/pool=256", 256, 256, 0, false},
-		{"callers=256/batch=64", 256, 0, 64, false},
-		{"callers=256/autopipeline", 256, 0, 0, true},
-	}
-	for _, rule := range rules {
-		for _, su := range setups {
-			b.Run(rule.Algorithm.String()+"/"+su.name, func(b *testing.B) {
-				opt := testredis.Options(b)
-				opt.PoolSize = su.pool
-				var client redisquota.Client = testredis.ClientWith(b, opt)
-				if su.auto {
-					ap, err := client.(*redis.Client).AutoPipeline()
+	for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.GCRA} {
+		// A limit no run reaches, so every call is an allowed increment.
+		rule := quota.Rule{Name: "bench", Limit: 1 << 30, Window: time.Minute, Algorithm: alg}
+		name := map[quota.Algorithm]string{quota.FixedWindow: "fixed", quota.GCRA: "gcra"}[alg]
+		for _, keys := range []string{"distinct", "hot"} {
+			for _, batch := range []int{0, 64} {
+				b.Run(fmt.Sprintf("%s/%s/batch=%d", name, keys, batch), func(b *testing.B) {
+					s, err := redisquota.New(testredis.Client(b), redisquota.Config{
+						Prefix: testredis.Prefix(b), Timeout: 2 * time.Second, Batch: batch,
+					})
 					if err != nil {
 						b.Fatal(err)
 					}
-					client = ap
-				}
-				s, err := redisquota.New(client, redisquota.Config{Prefix: testredis.Prefix(b), Timeout: 2 * time.Second, Batch: su.batch})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer s.Close()
-				benchAllow(b, s, rule, subjects, su.callers)
-			})
+					defer s.Close()
+					subjects := benchSubjects
+					if keys == "hot" {
+						subjects = subjects[:1]
+					}
+					benchAllow(b, s, rule, subjects)
+				})
+			}
 		}
 	}
 }
 
-func benchAllow(b *testing.B, s *redisquota.Store, rule quota.Rule, subjects []string, callers int) {
+func benchAllow(b *testing.B, s *redisquota.Store, rule quota.Rule, subjects []string) {
 	b.Helper()
 	ctx := context.Background()
 	var (
 		failed   atomic.Int64
 		firstErr atomic.Value
+		next     atomic.Int64
 	)
 	b.ReportAllocs()
-	if callers == 1 {
-		i := 0
-		for b.Loop() {
+	b.SetParallelism((*benchCallers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(next.Add(7919))
+		for pb.Next() {
 			if _, err := s.Allow(ctx, rule, subjects[i%len(subjects)]); err != nil {
 				failed.Add(1)
 				firstErr.CompareAndSwap(nil, err)
 			}
 			i++
 		}
-	} else {
-		b.SetParallelism((callers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-		var next atomic.Int64
-		b.RunParallel(func(pb *testing.PB) {
-			i := int(next.Add(997))
-			for pb.Next() {
-				if _, err := s.Allow(ctx, rule, subjects[i%len(subjects)]); err != nil {
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, err)
-				}
-				i++
-			}
-		})
-	}
+	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
 	// A busy machine can push a call past its timeout; count such failures
 	// beside the rate rather than lose the run.
