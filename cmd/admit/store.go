@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -149,7 +151,8 @@ func tableName(t string) string {
 }
 
 func openRedis(ctx context.Context, cfg config, mp metric.MeterProvider, log *slog.Logger) (*sharedStore, error) {
-	redis.SetLogger(redisLogger{log})
+	redisLogs.Do(func() { redis.SetLogger(redisLogger{}) })
+	redisLog.Store(log)
 	client, err := redisClient(cfg.Store.URL)
 	if err != nil {
 		var uerr *url.Error // url.Error repeats the URL, password included
@@ -181,6 +184,7 @@ func openRedis(ctx context.Context, cfg config, mp metric.MeterProvider, log *sl
 	return &sharedStore{charger: st, close: func() {
 		st.Close()
 		client.Close()
+		redisLog.CompareAndSwap(log, nil) // the client's goroutines may outlive it
 	}}, nil
 }
 
@@ -237,11 +241,20 @@ func parseRedisURL(raw string) (redisOptions, error) {
 	return o, err
 }
 
+// go-redis logs through one process-wide logger, so the server's log is
+// kept where redisLogger finds it, and dropped when its store closes.
+var (
+	redisLogs sync.Once
+	redisLog  atomic.Pointer[slog.Logger]
+)
+
 // redisLogger sends go-redis's own messages (failed dials, a cluster's slot
 // map reloads, sentinel switches) to the server's log at Warn, instead of
 // to stderr in another format.
-type redisLogger struct{ log *slog.Logger }
+type redisLogger struct{}
 
-func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
-	l.log.WarnContext(ctx, "admit: redis client: "+fmt.Sprintf(format, v...))
+func (redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	if l := redisLog.Load(); l != nil {
+		l.WarnContext(ctx, "admit: redis client: "+fmt.Sprintf(format, v...))
+	}
 }
