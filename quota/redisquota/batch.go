@@ -25,8 +25,13 @@ type Pipeliner interface {
 
 // batchFlushers is how many pipelines a batching store keeps in flight. While
 // all are busy, calls queue up and leave together in the next one; a lone call
-// finds a flusher idle and leaves at once.
-const batchFlushers = 4
+// finds a flusher idle and leaves at once. One in flight fills pipelines
+// best: with 8 callers on a hot bucket, 1 flusher coalesced about 6 calls
+// per script run and 4 flushers about 2, for 40% more decisions a second,
+// and with 64 callers 1 or 2 gave about 1.5 times what 4 did
+// (scripts/bench-redis, BenchmarkAllow). Go-redis still splits a cluster
+// pipeline across the masters, which answer in parallel.
+const batchFlushers = 1
 
 // A batcher sends concurrent calls to Redis in pipelines of up to max. Its
 // flushers each take the first queued call, add whatever else is queued, and

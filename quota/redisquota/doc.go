@@ -101,8 +101,9 @@
 // need as many connections (go-redis's PoolSize) to proceed in parallel, and
 // even then Redis spends most of its time on per-command network overhead.
 // With [Config].Batch above 1 the store sends concurrent decisions together:
-// a few flusher goroutines each take the queued calls, up to Batch, and send
-// them in one pipeline. Calls of one pipeline on the same bucket under the
+// a flusher goroutine takes the queued calls, up to Batch, and sends them in
+// one pipeline; calls that arrive meanwhile queue up and leave together in
+// the next. Calls of one pipeline on the same bucket under the
 // same rule are coalesced: one script run takes their costs in arrival order
 // and returns the state before them and the time, from which Go decides each
 // call as it would have been decided alone, one after the other; the GCRA
