@@ -44,16 +44,15 @@ type group struct {
 type engine interface {
 	// admit checks the client's in-flight cap and its tokens and takes the
 	// group's slot, or refuses; a request it admits has taken its slots and,
-	// by charging or holding, its t.cost tokens, as the returned ticket
-	// records.
-	admit(ctx context.Context, t ticket, now int64) (ticket, verdict)
+	// by charging or holding, its t.cost tokens, as it records in t.
+	admit(ctx context.Context, t *ticket, now int64) verdict
 	// cancel undoes an admission that a later limit of the same route
 	// refused: it frees the slots and gives the tokens back, so that one
 	// limit's refusal spends no other limit's budget.
-	cancel(ctx context.Context, t ticket)
+	cancel(ctx context.Context, t *ticket)
 	// settle ends an admitted request: it frees its slots and, for a request
 	// holding tokens, spends them when the answer was a 4xx.
-	settle(ctx context.Context, t ticket, status int)
+	settle(ctx context.Context, t *ticket, status int)
 }
 
 // shard is one part of a group's client state.
@@ -163,12 +162,12 @@ type verdict struct {
 	left, reset int
 }
 
-// admit runs admission: the group cap, quickly, then the engine's exact
-// caps and token check.
-func (g *group) admit(ctx context.Context, key netip.Prefix, cost int32, now int64) (ticket, verdict) {
-	t := ticket{key: key, shard: g.shardOf(key), cost: cost, slot: -1}
+// admit runs admission of a request under key, recording it in t: the
+// group cap, quickly, then the engine's exact caps and token check.
+func (g *group) admit(ctx context.Context, key netip.Prefix, cost int32, now int64, t *ticket) verdict {
+	*t = ticket{key: key, shard: g.shardOf(key), cost: cost, slot: -1}
 	if g.inflight.Load() >= int64(g.budget.Inflight) {
-		return t, g.refuse(outcomeGroupConcurrency, 1)
+		return g.refuse(outcomeGroupConcurrency, 1)
 	}
 	return g.engine.admit(ctx, t, now)
 }

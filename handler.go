@@ -30,8 +30,8 @@ type handler struct {
 // refusal undo the limits before it and answer; otherwise serve it, then
 // settle what admission took.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var tickets [maxLimits]ticket
-	var verdicts [maxLimits]verdict
+	p := passes.Get().(*pass)
+	tickets, verdicts := p.tickets[:len(h.limits)], p.verdicts[:len(h.limits)]
 	ctx := r.Context()
 	now := h.now()
 	var client clientKey
@@ -40,36 +40,38 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			h.cancel(r, tickets[:i])
 			h.refuseKey(w, r, g, err)
+			passes.Put(p)
 			return
 		}
-		t, v := g.admit(ctx, key, h.cost, now)
-		if v.evicted {
+		t := &tickets[i]
+		verdicts[i] = g.admit(ctx, key, h.cost, now, t)
+		if verdicts[i].evicted {
 			g.shards[t.shard].counts.evictions.Add(1)
 		}
-		if !v.admitted {
+		if !verdicts[i].admitted {
 			h.cancel(r, tickets[:i])
-			h.refuse(w, r, g, &t, v)
+			h.refuse(w, r, g, t, verdicts[i])
+			passes.Put(p)
 			return
 		}
-		tickets[i], verdicts[i] = t, v
 	}
 	if h.headers {
-		h.setHeaders(w.Header(), tickets[:len(h.limits)], verdicts[:len(h.limits)])
+		h.setHeaders(w.Header(), tickets, verdicts)
 	}
-	ww := writers.Get().(*writer)
+	ww := &p.w
 	ww.ResponseWriter = w
 	settled := false
 	defer func() {
 		// A panic in the handler: free what admission took, charge an
-		// answer the client already got, and let it unwind. The writer is
-		// not reused, since the panic may leave it referenced.
+		// answer the client already got, and let it unwind. The pass is
+		// not reused, since the panic may leave its writer referenced.
 		if !settled {
 			status := http.StatusInternalServerError
 			if ww.status != 0 {
 				status = ww.status
 			}
 			ww.release()
-			h.settle(r, tickets[:len(h.limits)], verdicts[:len(h.limits)], status)
+			h.settle(r, tickets, verdicts, status)
 		}
 	}()
 	if h.prepare(ww, r) {
@@ -77,22 +79,31 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	settled = true
 	ww.release()
-	h.settle(r, tickets[:len(h.limits)], verdicts[:len(h.limits)], ww.answered())
-	*ww = writer{}
-	writers.Put(ww)
+	h.settle(r, tickets, verdicts, ww.answered())
+	p.w = writer{}
+	passes.Put(p)
 }
 
-// writers recycles the status-recording writers of admitted requests, so
-// the allowed path allocates nothing: net/http forbids using a
-// ResponseWriter after ServeHTTP returns, so a writer is free once its
-// request has settled.
-var writers = sync.Pool{New: func() any { return new(writer) }}
+// pass is one request's way through the door: what each of its limits
+// admitted and the status-recording writer. Passes are recycled, so the
+// allowed path allocates nothing, and the engines take tickets by pointer
+// without copying them on every call: net/http forbids using a
+// ResponseWriter after ServeHTTP returns, so a pass is free once its
+// request has settled or been refused. Every ticket a request uses is
+// written by admission before it is read.
+type pass struct {
+	w        writer
+	tickets  [maxLimits]ticket
+	verdicts [maxLimits]verdict
+}
+
+var passes = sync.Pool{New: func() any { return new(pass) }}
 
 // cancel undoes the admissions of the limits before one that refused, last
 // first, so that one limit's refusal spends no other's budget.
 func (h *handler) cancel(r *http.Request, tickets []ticket) {
 	for i := len(tickets) - 1; i >= 0; i-- {
-		if t := tickets[i]; t.taken {
+		if t := &tickets[i]; t.taken {
 			h.limits[i].engine.cancel(r.Context(), t)
 		}
 	}
@@ -196,7 +207,7 @@ func (h *handler) settle(r *http.Request, tickets []ticket, verdicts []verdict, 
 	for i := len(tickets) - 1; i >= 0; i-- {
 		g, t := h.limits[i], &tickets[i]
 		if t.taken {
-			g.engine.settle(r.Context(), *t, status)
+			g.engine.settle(r.Context(), t, status)
 		}
 		o := verdicts[i].outcome
 		if o == outcomeOK {

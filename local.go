@@ -31,7 +31,7 @@ func newLocal(g *group, now int64) *local {
 // bucket (its table entry, claimed if need be, or the shared bucket), then
 // takes the group slot and spends or holds the tokens. In shadow mode a
 // request that would be refused is admitted without taking anything.
-func (l *local) admit(_ context.Context, t ticket, now int64) (ticket, verdict) {
+func (l *local) admit(_ context.Context, t *ticket, now int64) verdict {
 	g := l.g
 	s := &g.shards[t.shard]
 	s.mu.Lock()
@@ -42,17 +42,17 @@ func (l *local) admit(_ context.Context, t ticket, now int64) (ticket, verdict) 
 		prior = s.table.entries[slot].inflight
 	}
 	if int(prior) >= g.budget.PerClient {
-		return t, g.refuse(outcomeClientConcurrency, 1)
+		return g.refuse(outcomeClientConcurrency, 1)
 	}
 	var evicted bool
 	if !tabled {
 		slot, evicted = l.claimLocked(s, t.key, now)
 	}
 	t.slot = slot
-	v := l.spendLocked(s, &t, now)
+	v := l.spendLocked(s, t, now)
 	v.evicted = evicted
 	if !v.admitted || v.outcome != outcomeOK {
-		return t, v // refused, or admitted in shadow mode without taking anything
+		return v // refused, or admitted in shadow mode without taking anything
 	}
 	if slot >= 0 {
 		s.table.entries[slot].inflight++
@@ -60,7 +60,7 @@ func (l *local) admit(_ context.Context, t ticket, now int64) (ticket, verdict) 
 		s.perClient[t.key] = prior + 1
 	}
 	t.taken = true
-	return t, v
+	return v
 }
 
 // bucketLocked returns the bucket of a request's ticket, how it fills and
@@ -154,11 +154,11 @@ func (l *local) claimLocked(s *shard, key netip.Prefix, now int64) (slot int32, 
 
 // cancel frees the request's slots and gives back what admission spent or
 // held, as if it had never come.
-func (l *local) cancel(_ context.Context, t ticket) {
+func (l *local) cancel(_ context.Context, t *ticket) {
 	s := &l.g.shards[t.shard]
 	s.mu.Lock()
-	l.g.releaseLocked(s, &t)
-	b, f, held, shared := l.bucketLocked(s, &t)
+	l.g.releaseLocked(s, t)
+	b, f, held, shared := l.bucketLocked(s, t)
 	if t.held {
 		*held -= t.cost
 	} else {
@@ -172,12 +172,12 @@ func (l *local) cancel(_ context.Context, t ticket) {
 
 // settle frees the request's slots and, for a request holding tokens,
 // spends them when the answer was a 4xx. It reads the clock only to spend.
-func (l *local) settle(_ context.Context, t ticket, status int) {
+func (l *local) settle(_ context.Context, t *ticket, status int) {
 	s := &l.g.shards[t.shard]
 	s.mu.Lock()
-	l.g.releaseLocked(s, &t)
+	l.g.releaseLocked(s, t)
 	if t.held {
-		b, f, held, shared := l.bucketLocked(s, &t)
+		b, f, held, shared := l.bucketLocked(s, t)
 		*held -= t.cost
 		if status >= 400 && status < 500 {
 			b.spend(l.g.set.now(), float64(t.cost), f)

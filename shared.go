@@ -45,7 +45,7 @@ func newShared(g *group) *shared {
 // groups look without spending and need the cost on top of what the
 // client's requests in flight in this process hold. A refusal gives the
 // slots back.
-func (e *shared) admit(ctx context.Context, t ticket, now int64) (_ ticket, v verdict) {
+func (e *shared) admit(ctx context.Context, t *ticket, now int64) verdict {
 	g := e.g
 	s := &g.shards[t.shard]
 	onFailure := g.budget.Charge == ChargeOnFailure
@@ -55,10 +55,10 @@ func (e *shared) admit(ctx context.Context, t ticket, now int64) (_ ticket, v ve
 	switch {
 	case int(prior) >= g.budget.PerClient:
 		s.mu.Unlock()
-		return t, g.refuse(outcomeClientConcurrency, 1)
+		return g.refuse(outcomeClientConcurrency, 1)
 	case !g.takeSlot():
 		s.mu.Unlock()
-		return t, g.refuse(outcomeGroupConcurrency, 1)
+		return g.refuse(outcomeGroupConcurrency, 1)
 	}
 	s.perClient[t.key] = prior + 1
 	if onFailure {
@@ -72,7 +72,7 @@ func (e *shared) admit(ctx context.Context, t ticket, now int64) (_ ticket, v ve
 	decided := false
 	defer func() {
 		if !decided { // the store panicked: free the slots and let it unwind
-			e.release(&t)
+			e.release(t)
 		}
 	}()
 
@@ -96,25 +96,25 @@ func (e *shared) admit(ctx context.Context, t ticket, now int64) (_ ticket, v ve
 			g.set.logger.Warn("admit: shared store failed; its failure policy decides", "group", g.name, "allowed", dec.Allowed, "err", err)
 		})
 		if dec.Allowed {
-			return t, verdict{admitted: true, outcome: outcomeStoreError}
+			return verdict{admitted: true, outcome: outcomeStoreError}
 		}
-		e.release(&t)
+		e.release(t)
 		if g.set.shadow {
-			return t, verdict{admitted: true, outcome: outcomeStoreError}
+			return verdict{admitted: true, outcome: outcomeStoreError}
 		}
-		return t, verdict{outcome: outcomeStoreError, retry: ceilSeconds(dec.RetryAfter)}
+		return verdict{outcome: outcomeStoreError, retry: ceilSeconds(dec.RetryAfter)}
 	}
 	allowed := dec.Allowed
 	if onFailure {
 		allowed = allowed && dec.Remaining >= int(held+t.cost)
 	}
 	if !allowed {
-		e.release(&t)
-		v = g.refuse(outcomeRateLimited, ceilSeconds(dec.RetryAfter))
+		e.release(t)
+		v := g.refuse(outcomeRateLimited, ceilSeconds(dec.RetryAfter))
 		v.reset = v.retry // on a refusal, RateLimit's t is Retry-After
-		return t, v
+		return v
 	}
-	return t, verdict{admitted: true, left: dec.Remaining - int(held), reset: ceilSeconds(e.toFull(dec))}
+	return verdict{admitted: true, left: dec.Remaining - int(held), reset: ceilSeconds(e.toFull(dec))}
 }
 
 // fallbackBurst returns what a client's bucket holds on the group's local
@@ -137,18 +137,19 @@ func (e *shared) mayAsk(now int64) bool {
 // fallback's buckets: it gives back what the request holds on the store's
 // side (a charge-on-failure hold) and spends, or holds, its cost there
 // instead. A refusal frees the slots.
-func (e *shared) decideLocally(ctx context.Context, t ticket, now int64) (ticket, verdict) {
+func (e *shared) decideLocally(ctx context.Context, t *ticket, now int64) verdict {
 	if t.held {
-		e.unhold(&t)
+		e.unhold(t)
 	}
-	ft, v := e.fallback.engine.admit(ctx, ticket{key: t.key, shard: t.shard, cost: t.cost, slot: -1}, now)
+	ft := ticket{key: t.key, shard: t.shard, cost: t.cost, slot: -1}
+	v := e.fallback.engine.admit(ctx, &ft, now)
 	if !v.admitted || !ft.taken {
-		e.release(&t)
-		return t, v // refused, or in shadow mode admitted without taking anything
+		e.release(t)
+		return v // refused, or in shadow mode admitted without taking anything
 	}
 	t.fallback, t.slot, t.held = true, ft.slot, ft.held
 	v.outcome = outcomeFallback
-	return t, v
+	return v
 }
 
 // local returns the fallback's ticket of a request it admitted.
@@ -203,10 +204,11 @@ func (e *shared) unholdLocked(s *shard, t *ticket) {
 // cancel frees the slots of a request a later limit refused and gives back
 // the cost it spent on the store, under a context that outlives the
 // request's cancellation. A failed refund is logged: the cost stays spent.
-func (e *shared) cancel(ctx context.Context, t ticket) {
+func (e *shared) cancel(ctx context.Context, t *ticket) {
 	if t.fallback {
-		e.fallback.engine.cancel(ctx, t.local())
-		e.release(&t)
+		lt := t.local()
+		e.fallback.engine.cancel(ctx, &lt)
+		e.release(t)
 		return
 	}
 	if !t.held {
@@ -216,7 +218,7 @@ func (e *shared) cancel(ctx context.Context, t ticket) {
 			})
 		}
 	}
-	e.release(&t)
+	e.release(t)
 }
 
 // settle charges the store for a charge-on-failure request answered 4xx, then
@@ -224,10 +226,11 @@ func (e *shared) cancel(ctx context.Context, t ticket) {
 // request arriving meanwhile cannot pass on the token this one is about to
 // spend. The charge runs under a context that outlives the request's
 // cancellation.
-func (e *shared) settle(ctx context.Context, t ticket, status int) {
+func (e *shared) settle(ctx context.Context, t *ticket, status int) {
 	if t.fallback {
-		e.fallback.engine.settle(ctx, t.local(), status)
-		e.release(&t)
+		lt := t.local()
+		e.fallback.engine.settle(ctx, &lt, status)
+		e.release(t)
 		return
 	}
 	if t.held && status >= 400 && status < 500 {
@@ -239,7 +242,7 @@ func (e *shared) settle(ctx context.Context, t ticket, status int) {
 			})
 		}
 	}
-	e.release(&t)
+	e.release(t)
 }
 
 // toFull estimates how long the store's bucket takes to fill again from what
