@@ -70,7 +70,8 @@ type Config struct {
 // package documentation for how it decides and batches.
 //
 // A Store is safe for concurrent use. Unbatched, its throughput is bounded by
-// the pool's connections; batched, by the round trips of four connections.
+// the pool's connections; batched, by one round trip of up to Config.Batch
+// decisions at a time.
 type Store struct {
 	pool    *pgxpool.Pool
 	table   table
