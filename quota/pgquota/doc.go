@@ -28,19 +28,19 @@
 // With Config.Batch above 1, concurrent calls wait for the store's flusher,
 // which takes every call queued (up to Batch) and decides them in one round
 // trip and one commit, one batch at a time, so that calls arriving while a
-// batch is in flight fill the next: one statement per kind of work (fixed-
-// window counts, fixed-window looks, GCRA calls, GCRA looks), each taking its
-// buckets as arrays through unnest, pipelined in one implicit transaction.
-// Calls on one bucket are coalesced into one row update: a fixed window adds
-// their summed cost; a GCRA statement computes in closed form how many of a run
-// of calls of one cost pass. The store then replays each call in arrival order
-// on the row's state before the batch, so each gets the decision it would have
-// had alone, and checks that the statement agrees. A GCRA bucket with calls of
-// different costs in one batch takes a second round trip for the calls from the
-// first change of cost on, so that every statement locks its rows in bucket
-// order and two batches cannot deadlock. A lone call finds the flusher idle and
-// leaves at once; batching costs it a goroutine handoff. A batching store must
-// be closed with [Store.Close].
+// batch is in flight fill the next: one statement per kind of work
+// (fixed-window counts, fixed-window looks, GCRA calls, GCRA looks), each
+// taking its buckets as arrays through unnest, pipelined in one implicit
+// transaction. Calls on one bucket are coalesced into one row update: a fixed
+// window adds their summed cost; a GCRA statement computes in closed form how
+// many of a run of calls of one cost pass. The store then replays each call in
+// arrival order on the row's state before the batch, so each gets the decision
+// it would have had alone, and checks that the statement agrees. A GCRA bucket
+// with calls of different costs in one batch takes a second round trip for the
+// calls from the first change of cost on, so that every statement locks its
+// rows in bucket order and two batches cannot deadlock. A lone call finds the
+// flusher idle and leaves at once; batching costs it a goroutine handoff. A
+// batching store must be closed with [Store.Close].
 //
 // # Clock
 //
