@@ -336,6 +336,15 @@ func perNano(l rate.Limit) float64 {
 	return float64(l) / 1e9
 }
 
+// decidesOnStore reports whether the group's tokens are counted on its
+// store. An infinite token-bucket rate counts nothing, so such a group is
+// decided by the door's own always-full buckets, under the same caps: a
+// store's GCRA rule cannot say "no limit", and the calls it decides at one
+// time (a batch) would pass only up to the burst.
+func (b Budget) decidesOnStore() bool {
+	return b.Store != nil && !(b.Algorithm == TokenBucket && b.Rate == rate.Inf)
+}
+
 // rule returns the rule a shared store enforces for the group: a fixed
 // window's Limit per Window, or GCRA with Rate as Limit per Window with
 // Limit a whole number of tokens.

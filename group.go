@@ -94,9 +94,10 @@ func newGroup(name Group, b Budget, set *settings, now int64) *group {
 	g.shards = make([]shard, n)
 	g.shardMask = uint32(n - 1)
 	g.seed = maphash.MakeSeed()
+	shared := b.decidesOnStore()
 	for i := range g.shards {
 		size := 0
-		if b.Store == nil {
+		if !shared {
 			size = b.MaxClients / n
 			if i < b.MaxClients%n {
 				size++
@@ -104,11 +105,11 @@ func newGroup(name Group, b Budget, set *settings, now int64) *group {
 		}
 		g.shards[i].table = newTable(size)
 		g.shards[i].perClient = make(map[netip.Prefix]int32)
-		if b.Store != nil && b.Charge == ChargeOnFailure {
+		if shared && b.Charge == ChargeOnFailure {
 			g.shards[i].held = make(map[netip.Prefix]int32)
 		}
 	}
-	if b.Store != nil {
+	if shared {
 		e := newShared(g)
 		if b.Replicas > 0 {
 			// The fallback's shards line up with the group's, so a ticket's
@@ -149,6 +150,9 @@ type ticket struct {
 	// fallback marks a request of a group with a store that its local
 	// fallback admitted: slot and held then refer to the fallback's buckets.
 	fallback bool
+	// uncounted marks a request its store's failure policy admitted: the
+	// store did not answer, so there is nothing of it to refund there.
+	uncounted bool
 }
 
 // verdict is the result of admission.

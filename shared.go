@@ -96,13 +96,16 @@ func (e *shared) admit(ctx context.Context, t *ticket, now int64) verdict {
 			g.set.logger.Warn("admit: shared store failed; its failure policy decides", "group", g.name, "allowed", dec.Allowed, "err", err)
 		})
 		if dec.Allowed {
+			t.uncounted = true
 			return verdict{admitted: true, outcome: outcomeStoreError}
 		}
 		e.release(t)
 		if g.set.shadow {
 			return verdict{admitted: true, outcome: outcomeStoreError}
 		}
-		return verdict{outcome: outcomeStoreError, retry: ceilSeconds(dec.RetryAfter)}
+		// The failure policy's RetryAfter is the rule's whole window, which
+		// would send a client that honours it away for an hour over a blip.
+		return verdict{outcome: outcomeStoreError, retry: 1}
 	}
 	allowed := dec.Allowed
 	if onFailure {
@@ -202,8 +205,9 @@ func (e *shared) unholdLocked(s *shard, t *ticket) {
 }
 
 // cancel frees the slots of a request a later limit refused and gives back
-// the cost it spent on the store, under a context that outlives the
-// request's cancellation. A failed refund is logged: the cost stays spent.
+// the cost it spent on the store (none when the store failed and its policy
+// admitted the request), under a context that outlives the request's
+// cancellation. A failed refund is logged: the cost stays spent.
 func (e *shared) cancel(ctx context.Context, t *ticket) {
 	if t.fallback {
 		lt := t.local()
@@ -211,7 +215,7 @@ func (e *shared) cancel(ctx context.Context, t *ticket) {
 		e.release(t)
 		return
 	}
-	if !t.held {
+	if !t.held && !t.uncounted {
 		if err := e.g.budget.Store.Refund(context.WithoutCancel(ctx), e.rule, e.subject(t.key), int(t.cost)); err != nil {
 			e.logs.Do(func() {
 				e.g.set.logger.Warn("admit: shared store failed to refund a request another limit refused", "group", e.g.name, "err", err)

@@ -3,12 +3,16 @@ package admit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/admitgo/admit/internal/testclock"
 	"github.com/admitgo/admit/internal/testredis"
@@ -282,5 +286,103 @@ func TestStoreRuleCheckedAtStartup(t *testing.T) {
 	budget.Rate = 1e-300
 	if _, err := New(Config{Budgets: map[Group]Budget{GroupLink: budget}}); err == nil {
 		t.Fatal("New with a vanishing rate: got no error")
+	}
+}
+
+// failOpenSwitch is a store that fails open while down is set, as a store
+// under quota.FailOpen does when it cannot reach its server, and counts the
+// refunds it is sent.
+type failOpenSwitch struct {
+	quota.Charger
+	down    atomic.Bool
+	refunds atomic.Int64
+}
+
+func (f *failOpenSwitch) AllowN(ctx context.Context, r quota.Rule, s string, n int) (quota.Decision, error) {
+	if f.down.Load() {
+		return quota.FailOpen.Fail(r, errDown)
+	}
+	return f.Charger.AllowN(ctx, r, s, n)
+}
+
+func (f *failOpenSwitch) Allow(ctx context.Context, r quota.Rule, s string) (quota.Decision, error) {
+	return f.AllowN(ctx, r, s, 1)
+}
+
+func (f *failOpenSwitch) Refund(ctx context.Context, r quota.Rule, s string, n int) error {
+	f.refunds.Add(1)
+	return f.Charger.Refund(ctx, r, s, n)
+}
+
+// TestFailedOpenAdmissionIsNotRefunded stacks a shared tenant limit before a
+// per-address one. While the store fails open, requests the address limit
+// refuses were never counted by the store, so nothing may be refunded for
+// them: a refund would credit the tenant tokens it never spent, and new
+// addresses would then get more than the tenant's budget.
+func TestFailedOpenAdmissionIsNotRefunded(t *testing.T) {
+	clk := newClock()
+	mem, err := memquota.New(memquota.Config{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &failOpenSwitch{Charger: mem}
+	tenant := Budget{Rate: 1e-6, Burst: 3, PerClient: 100, Inflight: 100, Store: store, Key: Key{PathValue: "tenant", Authenticated: true}}
+	address := Budget{Rate: 1e-6, Burst: 1, PerClient: 100, Inflight: 100}
+	d := newDoor(t, clk, Config{Budgets: map[Group]Budget{"tenant": tenant, "per-address": address}})
+	h := route(t, d, Route{Groups: []Group{"tenant", "per-address"}}, status(http.StatusOK))
+	send := func(peer string) int {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, tenantReq(peer, "acme"))
+		return w.Code
+	}
+	for i := range 3 { // each address spends its one token and a tenant token
+		if got := send(fmt.Sprintf("192.0.2.%d:1", i+1)); got != http.StatusOK {
+			t.Fatalf("address %d: got %d, want 200", i+1, got)
+		}
+	}
+	store.down.Store(true)
+	for i := range 3 { // admitted open by the tenant, refused by the address
+		if got := send(fmt.Sprintf("192.0.2.%d:1", i+1)); got != http.StatusTooManyRequests {
+			t.Fatalf("address %d again: got %d, want 429", i+1, got)
+		}
+	}
+	if got := store.refunds.Load(); got != 0 {
+		t.Errorf("refunds sent for admissions the store never counted: %d, want 0", got)
+	}
+	store.down.Store(false)
+	if got := send("192.0.2.9:1"); got != http.StatusTooManyRequests {
+		t.Errorf("a new address after the outage: got %d, want 429 (the tenant's 3 are spent)", got)
+	}
+}
+
+// TestStoreFailureRetriesInASecond refuses a request on an hour-long window
+// whose store fails closed: Retry-After says 1, not the window, since the
+// store may answer again at once.
+func TestStoreFailureRetriesInASecond(t *testing.T) {
+	budget := Budget{Algorithm: FixedWindow, Limit: 10, Window: time.Hour, PerClient: 10, Inflight: 10, Store: failing{quota.FailClosed}}
+	d := newDoor(t, newClock(), Config{Budgets: map[Group]Budget{GroupLink: budget}})
+	w := do(d.Wrap(GroupLink, status(http.StatusOK), nil), "GET", "192.0.2.1:1")
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "1" {
+		t.Fatalf("got %d with Retry-After %q, want 503 with 1", w.Code, w.Header().Get("Retry-After"))
+	}
+}
+
+// TestUnlimitedRateNeedsNoStore gives a group an infinite rate and a shared
+// store: every request is admitted however many arrive at one instant, as
+// on the door's own buckets. A store's GCRA rule cannot say "no limit", and
+// decided at one time it would let only the burst through.
+func TestUnlimitedRateNeedsNoStore(t *testing.T) {
+	clk := newClock()
+	mem, err := memquota.New(memquota.Config{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget := Budget{Rate: rate.Inf, Burst: 2, PerClient: 100, Inflight: 100, Store: mem}
+	d := newDoor(t, clk, Config{Budgets: map[Group]Budget{GroupLink: budget}})
+	h := d.Wrap(GroupLink, status(http.StatusOK), nil)
+	for i := range 5 {
+		if w := do(h, "GET", "192.0.2.1:1"); w.Code != http.StatusOK {
+			t.Fatalf("request %d: got %d, want 200", i+1, w.Code)
+		}
 	}
 }
