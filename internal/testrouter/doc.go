@@ -35,13 +35,27 @@
 // returns once the app answers, and fails the test with the end of the app's
 // log if it exits or does not answer within 30 seconds.
 //
+// [StartFront] runs the other side: a real proxy in front of the server
+// under test, configured as operators configure it, so that a test can
+// check what the server makes of a client talking to that proxy. Each
+// [FrontKind] passes every request to the server from [FrontSource]:
+// nginx appending to X-Forwarded-For, HAProxy in HTTP mode with option
+// forwardfor, and HAProxy in TCP mode sending the PROXY protocol v2. A
+// front answers its readiness check on a port of its own, so that nothing
+// of the harness reaches the server, and runs, logs and dies as the apps do.
+//
+//	front := testrouter.StartFront(t, testrouter.NginxFront, admitAddr)
+//	get(front.URL+"/l/abc", "X-Forwarded-For: 1.2.3.4") // keyed as the client, not 1.2.3.4
+//
 // What each kind needs is never skipped when missing: the test fails and
 // says what to install. Flask needs Debian's python3-flask (run by
 // /usr/bin/python3, never another Python on PATH), Express needs node and
-// npm (the first Start runs npm ci into express/node_modules), NginxGo needs
-// Debian's nginx (/usr/sbin/nginx), and the Go apps need the go command,
-// which builds them once per test binary into .bin beside this file, and,
-// for Gorilla, the module proxy or a module cache holding gorilla/mux.
+// npm (the first Start runs npm ci into express/node_modules), NginxGo and
+// NginxFront need Debian's nginx (/usr/sbin/nginx), the HAProxy fronts need
+// Debian's haproxy (/usr/sbin/haproxy), and the Go apps need the go
+// command, which builds them once per test binary into .bin beside this
+// file, and, for Gorilla, the module proxy or a module cache holding
+// gorilla/mux.
 //
 // Runs on Unix systems only.
 package testrouter

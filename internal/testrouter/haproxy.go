@@ -1,0 +1,78 @@
+package testrouter
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// haproxyBin is Debian's HAProxy.
+const haproxyBin = "/usr/sbin/haproxy"
+
+// haproxyConf runs HAProxy with one thread, so that it takes one core of a
+// loaded machine at most, and logs to stderr, which the harness keeps. Run
+// with -db, it stays in the foreground as one process without a master,
+// the child the harness kills, and writes no file.
+//
+// The status frontend answers in HTTP mode whatever mode the front
+// frontend runs in, since a TCP frontend cannot answer. HAProxy binds every
+// frontend before it serves any, so the status answer means both are
+// bound. %pid, doubled for Sprintf, is HAProxy's process id in its
+// log-format syntax.
+const haproxyConf = `# Written by testrouter for one test.
+global
+    nbthread 1
+    log stderr format raw local0 info
+
+defaults
+    log global
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+
+frontend status
+    mode http
+    bind 127.0.0.1:%[2]d
+    no log
+    http-request return status 200 content-type application/json lf-string '{"pid":%%pid}' if { path %[6]s }
+    http-request deny
+
+frontend front
+    mode %[3]s
+    option %[3]slog
+    bind 127.0.0.1:%[1]d
+%[4]s    default_backend server
+
+backend server
+    mode %[3]s
+    source %[7]s
+    server server %[5]s
+`
+
+// haproxyCommand returns, for one HAProxy kind, the function that readies
+// the command running HAProxy in front of backend on a port and a status
+// port, with its configuration in dir and its log in logPath.
+func haproxyCommand(kind FrontKind) func(t testing.TB, dir, logPath, backend string) func(port, status int) *exec.Cmd {
+	// HTTP mode adds X-Forwarded-For; TCP mode sends the PROXY header, and
+	// leaves HTTP alone.
+	mode, frontend, server := "http", "    option forwardfor\n", ""
+	if kind == HAProxyProxyV2 {
+		mode, frontend, server = "tcp", "", " send-proxy-v2"
+	}
+	return func(t testing.TB, dir, _, backend string) func(port, status int) *exec.Cmd {
+		t.Helper()
+		if _, err := os.Stat(haproxyBin); err != nil {
+			t.Fatalf("testrouter: %v; the %s front needs Debian's HAProxy: apt-get install haproxy", err, kind)
+		}
+		conf := filepath.Join(dir, "haproxy.cfg")
+		return func(port, status int) *exec.Cmd {
+			text := fmt.Sprintf(haproxyConf, port, status, mode, frontend, backend+server, statusPath, FrontSource)
+			if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+				t.Fatalf("testrouter: %v", err)
+			}
+			return exec.Command(haproxyBin, "-db", "-f", conf)
+		}
+	}
+}
