@@ -187,8 +187,10 @@ func (d *Door) Handler(rt Route, next http.Handler) (http.Handler, error) {
 			return nil, fmt.Errorf("admit: route %v: group %q is listed twice", rt.Groups, name)
 		case cost > g.budget.Burst:
 			return nil, fmt.Errorf("admit: route %v: Cost %d is more than group %q ever holds (%d)", rt.Groups, cost, name, g.budget.Burst)
+		case !g.budget.decidesOnStore() && cost > g.budget.SharedBurst:
+			return nil, fmt.Errorf("admit: route %v: Cost %d is more than group %q's shared bucket ever holds (%d), which serves the clients its table has no room for", rt.Groups, cost, name, g.budget.SharedBurst)
 		case g.fallbackBurst() > 0 && cost > g.fallbackBurst():
-			return nil, fmt.Errorf("admit: route %v: Cost %d is more than group %q holds on its fallback (%d, its burst divided by Replicas %d)", rt.Groups, cost, name, g.fallbackBurst(), g.budget.Replicas)
+			return nil, fmt.Errorf("admit: route %v: Cost %d is more than group %q holds on its fallback (%d, the smaller of its burst and shared burst divided by Replicas %d)", rt.Groups, cost, name, g.fallbackBurst(), g.budget.Replicas)
 		}
 		h.limits = append(h.limits, g)
 		chosen = chosen && g.budget.Key.chosen()

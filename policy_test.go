@@ -88,6 +88,17 @@ func TestCost(t *testing.T) {
 	}
 }
 
+// TestCostAboveTheSharedBurst refuses a route whose cost the group's shared
+// bucket can never hold: once the client table is full, every newcomer
+// would be refused with a Retry-After for tokens that never come.
+func TestCostAboveTheSharedBurst(t *testing.T) {
+	d := newDoor(t, newClock(), Config{Budgets: map[Group]Budget{GroupLink: {Burst: 20, SharedBurst: 5}}})
+	_, err := d.Handler(Route{Groups: []Group{GroupLink}, Cost: 10}, status(http.StatusOK))
+	if err == nil || !strings.Contains(err.Error(), "Cost 10") || !strings.Contains(err.Error(), "shared bucket") {
+		t.Errorf("got %v, want an error naming the cost and the shared bucket", err)
+	}
+}
+
 func TestGlobalKeyAndPrefixWidths(t *testing.T) {
 	d := newDoor(t, newClock(), Config{Budgets: map[Group]Budget{
 		"global": {Rate: 1e-9, Burst: 4, Key: Key{Global: true}},

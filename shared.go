@@ -120,11 +120,11 @@ func (e *shared) admit(ctx context.Context, t *ticket, now int64) verdict {
 	return verdict{admitted: true, left: dec.Remaining - int(held), reset: ceilSeconds(e.toFull(dec))}
 }
 
-// fallbackBurst returns what a client's bucket holds on the group's local
-// fallback; 0 without one.
+// fallbackBurst returns the most a request may cost on the group's local
+// fallback, in a client's bucket or the shared one; 0 without one.
 func (g *group) fallbackBurst() int {
 	if e, ok := g.engine.(*shared); ok && e.fallback != nil {
-		return e.fallback.budget.Burst
+		return min(e.fallback.budget.Burst, e.fallback.budget.SharedBurst)
 	}
 	return 0
 }
