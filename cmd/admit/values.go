@@ -321,12 +321,27 @@ func parseKey(v string, k *admit.Key) error {
 		k.Global = true
 	case kind == "header" && name != "" && isToken(name):
 		k.Header = http.CanonicalHeaderKey(name)
+		if why, ok := unkeyableHeaders[k.Header]; ok {
+			return fmt.Errorf("%s is not a header admit can key by: %s", k.Header, why)
+		}
 	case kind == "path" && name != "":
 		k.PathValue = name
 	default:
 		return fmt.Errorf("unknown key %q: want peer, global, header:NAME or path:NAME", v)
 	}
 	return nil
+}
+
+// unkeyableHeaders are the headers the HTTP server takes out of a
+// request's headers before admit sees them, with why: a group keyed by one
+// would find it on no request, or only on those whose client chose to send
+// it.
+var unkeyableHeaders = map[string]string{
+	"Host": "the server moves it out of the request's headers, so no request would have it; " +
+		"to limit one host, put the host in the route pattern (GET example.com/path)",
+	"Transfer-Encoding": "the server takes it out of the request's headers to read the body, so no request would have it",
+	"Content-Length":    "the server takes it out of the request's headers when the body is chunked, so a client leaves it out at will",
+	"Trailer":           "the server takes it out of the request's headers when the body is chunked, so a client leaves it out at will",
 }
 
 // keyText returns a key as the config file spells it.
