@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -30,6 +31,9 @@ type front struct {
 	slashes   canon.Slashes
 	overrides bool // read method override headers as further methods to match
 	malformed *malformedCounts
+
+	keyHeadersOnce sync.Once
+	keyHeaders     spellings // the headers the door's groups are keyed by
 }
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -42,6 +46,16 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Connection"] = closeValue
 		http.Error(w, "Bad Request: "+err.Error(), http.StatusBadRequest)
 		return
+	}
+	// A key header's underscore spelling would reach a CGI or WSGI app as
+	// the header itself, a value admit never keyed by; it is dropped, as
+	// nginx drops every header with an underscore by default.
+	if h := f.keySpellings().strip(c.Header); h != nil {
+		if c == r {
+			c = new(http.Request)
+			*c = *r
+		}
+		c.Header = h
 	}
 	var overrides []string
 	if f.overrides {
@@ -64,6 +78,20 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.combined(matched).ServeHTTP(w, c)
+}
+
+// keySpellings returns the headers the door's groups are keyed by.
+func (f *front) keySpellings() spellings {
+	f.keyHeadersOnce.Do(func() {
+		var names []string
+		for _, g := range f.door.Groups() {
+			if b, _ := f.door.Budget(g); b.Key.Header != "" {
+				names = append(names, b.Key.Header)
+			}
+		}
+		f.keyHeaders = newSpellings(names)
+	})
+	return f.keyHeaders
 }
 
 // frontRoute is a route as the front serves it.

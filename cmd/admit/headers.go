@@ -62,3 +62,46 @@ func stripHeaders(h http.Header, keepOverrides bool) {
 		}
 	}
 }
+
+// hyphenated returns name as CGI and WSGI servers read it: underscores as
+// hyphens, in canonical case.
+func hyphenated(name string) string {
+	return http.CanonicalHeaderKey(strings.ReplaceAll(name, "_", "-"))
+}
+
+// spellings finds the other spellings of a set of headers: the names that
+// CGI and WSGI servers read as one of them (X_Api_Key, x_api-key beside
+// X-Api-Key). It maps each header's hyphenated name to the header's own
+// canonical name.
+type spellings map[string]string
+
+func newSpellings(names []string) spellings {
+	s := make(spellings, len(names))
+	for _, name := range names {
+		s[hyphenated(name)] = http.CanonicalHeaderKey(name)
+	}
+	return s
+}
+
+// strip returns a copy of h without the other spellings of the set's
+// headers, or nil when h holds none, so that the common request costs no
+// copy.
+func (s spellings) strip(h http.Header) http.Header {
+	if len(s) == 0 {
+		return nil
+	}
+	var out http.Header
+	for name := range h {
+		folded := name
+		if strings.IndexByte(name, '_') >= 0 {
+			folded = hyphenated(name)
+		}
+		if own, ok := s[folded]; ok && own != name {
+			if out == nil {
+				out = h.Clone()
+			}
+			delete(out, name)
+		}
+	}
+	return out
+}
