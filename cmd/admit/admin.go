@@ -175,7 +175,9 @@ func adminKey(w http.ResponseWriter, r *http.Request, door *admit.Door) (admit.G
 
 // checkPrefix refuses a prefix wider than the keys of a group keyed by the
 // client, which the door would never hold: its keys are /32 and /64, or the
-// group's ipv4_prefix and ipv6_prefix.
+// group's ipv4_prefix and ipv6_prefix. The door never narrows an IPv6 key
+// below /64, so a longer ipv6_prefix (which a Budget may hold, though the
+// config file refuses it) still keys by /64.
 func checkPrefix(group admit.Group, k admit.Key, key string) error {
 	if k.Header != "" || k.PathValue != "" || k.Global || !strings.Contains(key, "/") {
 		return nil
@@ -184,7 +186,7 @@ func checkPrefix(group admit.Group, k admit.Key, key string) error {
 	if err != nil {
 		return nil // the door names it
 	}
-	bits, width := p.Bits(), cmp(k.IPv6Prefix, 64)
+	bits, width := p.Bits(), min(cmp(k.IPv6Prefix, clientIPv6Bits), clientIPv6Bits)
 	if p.Addr().Is4In6() {
 		bits -= 96
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/admitgo/admit"
 )
 
 // parseFile parses a config file of yaml with extra flags, and returns the
@@ -54,5 +56,50 @@ func TestKeyByHostNameIsRefusedAtStartup(t *testing.T) {
 	var uerr usageError
 	if !errors.As(err, &uerr) || !strings.Contains(err.Error(), `line 2: budgets.per-host.key: Host is not a header admit can key by`) {
 		t.Errorf("got %v, want a usage error naming budgets.per-host.key", err)
+	}
+}
+
+// TestIPv6PrefixAtMost64: an IPv6 client is keyed by its /64 already, so a
+// longer prefix would widen nothing.
+func TestIPv6PrefixAtMost64(t *testing.T) {
+	for _, tc := range []struct{ field, want string }{
+		{"ipv6_prefix: 65", `line 1: budgets.api.ipv6_prefix: want a prefix length from 1 to 64`},
+		{"ipv6_prefix: 128", `line 1: budgets.api.ipv6_prefix: want a prefix length from 1 to 64`},
+		{"ipv6_prefix: 64", ``},
+		{"ipv6_prefix: 48", ``},
+		{"ipv4_prefix: 33", `line 1: budgets.api.ipv4_prefix: want a prefix length from 1 to 32`},
+		{"ipv4_prefix: 32", ``},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			_, got := parseFile(t, fmt.Sprintf(`budgets: {api: {rate: 1, burst: 2, %s}}`, tc.field))
+			if !strings.HasPrefix(got, tc.want) || (tc.want == "") != (got == "") {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAdminKeyWidthFollowsTheDoor: the door never keys an IPv6 client by
+// more than its /64, whatever the group's ipv6_prefix, so the admin API
+// takes a /64 for such a group.
+func TestAdminKeyWidthFollowsTheDoor(t *testing.T) {
+	for _, tc := range []struct {
+		k       admit.Key
+		key     string
+		refused bool
+	}{
+		{admit.Key{}, "2001:db8::/64", false},
+		{admit.Key{}, "2001:db8::/56", true},
+		{admit.Key{IPv6Prefix: 96}, "2001:db8::/64", false},
+		{admit.Key{IPv6Prefix: 128}, "2001:db8::/64", false},
+		{admit.Key{IPv6Prefix: 48}, "2001:db8::/48", false},
+		{admit.Key{IPv6Prefix: 48}, "2001:db8::/40", true},
+		{admit.Key{IPv4Prefix: 24}, "192.0.2.0/24", false},
+		{admit.Key{IPv4Prefix: 24}, "192.0.0.0/16", true},
+	} {
+		err := checkPrefix("g", tc.k, tc.key)
+		if (err != nil) != tc.refused {
+			t.Errorf("key %+v, %s: got %v, want refused %v", tc.k, tc.key, err, tc.refused)
+		}
 	}
 }

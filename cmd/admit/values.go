@@ -357,11 +357,21 @@ func keyText(k admit.Key) string {
 	return "peer"
 }
 
-// parsePrefixBits reads a prefix length of 1 to most bits.
+// parsePrefixBits reads a prefix length of 1 to most bits, most being the
+// address's length. An IPv6 client is keyed by its /64 already, since a
+// host picks the rest of its address at will, so a longer IPv6 prefix would
+// widen nothing and is refused.
 func parsePrefixBits(v string, most int) (int, error) {
+	most = min(most, clientIPv6Bits)
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > most {
+		if most == clientIPv6Bits {
+			return 0, fmt.Errorf("want a prefix length from 1 to %d: admit keys an IPv6 client by its /%d already", most, clientIPv6Bits)
+		}
 		return 0, fmt.Errorf("want a prefix length from 1 to %d", most)
 	}
 	return n, nil
 }
+
+// clientIPv6Bits is the prefix an IPv6 client is keyed by at the narrowest.
+const clientIPv6Bits = 64
