@@ -188,3 +188,38 @@ func TestFallbackNeedsAStore(t *testing.T) {
 		t.Errorf("Replicas without a Store: got %v", err)
 	}
 }
+
+// TestFallbackFlappingStore fails the store for one second in every twenty,
+// for 200 s, while one client asks every 50 ms. The fallback's buckets fill
+// only while the group decides on them, so each outage does not open with a
+// fresh burst: over the whole run the client gets at most the store's
+// budget (a burst and the refill) plus the fallback's (a burst and the
+// refill for the time spent on it), far from a burst per outage.
+func TestFallbackFlappingStore(t *testing.T) {
+	clk := newClock()
+	b := Budget{Rate: 1, Burst: 20}
+	hs, doors, store := fallbackReplicas(t, clk, GroupLink, b, 1)
+	const (
+		run   = 200 * time.Second
+		every = 20 * time.Second
+		step  = 50 * time.Millisecond
+	)
+	admitted, onFallback := 0, time.Duration(0)
+	for elapsed := time.Duration(0); elapsed < run; elapsed += step {
+		store.down.Store(elapsed%every < time.Second)
+		if do(hs[0], "GET", "198.51.100.7:1000").Code == http.StatusOK {
+			admitted++
+		}
+		if doors[0].groups[GroupLink].engine.(*shared).down.Load() != 0 {
+			onFallback += step
+		}
+		clk.Advance(step)
+	}
+	most := 2*b.Burst + int(float64(b.Rate)*(run+onFallback).Seconds())
+	if admitted > most {
+		t.Errorf("%d admitted over %v with %v on the fallback, want at most %d (two bursts and the refill for the run and the fallback's time)", admitted, run, onFallback, most)
+	}
+	if fallback := outcomeCount(doors[0].groups[GroupLink], outcomeFallback); fallback == 0 {
+		t.Error("no admission counted as fallback: the outages were not seen")
+	}
+}

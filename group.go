@@ -110,11 +110,15 @@ func newGroup(name Group, b Budget, set *settings, now int64) *group {
 		}
 	}
 	if shared {
-		e := newShared(g)
+		e := newShared(g, now)
 		if b.Replicas > 0 {
 			// The fallback's shards line up with the group's, so a ticket's
-			// shard is the same in both.
-			fb := newGroup(name, b.fallback(), set, now)
+			// shard is the same in both. Its settings read the fallback's
+			// own clock, for what it spends or refunds when a request
+			// settles.
+			fset := *set
+			fset.now = func() int64 { return e.fallbackNow(set.now()) }
+			fb := newGroup(name, b.fallback(), &fset, now)
 			fb.seed = g.seed
 			e.fallback = fb
 		}

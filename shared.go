@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"math"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,14 +31,44 @@ type shared struct {
 	// door's time line; 0 while the store answers. Until then requests go
 	// to the fallback without waiting for a store that is likely down.
 	down atomic.Int64
+	// The fallback's buckets run on a time line of their own that stands
+	// still while the store answers, so they fill only while the group
+	// decides on them: an outage does not open with a burst that refilled
+	// while the store was deciding, and a store that fails now and then
+	// lets through no more than the store's budget and the fallback's for
+	// the time spent on it. paused is the time the store answered, up to
+	// upSince; mu orders the two transitions, which are rare.
+	mu      sync.Mutex
+	paused  atomic.Int64
+	upSince int64
 }
 
 // probeEvery is how often a group on its fallback lets one request ask the
 // store whether it answers again.
 const probeEvery = int64(time.Second)
 
-func newShared(g *group) *shared {
-	return &shared{g: g, rule: g.budget.rule(g.name), logs: rate.Sometimes{Interval: 10 * time.Second}}
+func newShared(g *group, now int64) *shared {
+	return &shared{g: g, rule: g.budget.rule(g.name), logs: rate.Sometimes{Interval: 10 * time.Second}, upSince: now}
+}
+
+// fallbackNow returns the fallback's time at now on the door's time line.
+func (e *shared) fallbackNow(now int64) int64 {
+	return now - e.paused.Load()
+}
+
+// failed starts the fallback's clock: the store answered from upSince to
+// now.
+func (e *shared) failed(now int64) {
+	e.mu.Lock()
+	e.paused.Add(max(0, now-e.upSince))
+	e.mu.Unlock()
+}
+
+// answered stops the fallback's clock at now.
+func (e *shared) answered(now int64) {
+	e.mu.Lock()
+	e.upSince = now
+	e.mu.Unlock()
 }
 
 // admit takes the client's and the group's slots, then asks the store.
@@ -84,11 +115,13 @@ func (e *shared) admit(ctx context.Context, t *ticket, now int64) verdict {
 	decided = true
 	if err != nil && e.fallback != nil {
 		if e.down.Swap(now+probeEvery) == 0 {
+			e.failed(now)
 			g.set.logger.Warn("admit: shared store failed; deciding by this replica's share of the budget until it answers", "group", g.name, "err", err)
 		}
 		return e.decideLocally(ctx, t, now)
 	}
 	if e.fallback != nil && e.down.Load() != 0 && e.down.Swap(0) != 0 {
+		e.answered(now)
 		g.set.logger.Info("admit: shared store answers again; deciding by it", "group", g.name)
 	}
 	if err != nil {
@@ -145,7 +178,7 @@ func (e *shared) decideLocally(ctx context.Context, t *ticket, now int64) verdic
 		e.unhold(t)
 	}
 	ft := ticket{key: t.key, shard: t.shard, cost: t.cost, slot: -1}
-	v := e.fallback.engine.admit(ctx, &ft, now)
+	v := e.fallback.engine.admit(ctx, &ft, e.fallbackNow(now))
 	if !v.admitted || !ft.taken {
 		e.release(t)
 		return v // refused, or in shadow mode admitted without taking anything
