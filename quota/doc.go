@@ -19,7 +19,10 @@
 // Subjects are never raw identifying material: every subject passes through
 // [Subject], a truncated SHA-256, and stores refuse anything else with
 // [ErrSubject]. A token, an email address or a client IP therefore never
-// reaches a shared store or its backups.
+// appears in a shared store or its backups as written. The hash is unkeyed,
+// so a subject is a pseudonym, not a secret: a guessable input (any IPv4
+// address, most email addresses) can be recovered by hashing guesses, and a
+// store's data needs the care of the access logs that hold the same values.
 //
 // # Failure policy
 //
