@@ -75,7 +75,11 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 	}
 	var overrides []string
 	if c.MethodOverride {
-		overrides = overrideMethods(canonical.Header)
+		if overrides, err = overrideMethods(canonical.Header); err != nil {
+			fmt.Fprintf(out, "request  %s %s (host %s)\n", req.Method, req.RequestURI, req.Host)
+			fmt.Fprintf(out, "refused  400 Bad Request: %v; admit answers it before routing, and it never reaches the upstream\n", err)
+			return nil
+		}
 	}
 	door, err := admit.New(admit.Config{Budgets: c.Budgets, Key: resolver.Key, MeterProvider: noop.NewMeterProvider(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

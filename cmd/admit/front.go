@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -42,9 +43,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := canon.Request(r, f.slashes)
 	if err != nil {
-		f.malformed.add(err)
-		w.Header()["Connection"] = closeValue
-		http.Error(w, "Bad Request: "+err.Error(), http.StatusBadRequest)
+		f.refuse(w, r, err)
 		return
 	}
 	// A key header's underscore spelling would reach a CGI or WSGI app as
@@ -59,7 +58,10 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var overrides []string
 	if f.overrides {
-		overrides = overrideMethods(c.Header)
+		if overrides, err = overrideMethods(c.Header); err != nil {
+			f.refuse(w, r, err)
+			return
+		}
 	}
 	var found [maxSpellings]routeMatch
 	matched := f.table.matchAll(c, overrides, found[:0])
@@ -78,6 +80,14 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.combined(matched).ServeHTTP(w, c)
+}
+
+// refuse answers 400 to a request admit cannot read one way, and closes its
+// connection.
+func (f *front) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	f.malformed.add(err)
+	w.Header()["Connection"] = closeValue
+	http.Error(w, "Bad Request: "+err.Error(), http.StatusBadRequest)
 }
 
 // keySpellings returns the headers the door's groups are keyed by.
@@ -141,20 +151,31 @@ func faultyFraming(r *http.Request) bool {
 	return r.ProtoMajor == 1 && (r.ProtoMinor == 0 || len(r.TransferEncoding) > 0)
 }
 
+// errAmbiguousOverride refuses method overrides admit cannot match as the
+// app would run them.
+var errAmbiguousOverride = fmt.Errorf("the method override headers must name one method a line, in at most %d lines", maxOverrides)
+
 // overrideMethods returns the methods the method override headers name,
-// upper-cased as the override middlewares of Express and others do; values
-// that are not tokens are left out.
-func overrideMethods(h http.Header) []string {
+// upper-cased as the override middlewares of Express and others do; blank
+// lines name none. A value that is not one method admit serves (a list such
+// as "GET,POST", of which Express runs the first, or not a token), or more
+// lines than admit looks up, is errAmbiguousOverride: the app might run the
+// request as a method admit never matched.
+func overrideMethods(h http.Header) ([]string, error) {
 	var ms []string
 	for _, name := range methodOverrideHeaders {
 		for _, v := range h[name] {
 			m := strings.ToUpper(strings.TrimSpace(v))
-			if m != "" && canon.Method(m) == nil && isToken(m) {
+			switch {
+			case m == "":
+			case !isToken(m) || canon.Method(m) != nil || len(ms) == maxOverrides:
+				return nil, errAmbiguousOverride
+			default:
 				ms = append(ms, m)
 			}
 		}
 	}
-	return ms
+	return ms, nil
 }
 
 func isToken(s string) bool {
@@ -169,7 +190,7 @@ func isToken(s string) bool {
 
 // malformedReasons names each canon error in the admit.server.malformed
 // counter.
-var malformedReasons = []struct {
+var malformedReasons = [...]struct {
 	err    error
 	reason string
 }{
@@ -180,12 +201,13 @@ var malformedReasons = []struct {
 	{canon.ErrTarget, "target"},
 	{canon.ErrMethod, "method"},
 	{canon.ErrConnect, "connect"},
+	{errAmbiguousOverride, "method_override"},
 }
 
 // malformedCounts counts the requests refused for having no canonical
-// form, by reason.
+// form, or an ambiguous method override, by reason.
 type malformedCounts struct {
-	n [7]atomic.Int64 // indexed like malformedReasons
+	n [len(malformedReasons)]atomic.Int64 // indexed like malformedReasons
 }
 
 func (m *malformedCounts) add(err error) {

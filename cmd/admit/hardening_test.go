@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -43,4 +44,57 @@ routes:
 	r.answers(t, 1, http.StatusOK, "GET", "/api/x", "", "X-Api-Key: one", "X_Api_Key: a")
 	r.answers(t, 1, http.StatusOK, "GET", "/api/x", "", "X-Api-Key: one", "X_Api_Key: b")
 	r.rejected(t, "GET", "/api/x", "", "X-Api-Key: one", "X_Api_Key: c")
+}
+
+// TestAmbiguousMethodOverrideRefused checks that, with --method-override,
+// an override admit cannot read as one method is refused rather than
+// matched as the request's own method only: Express's method-override runs
+// "GET,POST" as a GET, and an app may honour an override line past the
+// ones admit considers.
+func TestAmbiguousMethodOverrideRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		headers []string
+	}{
+		{"a list", []string{"X-HTTP-Method-Override: GET,POST"}},
+		{"a list with spaces", []string{"X-HTTP-Method: GET , POST"}},
+		{"not a token", []string{"X-Method-Override: GET/1"}},
+		{"a method admit does not serve", []string{"X-HTTP-Method-Override: CONNECT"}},
+		{"more lines than admit considers", []string{"X-HTTP-Method-Override: FOO", "X-HTTP-Method-Override: BAR",
+			"X-HTTP-Method-Override: BAZ", "X-HTTP-Method: GET"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := newRecorder(t)
+			r := limitedApp(t, rec, "--method-override")
+			if resp, body := r.do(t, "POST", "/l/x", "", tc.headers...); resp.StatusCode != http.StatusBadRequest {
+				t.Fatalf("got %d %q, want 400", resp.StatusCode, body)
+			}
+			if n := rec.count(); n != 0 {
+				t.Errorf("the upstream served %d, want 0", n)
+			}
+			if got := r.scrapeCount(t, `admit_server_malformed_total{admit_server_reason="method_override"`); got != 1 {
+				t.Errorf("admit_server_malformed_total for method_override: got %d, want 1", got)
+			}
+			// Without --method-override the headers are removed, so
+			// nothing is ambiguous.
+			r = limitedApp(t, rec)
+			r.answers(t, 1, http.StatusOK, "POST", "/l/x", "", tc.headers...)
+		})
+	}
+	// Up to as many lines as admit considers, each one method, are matched.
+	r := limitedApp(t, newRecorder(t), "--method-override")
+	lines := []string{"X-HTTP-Method-Override: PUT", "X-HTTP-Method: get", "X-Method-Override:  GET "}
+	r.answers(t, linkTestBurst, http.StatusOK, "POST", "/l/x", "", lines...)
+	r.rejected(t, "POST", "/l/x", "", lines...)
+}
+
+func TestExplainRefusesAmbiguousOverride(t *testing.T) {
+	out, err := runArgs(t, nil, "explain", "--peer", "192.0.2.1:1", "--demo", "--method-override",
+		"-H", "X-HTTP-Method-Override: GET,POST", "POST", "/l/abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "refused  400 Bad Request: the method override headers must name one method a line"; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
 }
