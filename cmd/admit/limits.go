@@ -42,6 +42,11 @@ func (c *config) checkRoutes(file string) error {
 				}
 				return fmt.Errorf("admit: %s: cost %d is more than group %q ever admits (%s)", where, r.cost(), g, holds)
 			}
+			// Once the client table is full, newcomers spend from the
+			// shared bucket, so a cost above it would refuse them all.
+			if r.cost() > b.SharedBurst {
+				return fmt.Errorf("admit: %s: cost %d is more than group %q admits from its shared bucket, which serves clients once its table is full (its shared_burst is %d)", where, r.cost(), g, b.SharedBurst)
+			}
 			if c.StoreFail == storeFailLocal {
 				holds := b.Burst
 				if b.Algorithm == admit.FixedWindow {
@@ -49,6 +54,9 @@ func (c *config) checkRoutes(file string) error {
 				}
 				if share := max(1, holds/c.Replicas); r.cost() > share {
 					return fmt.Errorf("admit: %s: cost %d is more than group %q admits on one replica while the store is down (%d divided by --replicas %d is %d)", where, r.cost(), g, holds, c.Replicas, share)
+				}
+				if share := max(1, b.SharedBurst/c.Replicas); r.cost() > share {
+					return fmt.Errorf("admit: %s: cost %d is more than group %q admits from its shared bucket on one replica while the store is down (shared_burst %d divided by --replicas %d is %d)", where, r.cost(), g, b.SharedBurst, c.Replicas, share)
 				}
 			}
 			chosen = chosen && (k.Header != "" || k.PathValue != "") && !k.Authenticated

@@ -103,3 +103,39 @@ func TestAdminKeyWidthFollowsTheDoor(t *testing.T) {
 		}
 	}
 }
+
+// TestCostAboveSharedBurst: once the client table is full, newcomers spend
+// from the group's shared bucket, which a route costing more than it holds
+// could never be admitted from; nor from a replica's share of it while the
+// store is down.
+func TestCostAboveSharedBurst(t *testing.T) {
+	local := []string{"--store", "redis://127.0.0.1:1", "--store-fail", "local", "--replicas", "4"}
+	for _, tc := range []struct {
+		name, yaml string
+		flags      []string
+		want       string
+	}{
+		{"token bucket", "budgets: {api: {like: link, shared_burst: 5}}\nroutes:\n  - {group: api, pattern: GET /x, cost: 6}", nil,
+			`line 3: routes[0]: cost 6 is more than group "api" admits from its shared bucket, which serves clients once its table is full (its shared_burst is 5)`},
+		{"token bucket at the shared burst", "budgets: {api: {like: link, shared_burst: 5}}\nroutes:\n  - {group: api, pattern: GET /x, cost: 5}", nil, ``},
+		{"fixed window", "budgets: {api: {algorithm: fixed-window, limit: 10, window: 1m, shared_burst: 4}}\nroutes:\n  - {group: api, pattern: GET /x, cost: 5}", nil,
+			`line 3: routes[0]: cost 5 is more than group "api" admits from its shared bucket, which serves clients once its table is full (its shared_burst is 4)`},
+		{"second of stacked groups", "budgets: {api: {like: link, shared_burst: 2}}\nroutes:\n  - {group: [link, api], pattern: GET /x, cost: 3}", nil,
+			`line 3: routes[0]: cost 3 is more than group "api" admits from its shared bucket`},
+		{"a replica's share", "budgets: {api: {like: link, burst: 40, shared_burst: 8}}\nroutes:\n  - {group: api, pattern: GET /x, cost: 3}", local,
+			`line 3: routes[0]: cost 3 is more than group "api" admits from its shared bucket on one replica while the store is down (shared_burst 8 divided by --replicas 4 is 2)`},
+		{"a replica's share, fitting", "budgets: {api: {like: link, burst: 40, shared_burst: 8}}\nroutes:\n  - {group: api, pattern: GET /x, cost: 2}", local, ``},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, got := parseFile(t, tc.yaml, tc.flags...)
+			if !strings.HasPrefix(got, tc.want) || (tc.want == "") != (got == "") {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+	// On the command line, the route is named as it was given.
+	_, err := parse(t, []string{"--config", writeConfig(t, "budgets: {api: {like: link, shared_burst: 1}}\n"), "--route", "api=GET /x"}, nil)
+	if err != nil {
+		t.Errorf("cost 1 on shared_burst 1: got %v, want it accepted", err)
+	}
+}
