@@ -48,8 +48,9 @@
 //
 // With Config.Shadow the same arithmetic runs but nothing is rejected: a
 // request that would have been rejected proceeds without taking a slot or a
-// token, and counts as would_rate_limited, would_client_concurrency or
-// would_group_concurrency. Every request counts exactly one outcome in the
+// token, and counts as would_rate_limited, would_client_concurrency,
+// would_group_concurrency or, for a request its limit cannot key,
+// would_missing_key. Every request counts exactly one outcome in the
 // OpenTelemetry counter admit.door.requests: ok, client_error, server_error
 // (admitted, by the class of the answer), rate_limited, client_concurrency,
 // group_concurrency, cached (served by an overflow handler), store_error,

@@ -175,7 +175,7 @@ func (d *Door) Handler(rt Route, next http.Handler) (http.Handler, error) {
 	if rt.Cost < 0 {
 		return nil, fmt.Errorf("admit: route %v: Cost %d, want 1 or more (0: 1)", rt.Groups, rt.Cost)
 	}
-	h := &handler{cost: int32(cost), next: next, overflow: rt.Overflow, headers: d.set.headers, now: d.set.now}
+	h := &handler{cost: int32(cost), next: next, overflow: rt.Overflow, headers: d.set.headers, shadow: d.set.shadow, now: d.set.now}
 	chosen := true
 	var policies []string
 	for _, name := range rt.Groups {

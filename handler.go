@@ -37,6 +37,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var client clientKey
 	for i, g := range h.limits {
 		key, err := g.keyOf(r, &client)
+		if err != nil && h.shadow {
+			// Shadow mode refuses nothing: this limit takes nothing and
+			// counts what it would have answered; the others decide.
+			tickets[i] = ticket{slot: -1}
+			verdicts[i] = verdict{admitted: true, outcome: outcomeMissingKey.would()}
+			continue
+		}
 		if err != nil {
 			h.cancel(r, tickets[:i])
 			h.refuseKey(w, r, g, err)

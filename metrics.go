@@ -27,6 +27,7 @@ const (
 	outcomeWouldGroupConcurrency                 // shadow mode: would have been group_concurrency
 	outcomeMissingKey                            // 400 or 401: no value to key the request by
 	outcomeFallback                              // the shared store failed; the door's own buckets admitted it
+	outcomeWouldMissingKey                       // shadow mode: would have been missing_key
 	numOutcomes
 )
 
@@ -34,7 +35,7 @@ var outcomeNames = [numOutcomes]string{
 	"ok", "client_error", "server_error", "rate_limited", "client_concurrency",
 	"group_concurrency", "cached", "store_error",
 	"would_rate_limited", "would_client_concurrency", "would_group_concurrency",
-	"missing_key", "fallback",
+	"missing_key", "fallback", "would_missing_key",
 }
 
 // String returns the outcome as the metrics spell it, such as "rate_limited".
@@ -54,6 +55,8 @@ func (o outcome) would() outcome {
 		return outcomeWouldClientConcurrency
 	case outcomeGroupConcurrency:
 		return outcomeWouldGroupConcurrency
+	case outcomeMissingKey:
+		return outcomeWouldMissingKey
 	}
 	return o
 }

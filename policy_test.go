@@ -275,3 +275,33 @@ func TestStackedPolicyHeaders(t *testing.T) {
 		t.Errorf("body: got %q, want it to name the limit", w.Body.String())
 	}
 }
+
+// TestShadowModeAdmitsUnkeyedRequests runs a limit that rejects a request
+// without its key header in shadow mode: the request is admitted and counted
+// as would_missing_key, and a later limit of the route still decides as it
+// would, since shadow mode refuses nothing.
+func TestShadowModeAdmitsUnkeyedRequests(t *testing.T) {
+	d := newDoor(t, newClock(), Config{Shadow: true, Budgets: map[Group]Budget{
+		"apikey":      {Rate: 1e-9, Burst: 5, Key: Key{Header: "X-Api-Key", RejectMissing: true, Authenticated: true}},
+		"per-address": {Rate: 1e-9, Burst: 5},
+	}})
+	h := route(t, d, Route{Groups: []Group{"apikey", "per-address"}}, status(http.StatusOK))
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest("GET", "/", nil)
+	r.RemoteAddr = "192.0.2.1:1"
+	h.ServeHTTP(w, r)
+	if w.Code != http.StatusOK {
+		t.Fatalf("got %d, want 200: shadow mode refuses nothing", w.Code)
+	}
+	if got := outcomeCount(d.groups["apikey"], outcomeWouldMissingKey); got != 1 {
+		t.Errorf("would_missing_key: got %d, want 1", got)
+	}
+	if got := outcomeCount(d.groups["apikey"], outcomeMissingKey); got != 0 {
+		t.Errorf("missing_key: got %d, want 0", got)
+	}
+	if got := outcomeCount(d.groups["per-address"], outcomeOK); got != 1 {
+		t.Errorf("per-address ok: got %d, want 1", got)
+	}
+	assertIdle(t, d.groups["apikey"])
+	assertIdle(t, d.groups["per-address"])
+}
