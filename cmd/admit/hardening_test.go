@@ -2,6 +2,8 @@ package main
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -96,5 +98,48 @@ func TestExplainRefusesAmbiguousOverride(t *testing.T) {
 	}
 	if want := "refused  400 Bad Request: the method override headers must name one method a line"; !strings.Contains(out, want) {
 		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+}
+
+// TestPathAndHostOverridesStripped checks that the headers some stacks
+// route by instead of the request line (Symfony and Zend's X-Original-URL,
+// IIS URL Rewrite's X-Rewrite-URL, forward-auth servers' X-Forwarded-Uri)
+// never reach the upstream, in any spelling: admit matched the request
+// line, and the app must route what admit matched.
+func TestPathAndHostOverridesStripped(t *testing.T) {
+	rec := newRecorder(t)
+	r := limitedApp(t, rec, "--method-override")
+	names := []string{"X-Original-URL", "X-Rewrite-URL", "X-Original-URI", "X-Envoy-Original-Path",
+		"X-Forwarded-Uri", "X-Original-Method", "X-Forwarded-Method", "X-Original-Host", "X-Forwarded-Server"}
+	var headers []string
+	for _, name := range names {
+		headers = append(headers, name+": /l/x", strings.ReplaceAll(name, "-", "_")+": /l/x")
+	}
+	r.answers(t, 1, http.StatusOK, "GET", "/u/x", "", headers...)
+	h := rec.last().Header
+	for _, name := range names {
+		if v := headerFolded(h, name); v != nil {
+			t.Errorf("upstream received %s: %q, want it removed", name, v)
+		}
+	}
+}
+
+// TestUpstreamDocsNameEveryManagedHeader keeps docs/operators.md ("What
+// the upstream receives") naming every header admit writes or removes; the
+// method overrides are named where route matching is.
+func TestUpstreamDocsNameEveryManagedHeader(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "operators.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(b), "### What the upstream receives")
+	section, _, _ = strings.Cut(section, "\n#")
+	section = strings.ToLower(section)
+	for _, list := range [][]string{forwardingHeaders, clientHeaders, routingHeaders} {
+		for _, name := range list {
+			if !strings.Contains(section, "`"+strings.ToLower(name)+"`") {
+				t.Errorf("docs/operators.md, What the upstream receives: %s is not named", name)
+			}
+		}
 	}
 }

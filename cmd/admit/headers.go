@@ -22,6 +22,18 @@ var (
 		"X-Forwarded", "Forwarded-For", "X-Forwarded-Port", "X-Forwarded-Ssl",
 		"X-Forwarded-Scheme", "X-Forwarded-Prefix", "Front-End-Https", "X-Url-Scheme",
 	}
+	// routingHeaders carry a path, method or host that some stacks route
+	// by instead of the request's own: X-Original-URL and X-Rewrite-URL
+	// (Symfony before 3.4.14, Zend Framework, IIS URL Rewrite),
+	// X-Original-URI and X-Original-Method (nginx auth_request setups),
+	// X-Forwarded-Uri and X-Forwarded-Method (forward-auth servers behind
+	// Traefik), X-Envoy-Original-Path, and X-Original-Host and
+	// X-Forwarded-Server, which some frameworks take as the host. admit
+	// removes them: the app must route what admit matched.
+	routingHeaders = []string{
+		"X-Original-Url", "X-Rewrite-Url", "X-Original-Uri", "X-Original-Method", "X-Forwarded-Uri",
+		"X-Forwarded-Method", "X-Envoy-Original-Path", "X-Original-Host", "X-Forwarded-Server",
+	}
 	// methodOverrideHeaders make frameworks run a request as another method
 	// than the one admit routed (Express's method-override, Rails, Laravel);
 	// admit removes them unless --method-override is set.
@@ -32,7 +44,7 @@ var (
 // check.
 var managedHeaders = func() map[string]bool {
 	m := make(map[string]bool)
-	for _, list := range [][]string{forwardingHeaders, clientHeaders, methodOverrideHeaders} {
+	for _, list := range [][]string{forwardingHeaders, clientHeaders, routingHeaders, methodOverrideHeaders} {
 		for _, name := range list {
 			m[http.CanonicalHeaderKey(name)] = true
 		}
@@ -41,14 +53,17 @@ var managedHeaders = func() map[string]bool {
 }()
 
 // stripHeaders removes from h the managed headers a client may not send
-// through: the client-address headers, the method overrides unless
-// keepOverrides, and every header whose name equals a managed one once
+// through: the client-address and routing headers, the method overrides
+// unless keepOverrides, and every header whose name equals a managed one once
 // underscores are read as hyphens. CGI and WSGI servers (Werkzeug,
 // gunicorn, PHP) map X_Forwarded_For and X-Forwarded-For to one variable,
 // so an underscore spelling would reach the app as the real header; nginx
 // drops such names by default for the same reason.
 func stripHeaders(h http.Header, keepOverrides bool) {
 	for _, name := range clientHeaders {
+		delete(h, name)
+	}
+	for _, name := range routingHeaders {
 		delete(h, name)
 	}
 	if !keepOverrides {
