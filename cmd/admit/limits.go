@@ -62,7 +62,7 @@ func (c *config) checkRoutes(file string) error {
 			chosen = chosen && (k.Header != "" || k.PathValue != "") && !k.Authenticated
 		}
 		if chosen {
-			return fmt.Errorf("admit: %s: every limit of the route is keyed by a value the client chooses (%s), so a forger gets a fresh budget per value: stack a limit keyed by the peer, or set key_authenticated: true on a group whose value an earlier layer (a gateway, the app's own auth) checks first",
+			return fmt.Errorf("admit: %s: every limit of the route is keyed by a value the client chooses (%s), so a forger gets a fresh budget per value: stack a limit keyed by the peer, or set key_authenticated: true on a group whose value a layer in front of admit (a gateway, an authenticating proxy) checks first: a check in the app runs only after admit has admitted the request, so it needs the peer limit",
 				where, c.keysOf(door, r))
 		}
 	}

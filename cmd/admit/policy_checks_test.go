@@ -139,3 +139,16 @@ func TestCostAboveSharedBurst(t *testing.T) {
 		t.Errorf("cost 1 on shared_burst 1: got %v, want it accepted", err)
 	}
 }
+
+// TestClientChosenKeyNamesALayerInFront: the app checks a key only after
+// admit has admitted the request, so only a layer in front of admit makes
+// key_authenticated true; the refusal says so.
+func TestClientChosenKeyNamesALayerInFront(t *testing.T) {
+	_, got := parseFile(t, "budgets: {t: {like: link, key: \"header:X-Api-Key\"}}\nroutes:\n  - {group: t, pattern: GET /x}")
+	for _, want := range []string{"every limit of the route is keyed by a value the client chooses", "a layer in front of admit",
+		"stack a limit keyed by the peer", "a check in the app runs only after admit has admitted the request"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("got %q, want it to hold %q", got, want)
+		}
+	}
+}
