@@ -143,3 +143,45 @@ func TestUpstreamDocsNameEveryManagedHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardedHostAndProtoFromTrustedProxy checks what the upstream
+// receives as X-Forwarded-Host and X-Forwarded-Proto from a trusted proxy:
+// the right-most element, which the proxy nearest admit wrote (anything to
+// its left came from the client through a proxy that appends), in
+// canonical form, and admit's own answer when that element is not a host or
+// a scheme.
+func TestForwardedHostAndProtoFromTrustedProxy(t *testing.T) {
+	rec := newRecorder(t)
+	r := limitedApp(t, rec, "--trusted-proxy", "127.0.0.1/32")
+	addr := strings.TrimPrefix(r.url, "http://")
+	for _, tc := range []struct {
+		name, headers string
+		host, proto   string
+	}{
+		{"as sent", "X-Forwarded-Host: app.example\r\nX-Forwarded-Proto: https", "app.example", "https"},
+		{"a list", "X-Forwarded-Host: evil.example, app.example\r\nX-Forwarded-Proto: http, https", "app.example", "https"},
+		{"several lines", "X-Forwarded-Host: evil.example\r\nX-Forwarded-Host: app.example", "app.example", "http"},
+		{"canonical", "X-Forwarded-Host: App.Example.:443\r\nX-Forwarded-Proto: HTTPS", "app.example", "https"},
+		{"the default port of the forwarded scheme", "X-Forwarded-Host: app.example:80", "app.example", "http"},
+		{"another port", "X-Forwarded-Host: app.example:8443\r\nX-Forwarded-Proto: https", "app.example:8443", "https"},
+		{"an IPv6 literal", "X-Forwarded-Host: [2001:DB8::1]:8080", "[2001:db8::1]:8080", "http"},
+		{"not a host", "X-Forwarded-Host: app.example/x\r\nX-Forwarded-Proto: ftp", "front.example", "http"},
+		{"a host with a user", "X-Forwarded-Host: user@evil.example", "front.example", "http"},
+		{"an escape", "X-Forwarded-Host: %65vil.example", "front.example", "http"},
+		{"an empty element last", "X-Forwarded-Host: app.example,\r\nX-Forwarded-Proto: https,", "front.example", "http"},
+		{"not a port", "X-Forwarded-Host: app.example:x", "front.example", "http"},
+		{"a bad IPv6 literal", "X-Forwarded-Host: [evil]", "front.example", "http"},
+	} {
+		a := raw(t, addr, "GET /u/x HTTP/1.1\r\nHost: Front.Example\r\n"+tc.headers+"\r\nConnection: close\r\n\r\n")
+		if a.status != http.StatusOK {
+			t.Fatalf("%s: got %d, want 200", tc.name, a.status)
+		}
+		h := rec.last().Header
+		if got := h.Values("X-Forwarded-Host"); !slices.Equal(got, []string{tc.host}) {
+			t.Errorf("%s: X-Forwarded-Host: got %q, want %q", tc.name, got, tc.host)
+		}
+		if got := h.Values("X-Forwarded-Proto"); !slices.Equal(got, []string{tc.proto}) {
+			t.Errorf("%s: X-Forwarded-Proto: got %q, want %q", tc.name, got, tc.proto)
+		}
+	}
+}

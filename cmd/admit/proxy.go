@@ -8,11 +8,13 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"net/url"
+	"strings"
 	"time"
 
 	"golang.org/x/time/rate"
 
 	"github.com/admitgo/admit/clientip"
+	"github.com/admitgo/admit/cmd/admit/internal/canon"
 	"github.com/admitgo/admit/cmd/admit/internal/upstream"
 )
 
@@ -34,8 +36,10 @@ type forwarder struct {
 //     client's own X-Forwarded-For, Forwarded, X-Real-IP and the other
 //     headers of stripHeaders are removed, so the upstream can trust the
 //     header as long as only admit reaches it.
-//   - X-Forwarded-Host and X-Forwarded-Proto: those a trusted proxy sent, or
-//     else the request's Host and the scheme admit served it with.
+//   - X-Forwarded-Host and X-Forwarded-Proto: the right-most element of
+//     those a trusted proxy sent, the host canonical, when it is a host
+//     and a scheme; or else the request's Host and the scheme admit served
+//     it with.
 //
 // An upstream that cannot be reached or fails mid-answer gets the client a
 // plain 502 that names nothing internal; the cause is logged, at most once
@@ -67,15 +71,63 @@ func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 		proto = "https"
 	}
 	if f.fromTrustedPeer(pr.In) {
-		if p := pr.In.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
+		// Proxies that do not set these headers pass the client's on, and
+		// those that append put their own last: only the right-most
+		// element can be the trusted proxy's.
+		if p := strings.ToLower(lastElement(pr.In.Header["X-Forwarded-Proto"])); p == "http" || p == "https" {
 			proto = p
 		}
-		if v := pr.In.Header.Get("X-Forwarded-Host"); v != "" {
-			host = v
+		if v := lastElement(pr.In.Header["X-Forwarded-Host"]); validHost(v) {
+			host = canon.Host(v, proto == "https")
 		}
 	}
 	h["X-Forwarded-Host"] = []string{host}
 	h["X-Forwarded-Proto"] = []string{proto}
+}
+
+// lastElement returns the right-most element of a comma-separated header,
+// across its lines, without surrounding white space.
+func lastElement(lines []string) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	v := lines[len(lines)-1]
+	if i := strings.LastIndexByte(v, ','); i >= 0 {
+		v = v[i+1:]
+	}
+	return strings.TrimSpace(v)
+}
+
+// validHost reports whether v is a host and optional port as a Host header
+// names them: a name of letters, digits, '-', '_' and dot-separated labels,
+// or an IP literal in brackets, then ':' and digits. Anything else (a path,
+// a user, an escape) is not passed on as the request's host.
+func validHost(v string) bool {
+	name, port := v, ""
+	if strings.HasPrefix(v, "[") {
+		end := strings.IndexByte(v, ']')
+		if end < 0 {
+			return false
+		}
+		a, err := netip.ParseAddr(v[1:end])
+		if err != nil || !a.Is6() || a.Zone() != "" {
+			return false
+		}
+		name, port = "", v[end+1:]
+	} else {
+		if i := strings.LastIndexByte(v, ':'); i >= 0 {
+			name, port = v[:i], v[i:]
+		}
+		for _, label := range strings.Split(strings.TrimSuffix(name, "."), ".") {
+			if label == "" || strings.TrimLeft(label, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" {
+				return false
+			}
+		}
+	}
+	if port == "" {
+		return true
+	}
+	return port[0] == ':' && len(port) <= 6 && strings.Trim(port[1:], "0123456789") == ""
 }
 
 // fromTrustedPeer reports whether the request's TCP peer is a trusted proxy.
