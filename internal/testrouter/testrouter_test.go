@@ -8,8 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -233,28 +231,6 @@ func TestNginxGoQuirks(t *testing.T) {
 	s := reachesLimited(t, r, "GET /l/abc HTTP/1.1", "X_Forwarded_For: 203.0.113.9")
 	if len(s.Header) != 0 {
 		t.Errorf("the Go app saw headers %v, want none: nginx drops X_Forwarded_For", s.Header)
-	}
-}
-
-var packageClause = regexp.MustCompile(`(?m)^package \w+\n`)
-
-// TestUpstreamCopy keeps the gorilla module's copy of the upstream package
-// the same as the original.
-func TestUpstreamCopy(t *testing.T) {
-	body := func(path string) string {
-		t.Helper()
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		clause := packageClause.FindIndex(b)
-		if clause == nil {
-			t.Fatalf("%s: no package clause", path)
-		}
-		return string(b[clause[1]:])
-	}
-	if body("upstream/upstream.go") != body("gorilla/upstream.go") {
-		t.Errorf("gorilla/upstream.go differs from upstream/upstream.go below the package clause; copy it again")
 	}
 }
 

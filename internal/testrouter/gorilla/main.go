@@ -7,8 +7,8 @@
 // is off), and answers 405 to a method no route of that path accepts.
 //
 // This is a module of its own so that the main module does not depend on
-// gorilla/mux; for the same reason it holds a copy of the upstream package
-// (upstream.go) instead of importing it.
+// gorilla/mux; it takes the upstream package from the main module through a
+// replace directive.
 //
 // Usage: gorilla PORT
 package main
@@ -18,10 +18,12 @@ import (
 	"net/http"
 
 	"github.com/gorilla/mux"
+
+	"github.com/admitgo/admit/internal/testrouter/upstream"
 )
 
 func main() {
-	var state State
+	var state upstream.State
 	r := mux.NewRouter()
 	r.HandleFunc("/l/{id}", func(w http.ResponseWriter, r *http.Request) {
 		state.Hit()
@@ -30,5 +32,5 @@ func main() {
 	r.PathPrefix("/u/").HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "unlimited %s\n", r.URL.Path)
 	}).Methods(http.MethodGet)
-	Main("gorilla", state.Wrap(r))
+	upstream.Main("gorilla", state.Wrap(r))
 }

@@ -3,7 +3,6 @@
 // the control endpoints that report both. Each app brings only its router.
 //
 // It imports the standard library only, so that the apps built from it show
-// their own router's behaviour and nothing else. The gorilla app lives in a
-// module of its own and holds a copy of upstream.go; testrouter's tests check
-// that the two stay the same.
+// their own router's behaviour and nothing else. The gorilla app, a module of
+// its own, imports it through a replace directive to this tree.
 package upstream
