@@ -82,11 +82,15 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.combined(matched).ServeHTTP(w, c)
 }
 
-// refuse answers 400 to a request admit cannot read one way, and closes its
-// connection.
+// refuse answers 400 to a request admit cannot read one way, and closes an
+// HTTP/1 connection after it. An HTTP/2 connection stays: net/http would
+// turn Connection: close into a GOAWAY for every stream on it, which a
+// balancer may multiplex for many clients.
 func (f *front) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	f.malformed.add(err)
-	w.Header()["Connection"] = closeValue
+	if r.ProtoMajor == 1 {
+		w.Header()["Connection"] = closeValue
+	}
 	http.Error(w, "Bad Request: "+err.Error(), http.StatusBadRequest)
 }
 

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -183,5 +186,43 @@ func TestForwardedHostAndProtoFromTrustedProxy(t *testing.T) {
 		if got := h.Values("X-Forwarded-Proto"); !slices.Equal(got, []string{tc.proto}) {
 			t.Errorf("%s: X-Forwarded-Proto: got %q, want %q", tc.name, got, tc.proto)
 		}
+	}
+}
+
+// TestMalformedOverHTTP2KeepsTheConnection checks that refusing a malformed
+// request over HTTP/2 does not shut the connection down: net/http's HTTP/2
+// server turns a handler's Connection: close into a GOAWAY, which would
+// make every client multiplexed on the connection (behind an h2 balancer)
+// reconnect for one client's request.
+func TestMalformedOverHTTP2KeepsTheConnection(t *testing.T) {
+	r := start(t, append(appRoutes(upstreamApp(t).URL), "--h2c", "--method-override")...)
+	var dials atomic.Int64
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	d := &net.Dialer{Timeout: testTimeout}
+	r.client = &http.Client{Timeout: testTimeout, Transport: &http.Transport{Protocols: &p,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials.Add(1)
+			return d.DialContext(ctx, network, addr)
+		}}}
+	t.Cleanup(r.client.CloseIdleConnections)
+	r.answers(t, 1, http.StatusOK, "GET", "/u/a", "")
+	for _, bad := range []struct {
+		path    string
+		headers []string
+	}{
+		{"/u/%00", nil},
+		{"/u/b", []string{"X-HTTP-Method-Override: GET,POST"}},
+	} {
+		resp, _ := r.do(t, "GET", bad.path, "", bad.headers...)
+		if resp.StatusCode != http.StatusBadRequest || resp.ProtoMajor != 2 {
+			t.Fatalf("GET %s: got %d over %s, want 400 over HTTP/2", bad.path, resp.StatusCode, resp.Proto)
+		}
+		// A GOAWAY makes the next request dial, whether it arrives before
+		// the request (which it then fails, to be retried) or after.
+		r.answers(t, 1, http.StatusOK, "GET", "/u/c", "")
+	}
+	if n := dials.Load(); n != 1 {
+		t.Errorf("the client dialled %d times, want 1: a malformed request closed the shared connection", n)
 	}
 }
