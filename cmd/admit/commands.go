@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/url"
 	"runtime/debug"
 	"slices"
@@ -13,10 +16,14 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric/noop"
 	"golang.org/x/time/rate"
 
 	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/pgquota"
+	"github.com/admitgo/admit/quota/redisquota"
 )
 
 // errVersion ends parsing after --version has been answered.
@@ -70,9 +77,14 @@ func validate(args []string, getenv func(string) string, out io.Writer) error {
 	if err := c.checkOffline(); err != nil {
 		return usageError{err}
 	}
-	door, err := c.door()
+	st, closeStore, err := c.offlineStore()
 	if err != nil {
 		return usageError{err}
+	}
+	defer closeStore()
+	door, err := c.doorOn(st)
+	if err != nil {
+		return usageError{fmt.Errorf("admit: budgets: %w", err)} // as startup words it
 	}
 	defer door.Close()
 	printEffective(out, c, door)
@@ -204,6 +216,61 @@ func (c config) checkOffline() error {
 	}
 	_, err := newRouteTable(withGRPCHealth(c.Routes), c.RouteFolding)
 	return err
+}
+
+// offlineStore returns the store --store names, built as startup builds it
+// but unable to reach its server, for the checks a store makes of its rules
+// before any call; nil for the memory store. Validate must never connect:
+// it runs where the store may be unreachable, or must not be touched.
+func (c config) offlineStore() (quota.Charger, func(), error) {
+	quiet := slog.New(slog.DiscardHandler)
+	switch c.Store.Kind {
+	case storeRedis:
+		st, err := redisquota.New(offlineRedis{}, redisquota.Config{Prefix: c.StorePrefix, MeterProvider: noop.NewMeterProvider()})
+		if err != nil {
+			return nil, nil, fmt.Errorf("admit: --store-prefix %q: %w", c.StorePrefix, err)
+		}
+		return st, func() { st.Close() }, nil
+	case storePostgres:
+		pc, err := pgxpool.ParseConfig(c.Store.URL)
+		if err != nil {
+			return nil, nil, storeURLError(c.Store.URL, err)
+		}
+		pc.MinConns, pc.MinIdleConns = 0, 0
+		pc.ConnConfig.LookupFunc = func(context.Context, string) ([]string, error) { return nil, errOffline }
+		pc.ConnConfig.DialFunc = func(context.Context, string, string) (net.Conn, error) { return nil, errOffline }
+		pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+		if err != nil {
+			return nil, nil, storeURLError(c.Store.URL, err)
+		}
+		st, err := pgquota.New(pool, pgquota.Config{Table: c.StoreTable, MeterProvider: noop.NewMeterProvider(), Logger: quiet})
+		if err != nil {
+			pool.Close()
+			return nil, nil, fmt.Errorf("admit: --store-table %q: %w", c.StoreTable, err)
+		}
+		return st, func() { st.Close(); pool.Close() }, nil
+	}
+	return nil, func() {}, nil
+}
+
+// errOffline answers every call of an offline store.
+var errOffline = errors.New("admit validate does not connect to the store")
+
+// offlineRedis is a Redis client that sends nothing.
+type offlineRedis struct{}
+
+func (offlineRedis) EvalSha(ctx context.Context, _ string, _ []string, _ ...any) *redis.Cmd {
+	return offlineCmd(ctx)
+}
+
+func (offlineRedis) Eval(ctx context.Context, _ string, _ []string, _ ...any) *redis.Cmd {
+	return offlineCmd(ctx)
+}
+
+func offlineCmd(ctx context.Context) *redis.Cmd {
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(errOffline)
+	return cmd
 }
 
 // storeURLError names a store URL its driver refuses, without its

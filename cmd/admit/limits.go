@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strings"
 
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/quota"
 )
 
 // checkRoutes refuses, in the configuration's words, routes whose limits
@@ -72,8 +74,28 @@ func (c *config) checkRoutes(file string) error {
 // door returns a door with the configuration's budgets, resolved as the
 // server's, whose metrics and logs go nowhere: for checks and for printing
 // what the server would enforce.
-func (c *config) door() (*admit.Door, error) {
-	return admit.New(admit.Config{Budgets: c.Budgets, MeterProvider: noop.NewMeterProvider(),
+func (c *config) door() (*admit.Door, error) { return c.doorOn(nil) }
+
+// doorOn is door with every group on the shared store st, as the server
+// puts them, so that the door refuses what only a store refuses; nil: the
+// door's own buckets.
+func (c *config) doorOn(st quota.Charger) (*admit.Door, error) {
+	budgets := c.Budgets
+	if st != nil {
+		budgets = make(map[admit.Group]admit.Budget)
+		for _, g := range builtInGroups {
+			budgets[g] = admit.Budget{}
+		}
+		maps.Copy(budgets, c.Budgets)
+		for g, b := range budgets {
+			b.Store = st
+			if c.StoreFail == storeFailLocal {
+				b.Replicas = c.Replicas
+			}
+			budgets[g] = b
+		}
+	}
+	return admit.New(admit.Config{Budgets: budgets, MeterProvider: noop.NewMeterProvider(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 }
 

@@ -3,8 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/admitgo/admit"
 )
@@ -150,5 +153,66 @@ func TestClientChosenKeyNamesALayerInFront(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("got %q, want it to hold %q", got, want)
 		}
+	}
+}
+
+// TestValidateAppliesStoreRules: a budget only the shared store refuses is
+// refused by validate too, with the store named by --store, and without a
+// connection to it.
+func TestValidateAppliesStoreRules(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var dialed atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			dialed.Add(1)
+			c.Close()
+		}
+	}()
+	addr := ln.Addr().String()
+	redisStore, pgStore := "redis://"+addr, "postgres://admit@"+addr+"/admit"
+	const (
+		shortWindow = "budgets: {api: {algorithm: fixed-window, limit: 5, window: 500us}}\nroutes:\n  - {group: api, pattern: GET /x}"
+		longSpan    = "budgets: {api: {rate: 0.0001, burst: 1000}}\nroutes:\n  - {group: api, pattern: GET /x}"
+		slowRate    = "budgets: {api: {rate: 0.00000000001, burst: 1}}\nroutes:\n  - {group: api, pattern: GET /x}"
+	)
+	for _, tc := range []struct {
+		name, yaml, store string
+		want              string // in the error; "" when valid
+	}{
+		{"redis window under 1ms", shortWindow, redisStore, "1ms"},
+		{"redis span past 2^53ns", longSpan, redisStore, "2^53ns"},
+		{"redis rate too low", slowRate, redisStore, "too low for a shared store's window"},
+		{"postgres rate too low", slowRate, pgStore, "too low for a shared store's window"},
+		{"postgres window under 1ms", shortWindow, pgStore, ""},
+		{"memory window under 1ms", shortWindow, "memory", ""},
+		{"memory span past 2^53ns", longSpan, "memory", ""},
+		{"redis within its rules", "routes:\n  - {group: link, pattern: GET /x}", redisStore, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeConfig(t, tc.yaml+"\n")
+			out, err := runArgs(t, nil, "validate", "--upstream", "http://app", "--config", path, "--store", tc.store)
+			var uerr usageError
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("got %v, want it valid", err)
+			case tc.want == "" && !strings.HasSuffix(out, "ok\n"):
+				t.Errorf("output %q, want it to end in ok", out)
+			case tc.want != "" && (!errors.As(err, &uerr) || !strings.Contains(err.Error(), tc.want) ||
+				!strings.Contains(err.Error(), `group "api"`)):
+				t.Errorf("got %v, want a usage error naming group \"api\" and holding %q", err, tc.want)
+			}
+		})
+	}
+	time.Sleep(50 * time.Millisecond) // a dial in flight would be accepted by now
+	if n := dialed.Load(); n != 0 {
+		t.Errorf("validate connected to the store %d times, want never", n)
 	}
 }
