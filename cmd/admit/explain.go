@@ -181,6 +181,9 @@ func printExplanation(w io.Writer, req, canonical *http.Request, x explained, e 
 		if how := m.sp.explained(); how != "" {
 			fmt.Fprintf(w, "matched  %s: upstreams that fold case or trailing slashes route it to this route\n", how)
 		}
+		if host := parsePattern(r.Pattern).host; host != "" {
+			fmt.Fprintf(w, "host     the route limits only host %s: the upstream must route by X-Forwarded-Host, since it receives its own Host, or another host reaches the same handler unlimited\n", host)
+		}
 	}
 	if len(x.matched) > 1 {
 		fmt.Fprintf(w, "stacked  every limit of every route matched applies, in order\n")

@@ -226,3 +226,26 @@ func TestMalformedOverHTTP2KeepsTheConnection(t *testing.T) {
 		t.Errorf("the client dialled %d times, want 1: a malformed request closed the shared connection", n)
 	}
 }
+
+// TestExplainSaysAHostPatternNeedsAnUpstreamRoutingByHost checks that
+// explain warns where a host-scoped limit holds only if the upstream
+// routes by X-Forwarded-Host: the upstream receives its own Host, so one
+// that ignores the host serves any other host's request unlimited.
+func TestExplainSaysAHostPatternNeedsAnUpstreamRoutingByHost(t *testing.T) {
+	out, err := runArgs(t, nil, "explain", "--peer", "192.0.2.1:1", "--route", "link=GET example.com/h/{id}",
+		"-H", "Host: Example.COM", "GET", "/h/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "host     the route limits only host example.com: the upstream must route by X-Forwarded-Host"
+	if !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+	out, err = runArgs(t, nil, "explain", "--peer", "192.0.2.1:1", "--route", "link=GET /h/{id}", "GET", "/h/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "X-Forwarded-Host") {
+		t.Errorf("a route without a host: output names X-Forwarded-Host:\n%s", out)
+	}
+}
