@@ -19,9 +19,10 @@ import (
 )
 
 // adminRoutes adds the inspect and reset API to the metrics listener's mux:
-// it exists there only, never on the proxy's listener. Reads are open to
-// whoever reaches the listener; a reset needs the bearer token of
-// --admin-token-file.
+// it exists there only, never on the proxy's listener. The list of groups
+// is open, as /metrics is; reading a client tells whether an address or a
+// key's value was seen, so it needs the bearer token of --admin-token-file,
+// or without one a peer on this host; a reset always needs the token.
 func (s *server) adminRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /admit/groups", s.adminGroups)
 	mux.HandleFunc("GET /admit/groups/{group}/clients/{key...}", s.adminClient)
@@ -117,6 +118,9 @@ func (s *server) adminGroups(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) adminClient(w http.ResponseWriter, r *http.Request) {
 	g := s.gen.Load()
+	if !mayRead(w, r, g.cfg.adminToken) {
+		return
+	}
 	group, key, ok := adminKey(w, r, g.door)
 	if !ok {
 		return
@@ -223,6 +227,22 @@ func authorized(w http.ResponseWriter, r *http.Request, token string) bool {
 		return false
 	}
 	return true
+}
+
+// mayRead reports whether r may read a client's state, answering 401 or
+// 403 when not. With an admin token, r needs it, from anywhere. Without
+// one, only a peer on this host may read, as Envoy's admin interface and
+// HAProxy's stats socket are meant to be reached: the metrics listener may
+// listen on every interface for Prometheus, which needs no client reads.
+func mayRead(w http.ResponseWriter, r *http.Request, token string) bool {
+	if token != "" {
+		return authorized(w, r, token)
+	}
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil && ap.Addr().Unmap().IsLoopback() {
+		return true
+	}
+	writeError(w, http.StatusForbidden, "admit: reading a client from another host needs the admin token: start admit with --admin-token-file and send Authorization: Bearer and the token")
+	return false
 }
 
 // budgetWords writes a resolved budget in the config file's words.

@@ -233,7 +233,7 @@ func TestAdminStoreGroup(t *testing.T) {
 	r := startAdmin(t, "--store", testredis.URL(), "--store-prefix", testredis.Prefix(t), "--admin-token-file", tokenFile(t, token))
 	r.answers(t, 2, http.StatusOK, "GET", "/l/a", "")
 	var got clientJSON
-	if code := r.admin(t, "GET", "/admit/groups/link/clients/127.0.0.1", "", &got); code != http.StatusOK || got.Bucket != "store" || got.Tokens != nil {
+	if code := r.admin(t, "GET", "/admit/groups/link/clients/127.0.0.1", token, &got); code != http.StatusOK || got.Bucket != "store" || got.Tokens != nil {
 		t.Errorf("GET on a store group: got %d %s, want bucket store and no tokens", code, describeClient(got))
 	}
 	var refusal struct{ Error string }

@@ -173,7 +173,7 @@ var options = []option{
 		set: func(c *config, v string) error { return c.LogLevel.UnmarshalText([]byte(v)) }},
 	{name: "config", arg: "FILE", usage: "YAML file with routes and budgets per group",
 		set: func(c *config, v string) error { c.ConfigFile = v; return nil }},
-	{name: "admin-token-file", arg: "FILE", usage: "file holding the bearer token that resetting a client on the metrics listener (DELETE /admit/groups/GROUP/clients/KEY) requires; read again on reload; without it such writes are refused",
+	{name: "admin-token-file", arg: "FILE", usage: "file holding the bearer token that reading and resetting a client on the metrics listener (GET and DELETE /admit/groups/GROUP/clients/KEY) require; read again on reload; without it resets are refused and client reads are answered to loopback peers only",
 		set: func(c *config, v string) error { c.AdminTokenFile = v; return nil }},
 	{name: "version", def: "false", noEnv: true, usage: "print the version and exit",
 		set: func(c *config, v string) error { return nil }},

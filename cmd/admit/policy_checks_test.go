@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -214,5 +216,78 @@ func TestValidateAppliesStoreRules(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // a dial in flight would be accepted by now
 	if n := dialed.Load(); n != 0 {
 		t.Errorf("validate connected to the store %d times, want never", n)
+	}
+}
+
+// TestAdminClientReadsNeedTheToken: a client's state tells whether an
+// address or a key's value was seen, so with an admin token configured
+// reading it needs the token, while /metrics, /healthz and the list of
+// groups stay open to Prometheus and probes.
+func TestAdminClientReadsNeedTheToken(t *testing.T) {
+	const token = "read-token"
+	r := startAdmin(t, "--admin-token-file", tokenFile(t, token))
+	r.answers(t, 1, http.StatusOK, "GET", "/l/a", "")
+	const path = "/admit/groups/link/clients/127.0.0.1"
+	var refusal struct{ Error string }
+	if code := r.admin(t, "GET", path, "", &refusal); code != http.StatusUnauthorized {
+		t.Errorf("GET %s without the token: got %d %q, want 401", path, code, refusal.Error)
+	}
+	if code := r.admin(t, "GET", path, "wrong", &refusal); code != http.StatusUnauthorized {
+		t.Errorf("GET %s with a wrong token: got %d %q, want 401", path, code, refusal.Error)
+	}
+	var got clientJSON
+	if code := r.admin(t, "GET", path, token, &got); code != http.StatusOK || got.Bucket != "entry" {
+		t.Errorf("GET %s with the token: got %d %s, want 200 and its entry", path, code, describeClient(got))
+	}
+	if code := r.admin(t, "GET", "/admit/groups", "", nil); code != http.StatusOK {
+		t.Errorf("GET /admit/groups without the token: got %d, want 200", code)
+	}
+	for _, open := range []string{"/metrics", "/healthz"} {
+		resp, err := r.client.Get(r.metrics + open)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s without the token: got %d, want 200", open, resp.StatusCode)
+		}
+	}
+}
+
+// TestAdminClientReadsWithoutTokenStayOnThisHost: without an admin token,
+// client reads are answered to this host only, as Envoy's admin interface
+// and HAProxy's stats socket are meant to be reached; the metrics listener
+// may listen on every interface for Prometheus.
+func TestAdminClientReadsWithoutTokenStayOnThisHost(t *testing.T) {
+	r := startAdmin(t)
+	mux := http.NewServeMux()
+	r.s.adminRoutes(mux)
+	for _, tc := range []struct {
+		from string
+		code int
+	}{
+		{"127.0.0.1:4000", http.StatusOK},
+		{"[::1]:4000", http.StatusOK},
+		{"[::ffff:127.0.0.1]:4000", http.StatusOK},
+		{"192.0.2.7:4000", http.StatusForbidden},
+		{"[2001:db8::7]:4000", http.StatusForbidden},
+		{"not an address", http.StatusForbidden},
+	} {
+		req := httptest.NewRequest("GET", "/admit/groups/link/clients/127.0.0.1", nil)
+		req.RemoteAddr = tc.from
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, req)
+		if w.Code != tc.code {
+			t.Errorf("from %s: got %d %s, want %d", tc.from, w.Code, w.Body, tc.code)
+		}
+		if tc.code == http.StatusForbidden && !strings.Contains(w.Body.String(), "--admin-token-file") {
+			t.Errorf("from %s: got %s, want it to name --admin-token-file", tc.from, w.Body)
+		}
+		req = httptest.NewRequest("GET", "/admit/groups", nil)
+		req.RemoteAddr = tc.from
+		w = httptest.NewRecorder()
+		if mux.ServeHTTP(w, req); w.Code != http.StatusOK {
+			t.Errorf("GET /admit/groups from %s: got %d, want 200", tc.from, w.Code)
+		}
 	}
 }
