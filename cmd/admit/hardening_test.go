@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/admitgo/admit"
 )
 
 // TestUnderscoreSpellingOfKeyHeader checks that a spelling of a key header
@@ -247,5 +249,19 @@ func TestExplainSaysAHostPatternNeedsAnUpstreamRoutingByHost(t *testing.T) {
 	}
 	if strings.Contains(out, "X-Forwarded-Host") {
 		t.Errorf("a route without a host: output names X-Forwarded-Host:\n%s", out)
+	}
+}
+
+// TestFoldedConflictSaysWhatHelps checks that routes which conflict once
+// case is folded are refused with advice that works: folded patterns that
+// are the same conflict whatever their groups.
+func TestFoldedConflictSaysWhatHelps(t *testing.T) {
+	link := []admit.Group{admit.GroupLink}
+	_, err := newRouteTable([]route{{Groups: link, Pattern: "GET /docs/{p}"}, {Groups: link, Pattern: "GET /Docs/{p}"}}, true)
+	if err == nil {
+		t.Fatal("got no error, want the folded conflict refused")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "remove one of them, or set --route-folding=false") || strings.Contains(msg, "group") {
+		t.Errorf("got %q, want it to say to remove one of them or set --route-folding=false, and nothing about groups", msg)
 	}
 }

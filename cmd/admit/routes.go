@@ -60,7 +60,7 @@ func newRouteTable(routes []route, fold bool) (*routeTable, error) {
 			t.foldedSame = false
 		}
 		if err := register(t.folded, folded, routeMark(i)); err != nil {
-			return nil, fmt.Errorf("admit: route %s conflicts with an earlier route once case is folded, as upstreams that ignore case route them (%s); give them one group or set --route-folding=false", r, conflict(err))
+			return nil, fmt.Errorf("admit: route %s conflicts with an earlier route once case is folded, as upstreams that ignore case route them (%s); remove one of them, or set --route-folding=false", r, conflict(err))
 		}
 	}
 	// A pattern that matches every request, unless a route is one, so that
