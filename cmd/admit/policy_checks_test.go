@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -289,5 +290,35 @@ func TestAdminClientReadsWithoutTokenStayOnThisHost(t *testing.T) {
 		if mux.ServeHTTP(w, req); w.Code != http.StatusOK {
 			t.Errorf("GET /admit/groups from %s: got %d, want 200", tc.from, w.Code)
 		}
+	}
+}
+
+// TestAdminTokenRevokedByANewOne: a reload without the token file is
+// refused and the old token stays valid, so revoking a token means writing
+// a new one; a reload then takes it, and the old one is refused.
+func TestAdminTokenRevokedByANewOne(t *testing.T) {
+	file := tokenFile(t, "old-token")
+	r, _, _ := reloadable(t, linkOfFive, nil, "--upstream", upstreamApp(t).URL, "--admin-token-file", file)
+	const path = "/admit/groups/link/clients/127.0.0.1"
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.s.reload(); err == nil || !strings.Contains(err.Error(), "--admin-token-file") {
+		t.Fatalf("reload without the token file: got %v, want it refused naming --admin-token-file", err)
+	}
+	if code := r.admin(t, "DELETE", path, "old-token", nil); code != http.StatusOK {
+		t.Errorf("the old token after a refused reload: got %d, want 200 (it stays valid)", code)
+	}
+	if err := os.WriteFile(file, []byte("new-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.s.reload(); err != nil {
+		t.Fatalf("reload with a new token: %v", err)
+	}
+	if code := r.admin(t, "DELETE", path, "old-token", nil); code != http.StatusUnauthorized {
+		t.Errorf("the old token after the new one is loaded: got %d, want 401", code)
+	}
+	if code := r.admin(t, "DELETE", path, "new-token", nil); code != http.StatusOK {
+		t.Errorf("the new token: got %d, want 200", code)
 	}
 }
