@@ -139,7 +139,7 @@ var options = []option{
 		set: func(c *config, v string) (err error) { c.RouteFolding, err = parseBool(v); return err }},
 	{name: "method-override", def: "false", usage: "forward X-HTTP-Method-Override, X-HTTP-Method and X-Method-Override, and limit a request as each method they name too; by default they are removed",
 		set: func(c *config, v string) (err error) { c.MethodOverride, err = parseBool(v); return err }},
-	{name: "store", arg: "STORE", def: "memory", usage: "memory, postgres://... or redis://...: where token decisions are shared",
+	{name: "store", arg: "STORE", def: "memory", usage: "memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://... (rediss for TLS): where token decisions are shared",
 		set: func(c *config, v string) (err error) { c.Store, err = parseStore(v); return err }},
 	{name: "store-prefix", arg: "PREFIX", usage: "start of every Redis key; give each deployment sharing a Redis its own (default \"admit:quota:\")",
 		set: func(c *config, v string) error { c.StorePrefix = v; return nil }},

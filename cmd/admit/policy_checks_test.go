@@ -322,3 +322,18 @@ func TestAdminTokenRevokedByANewOne(t *testing.T) {
 		t.Errorf("the new token: got %d, want 200", code)
 	}
 }
+
+// TestStoreUsageNamesEveryRedisTopology: -h lists the Redis URLs --store
+// takes, as its error does.
+func TestStoreUsageNamesEveryRedisTopology(t *testing.T) {
+	for _, o := range options {
+		if o.name != "store" {
+			continue
+		}
+		for _, want := range []string{"postgres://", "redis://", "redis+cluster://", "redis+sentinel://"} {
+			if !strings.Contains(o.usage, want) {
+				t.Errorf("--store usage %q lacks %s", o.usage, want)
+			}
+		}
+	}
+}
