@@ -88,15 +88,18 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 	}
 	defer door.Close()
 	matched := table.matchAll(canonical, overrides, nil)
-	if len(matched) > 0 {
+	// As the front does: each route's limits key by its own wildcards.
+	for i, m := range matched {
 		var names []string
-		for _, g := range table.routes[matched[0].index].Groups {
+		for _, g := range table.routes[m.index].Groups {
 			if b, _ := door.Budget(g); b.Key.PathValue != "" {
 				names = append(names, b.Key.PathValue)
 			}
 		}
-		for i, v := range table.pathValues(canonical.Host, matched[0].sp, names) {
-			canonical.SetPathValue(names[i], v)
+		for j, v := range table.pathValues(canonical.Host, m.sp, names) {
+			if i == 0 || canonical.PathValue(names[j]) == "" {
+				canonical.SetPathValue(names[j], v)
+			}
 		}
 	}
 	printExplanation(out, req, canonical, explained{table: table, matched: matched, door: door}, resolver.Explain(canonical))

@@ -69,12 +69,21 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.rest.ServeHTTP(w, c)
 		return
 	}
-	first := matched[0]
-	if names := f.routes[first.index].pathKeys; len(names) > 0 {
-		for i, v := range f.table.pathValues(c.Host, first.sp, names) {
-			c.SetPathValue(names[i], v)
+	// The limits of every route matched key by that route's own
+	// wildcards, as its spelling matched them; a name an earlier route
+	// set keeps the earlier value.
+	for i, m := range matched {
+		names := f.routes[m.index].pathKeys
+		if len(names) == 0 {
+			continue
+		}
+		for j, v := range f.table.pathValues(c.Host, m.sp, names) {
+			if i == 0 || c.PathValue(names[j]) == "" {
+				c.SetPathValue(names[j], v)
+			}
 		}
 	}
+	first := matched[0]
 	if len(matched) == 1 {
 		f.handlers[first.index].ServeHTTP(w, c)
 		return

@@ -265,3 +265,30 @@ func TestFoldedConflictSaysWhatHelps(t *testing.T) {
 		t.Errorf("got %q, want it to say to remove one of them or set --route-folding=false, and nothing about groups", msg)
 	}
 }
+
+// TestCombinedRoutesKeyByEveryRoutesPathValues checks that a request
+// matched by several routes through folding is keyed, in each route's
+// limits, by that route's own wildcards, whichever route matched first.
+func TestCombinedRoutesKeyByEveryRoutesPathValues(t *testing.T) {
+	const yaml = `
+budgets:
+  per-address: {rate: 0.001, burst: 100, per_client: 100, inflight: 100}
+  tenant: {rate: 0.001, burst: 3, key: "path:tenant", key_authenticated: true, on_missing: reject, per_client: 100, inflight: 100}
+routes:
+  - {group: per-address, pattern: "GET /t/{tenant}"}
+  - {group: [per-address, tenant], pattern: "GET /t/{tenant}/"}
+`
+	out, err := runArgs(t, nil, "explain", "--peer", "192.0.2.1:1", "--config", writeConfig(t, yaml), "GET", "/t/acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "key path:tenant = "; !strings.Contains(out, want) || strings.Contains(out, want+"none") {
+		t.Errorf("explain: want the tenant limit keyed by the path value:\n%s", out)
+	}
+	r := policyApp(t, newRecorder(t), yaml)
+	for _, path := range []string{"/t/acme", "/t/acme/", "/t/acme"} {
+		r.answers(t, 1, http.StatusOK, "GET", path, "")
+	}
+	r.rejected(t, "GET", "/t/acme", "")
+	r.answers(t, 1, http.StatusOK, "GET", "/t/other", "")
+}
