@@ -190,6 +190,12 @@ func printExplanation(w io.Writer, req, canonical *http.Request, x explained, e 
 	}
 	if len(x.matched) > 1 {
 		fmt.Fprintf(w, "stacked  every limit of every route matched applies, in order\n")
+		if _, err := x.door.Handler(admit.Route{Groups: limits, Cost: cost}, http.NotFoundHandler()); err != nil {
+			cost = maxCost(func(c int) bool {
+				_, err := x.door.Handler(admit.Route{Groups: limits, Cost: c}, http.NotFoundHandler())
+				return err == nil
+			}, cost)
+		}
 	}
 	for _, g := range limits {
 		printLimit(w, x.door, g, cost, canonical)

@@ -127,7 +127,8 @@ type frontRoute struct {
 // combined returns a handler for a request whose spellings match several
 // routes, as upstreams that fold case or slashes may route it to any of
 // them: the first route's handler, under every limit of every route
-// matched, in order, at the highest cost. It is built per request, since
+// matched, in order, at the highest cost, or the most every limit holds
+// when that is less. It is built per request, since
 // such requests are rare and caching every combination would let requests
 // grow memory.
 func (f *front) combined(matched []routeMatch) http.Handler {
@@ -143,12 +144,32 @@ func (f *front) combined(matched []routeMatch) http.Handler {
 	}
 	h, err := f.door.Handler(rt, first.next)
 	if err != nil {
-		// The highest cost is more than some limit holds: charge one
-		// token rather than drop that limit.
-		rt.Cost = 1
+		// The highest cost is more than some limit holds: charge the
+		// most that every limit holds rather than drop that limit. Each
+		// route was accepted alone, so one token always is.
+		rt.Cost = maxCost(func(cost int) bool {
+			rt := rt
+			rt.Cost = cost
+			_, err := f.door.Handler(rt, first.next)
+			return err == nil
+		}, rt.Cost)
 		h, _ = f.door.Handler(rt, first.next)
 	}
 	return h
+}
+
+// maxCost returns the highest cost from 1 to below over that accepts, which
+// accepts 1 and every cost below one it accepts.
+func maxCost(accepts func(int) bool, over int) int {
+	lo, hi := 1, over
+	for hi-lo > 1 {
+		if mid := lo + (hi-lo)/2; accepts(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 // closeValue is a shared header value; handlers never modify it.

@@ -292,3 +292,39 @@ routes:
 	r.rejected(t, "GET", "/t/acme", "")
 	r.answers(t, 1, http.StatusOK, "GET", "/t/other", "")
 }
+
+// TestCombinedRoutesCostWhatTheirLimitsHold checks that a request matched by
+// routes of different costs, whose highest cost is more than one of the
+// limits holds, is charged the most every limit holds, not one token.
+func TestCombinedRoutesCostWhatTheirLimitsHold(t *testing.T) {
+	r := policyApp(t, newRecorder(t), `
+budgets:
+  small: {rate: 0.001, burst: 5, per_client: 100, inflight: 100}
+  big: {rate: 0.001, burst: 100, per_client: 100, inflight: 100}
+routes:
+  - {group: small, pattern: "GET /b/{x}"}
+  - {group: big, pattern: "GET /b/{x}/", cost: 10}
+`)
+	r.answers(t, 1, http.StatusOK, "GET", "/b/x", "")
+	r.rejected(t, "GET", "/b/x", "")
+}
+
+func TestExplainCombinedCost(t *testing.T) {
+	cfg := writeConfig(t, `
+budgets:
+  small: {rate: 0.001, burst: 5}
+  big: {rate: 0.001, burst: 100}
+routes:
+  - {group: small, pattern: "GET /b/{x}"}
+  - {group: big, pattern: "GET /b/{x}/", cost: 10}
+`)
+	out, err := runArgs(t, nil, "explain", "--peer", "192.0.2.1:1", "--config", cfg, "GET", "/b/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"limit    small: token-bucket 0.001/s, burst 5, cost 5,", "limit    big: token-bucket 0.001/s, burst 100, cost 5,"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
