@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel/metric/noop"
+	"golang.org/x/time/rate"
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/quota"
@@ -45,8 +46,11 @@ func (c *config) checkRoutes(file string) error {
 				return fmt.Errorf("admit: %s: cost %d is more than group %q ever admits (%s)", where, r.cost(), g, holds)
 			}
 			// Once the client table is full, newcomers spend from the
-			// shared bucket, so a cost above it would refuse them all.
-			if r.cost() > b.SharedBurst {
+			// shared bucket, so a cost above it would refuse them all. A
+			// group on a shared store keeps neither, as long as the store
+			// decides; an unlimited rate never asks the store.
+			onStore := c.Store.Kind != storeMemory && !(b.Algorithm == admit.TokenBucket && b.Rate == rate.Inf)
+			if !onStore && r.cost() > b.SharedBurst {
 				return fmt.Errorf("admit: %s: cost %d is more than group %q admits from its shared bucket, which serves clients once its table is full (its shared_burst is %d)", where, r.cost(), g, b.SharedBurst)
 			}
 			if c.StoreFail == storeFailLocal {

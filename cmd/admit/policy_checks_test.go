@@ -128,6 +128,8 @@ func TestCostAboveSharedBurst(t *testing.T) {
 			`line 3: routes[0]: cost 5 is more than group "api" admits from its shared bucket, which serves clients once its table is full (its shared_burst is 4)`},
 		{"second of stacked groups", "budgets: {api: {like: link, shared_burst: 2}}\nroutes:\n  - {group: [link, api], pattern: GET /x, cost: 3}", nil,
 			`line 3: routes[0]: cost 3 is more than group "api" admits from its shared bucket`},
+		{"on a shared store, which keeps no shared bucket", "budgets: {api: {like: link, shared_burst: 5}}\nroutes:\n  - {group: api, pattern: GET /x, cost: 6}",
+			[]string{"--store", "redis://127.0.0.1:1"}, ``},
 		{"a replica's share", "budgets: {api: {like: link, burst: 40, shared_burst: 8}}\nroutes:\n  - {group: api, pattern: GET /x, cost: 3}", local,
 			`line 3: routes[0]: cost 3 is more than group "api" admits from its shared bucket on one replica while the store is down (shared_burst 8 divided by --replicas 4 is 2)`},
 		{"a replica's share, fitting", "budgets: {api: {like: link, burst: 40, shared_burst: 8}}\nroutes:\n  - {group: api, pattern: GET /x, cost: 2}", local, ``},
