@@ -286,7 +286,7 @@ func (b Budget) validate(g Group) error {
 // would otherwise fail every request of the group as a caller error.
 func (b Budget) checkStoreRule(g Group) error {
 	if b.Algorithm == TokenBucket && b.Rate != rate.Inf && float64(max(1, math.Round(float64(b.Rate))))/float64(b.Rate) > float64(math.MaxInt64)/float64(time.Second) {
-		return fmt.Errorf("admit: group %q: Rate %v is too low for a shared store's window", g, b.Rate)
+		return fmt.Errorf("admit: group %q: rate %v is too low for a shared store's window", g, b.Rate)
 	}
 	rule := b.rule(g)
 	err := rule.Validate()
@@ -294,7 +294,12 @@ func (b Budget) checkStoreRule(g Group) error {
 		err = c.CheckRule(rule)
 	}
 	if err != nil {
-		return fmt.Errorf("admit: group %q: Rate %v and Burst %d with the shared store: %w", g, b.Rate, b.Burst, err)
+		// In the words of the config file, which the server shows as is.
+		what := fmt.Sprintf("rate %v and burst %d", b.Rate, b.Burst)
+		if b.Algorithm == FixedWindow {
+			what = fmt.Sprintf("limit %d per window %v", b.Limit, b.Window)
+		}
+		return fmt.Errorf("admit: group %q: %s cannot be decided on the shared store: %w", g, what, err)
 	}
 	return nil
 }
