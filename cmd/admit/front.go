@@ -20,7 +20,8 @@ import (
 // front is the proxy's handler. Every request passes it before routing: it
 // closes the connection after a request whose framing RFC 9112 calls faulty,
 // puts the request into its canonical form (refusing, with 400, one that
-// has none), and sends it through the door of the route it matches, or
+// has none, or whose method overrides admit cannot read as one method
+// each), and sends it through the door of the route it matches, or
 // unlimited to the upstream. What the upstream receives is the canonical
 // request the route was matched on.
 type front struct {
@@ -256,7 +257,7 @@ func (m *malformedCounts) add(err error) {
 // register reports the counts as admit.server.malformed.
 func (m *malformedCounts) register(meter metric.Meter) (metric.Registration, error) {
 	c, err := meter.Int64ObservableCounter("admit.server.malformed",
-		metric.WithDescription("Requests refused with 400 before routing because they have no canonical form, by reason."),
+		metric.WithDescription("Requests refused with 400 before routing because they have no canonical form or an ambiguous method override, by reason."),
 		metric.WithUnit("{request}"))
 	if err != nil {
 		return nil, err
