@@ -27,14 +27,17 @@ var (
 	// second" or "\"EVALSHA ...\",\"55012.34\",...".
 	redisLine    = regexp.MustCompile(`^\s*([^:]+?):\s+([\d.]+) requests per second`)
 	redisCSVLine = regexp.MustCompile(`^"([^"]+)","([\d.]+)"`)
-	// A side-by-side summary as scripts/bench-postgres prints it: a header
-	// naming "bare (tool)" and the store's column, then rows of a label, the
-	// two rates and a share.
+	// A side-by-side summary as scripts/bench-postgres and
+	// scripts/bench-redis print it: an indented header whose first column
+	// names the bare tool in parentheses and whose others name the store's
+	// runs, each maybe followed by a ratio or share column; then rows of a
+	// label, the bare rate, and each run's rate with its ratio.
 	//
-	//	               bare (pgbench)  pgquota.Store    share
-	//	distinct keys            8300           7000      84%
-	sideHeader = regexp.MustCompile(`^\s+(bare \([^)]*\))\s{2,}(\S+)\s{2,}share\s*$`)
-	sideRow    = regexp.MustCompile(`^(\S.*?)\s{2,}([\d.]+)\s+([\d.]+)\s+[\d.]+%\s*$`)
+	//	               bare (pgbench)         single    ratio        batched    ratio
+	//	distinct keys           17176          10083    0.59x          81733    4.76x
+	sideHeader = regexp.MustCompile(`^\s{2,}(\S[^()]*\([^)]*\))\s{2,}(\S.*?)\s*$`)
+	sideRow    = regexp.MustCompile(`^(\S.*?)\s{2,}([\d.]+(?:\s+[\d.]+[x%]?)+)\s*$`)
+	columnGap  = regexp.MustCompile(`\s{2,}`)
 	// Sections as scripts/bench-redis prints them: a "-- tool  unit" line,
 	// then rows of a label and a rate. requests/s sections are the bare
 	// tool's, decisions/s sections the store's.
@@ -93,12 +96,24 @@ func readStore(path string) ([]storeRow, error) {
 			continue
 		}
 		if m := sideHeader.FindStringSubmatch(line); m != nil {
-			side = m[1:]
+			side = []string{m[1]}
+			for _, c := range columnGap.Split(m[2], -1) {
+				if c != "ratio" && c != "share" {
+					side = append(side, c)
+				}
+			}
 			continue
 		}
 		if m := sideRow.FindStringSubmatch(line); m != nil && side != nil {
-			add(m[1]+", "+side[0], true, m[2])
-			add(m[1]+", "+side[1], false, m[3])
+			var rates []string
+			for _, f := range strings.Fields(m[2]) {
+				if !strings.HasSuffix(f, "x") && !strings.HasSuffix(f, "%") {
+					rates = append(rates, f)
+				}
+			}
+			for i, r := range rates[:min(len(rates), len(side))] {
+				add(m[1]+", "+side[i], i == 0, r)
+			}
 			continue
 		}
 		if m := decisionsLine.FindStringSubmatch(line); m != nil {
