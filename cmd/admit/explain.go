@@ -155,7 +155,7 @@ var reasons = map[clientip.Reason]string{
 func printExplanation(w io.Writer, req, canonical *http.Request, x explained, e clientip.Explanation) {
 	fmt.Fprintf(w, "request  %s %s (host %s)\n", req.Method, req.RequestURI, req.Host)
 	if canonical != req {
-		fmt.Fprintf(w, "forward  %s %s (host %s): the canonical form, which admit matches and the upstream receives\n",
+		fmt.Fprintf(w, "forward  %s %s (host %s): the canonical form, which admit matches and forwards (the host as X-Forwarded-Host)\n",
 			canonical.Method, canonical.RequestURI, canonical.Host)
 	}
 	if len(x.matched) == 0 {
