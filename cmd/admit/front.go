@@ -32,7 +32,13 @@ type front struct {
 	rest      http.Handler // the proxy, unlimited
 	slashes   canon.Slashes
 	overrides bool // read method override headers as further methods to match
-	malformed *malformedCounts
+	// matchedHost drops a trusted proxy's X-Forwarded-Host when a route
+	// names a host, so that the upstream is told the host admit matched
+	// (see the proxy's rewrite): fronts pass a client's X-Forwarded-Host on
+	// unless told otherwise, and an upstream routing by it would otherwise
+	// serve a limited host's route to a request admit matched elsewhere.
+	matchedHost bool
+	malformed   *malformedCounts
 
 	keyHeadersOnce sync.Once
 	keyHeaders     spellings // the headers the door's groups are keyed by
@@ -51,6 +57,15 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// the header itself, a value admit never keyed by; it is dropped, as
 	// nginx drops every header with an underscore by default.
 	if h := f.keySpellings().strip(c.Header); h != nil {
+		if c == r {
+			c = new(http.Request)
+			*c = *r
+		}
+		c.Header = h
+	}
+	if f.matchedHost && len(c.Header["X-Forwarded-Host"]) > 0 {
+		h := c.Header.Clone()
+		delete(h, "X-Forwarded-Host")
 		if c == r {
 			c = new(http.Request)
 			*c = *r

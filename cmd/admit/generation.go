@@ -116,7 +116,7 @@ func (s *server) routes(cfg config, door *admit.Door) (*front, error) {
 		return nil, err
 	}
 	f := &front{table: table, rest: proxy, slashes: cfg.EscapedSlashes, overrides: cfg.MethodOverride,
-		malformed: &s.malformed, door: door}
+		malformed: &s.malformed, door: door, matchedHost: namesAHost(cfg.Routes)}
 	for _, r := range table.routes {
 		rt := admit.Route{Groups: r.Groups, Cost: r.Cost}
 		var next http.Handler = proxy
@@ -194,4 +194,14 @@ func logRoutes(log *slog.Logger, cfg config, door *admit.Door) {
 		}
 		log.Info("admit: route", "pattern", r.Pattern, "groups", strings.Join(names, ","), "limits", routeLimits(door, r))
 	}
+}
+
+// namesAHost reports whether a route's pattern names a host.
+func namesAHost(routes []route) bool {
+	for _, r := range routes {
+		if parsePattern(r.Pattern).host != "" {
+			return true
+		}
+	}
+	return false
 }

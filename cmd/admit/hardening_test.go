@@ -158,7 +158,13 @@ func TestUpstreamDocsNameEveryManagedHeader(t *testing.T) {
 // a scheme.
 func TestForwardedHostAndProtoFromTrustedProxy(t *testing.T) {
 	rec := newRecorder(t)
-	r := limitedApp(t, rec, "--trusted-proxy", "127.0.0.1/32")
+	// No route names a host; one that does makes X-Forwarded-Host the
+	// matched host (TestHostRoutesForwardTheMatchedHost).
+	cfg := writeConfig(t, `
+routes:
+  - {group: link, pattern: "GET /l/{id}"}
+`)
+	r := start(t, "--upstream", rec.url, "--config", cfg, "--trusted-proxy", "127.0.0.1/32")
 	addr := strings.TrimPrefix(r.url, "http://")
 	for _, tc := range []struct {
 		name, headers string
@@ -350,5 +356,33 @@ routes:
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestHostRoutesForwardTheMatchedHost sends, through a trusted proxy that
+// passes the client's X-Forwarded-Host on (as nginx and HAProxy do unless
+// told otherwise), requests whose Host misses the host-scoped limited route
+// while their X-Forwarded-Host names its host. The upstream, which routes
+// host-scoped routes by X-Forwarded-Host, must be told the host admit
+// matched, or each such request reaches the limited handler unlimited.
+func TestHostRoutesForwardTheMatchedHost(t *testing.T) {
+	rec := newRecorder(t)
+	r := limitedApp(t, rec, "--trusted-proxy", "127.0.0.1/32")
+	addr := strings.TrimPrefix(r.url, "http://")
+	for range 2 * linkTestBurst {
+		a := raw(t, addr, "GET /h/x HTTP/1.1\r\nHost: other.example\r\nX-Forwarded-Host: example.com\r\nConnection: close\r\n\r\n")
+		if a.status != http.StatusOK {
+			t.Fatalf("got %d, want 200: the route does not limit other.example", a.status)
+		}
+		if got := rec.last().Header.Values("X-Forwarded-Host"); !slices.Equal(got, []string{"other.example"}) {
+			t.Fatalf("X-Forwarded-Host: got %q, want the host admit matched, other.example", got)
+		}
+	}
+	answers := map[int]int{}
+	for range 2 * linkTestBurst {
+		answers[raw(t, addr, "GET /h/x HTTP/1.1\r\nHost: example.com\r\nX-Forwarded-Host: example.com\r\nConnection: close\r\n\r\n").status]++
+	}
+	if answers[http.StatusOK] != linkTestBurst {
+		t.Errorf("Host example.com: answers %v, want %d admitted", answers, linkTestBurst)
 	}
 }

@@ -39,7 +39,9 @@ type forwarder struct {
 //   - X-Forwarded-Host and X-Forwarded-Proto: the right-most element of
 //     those a trusted proxy sent, the host canonical, when it is a host
 //     and a scheme; or else the request's Host and the scheme admit served
-//     it with.
+//     it with. When a route names a host the front has removed the
+//     proxy's X-Forwarded-Host, so the request's Host, which routes
+//     matched, is sent.
 //
 // An upstream that cannot be reached or fails mid-answer gets the client a
 // plain 502 that names nothing internal; the cause is logged, at most once
