@@ -3,7 +3,9 @@ package admit
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -221,5 +223,120 @@ func TestFallbackFlappingStore(t *testing.T) {
 	}
 	if fallback := outcomeCount(doors[0].groups[GroupLink], outcomeFallback); fallback == 0 {
 		t.Error("no admission counted as fallback: the outages were not seen")
+	}
+}
+
+// TestFallbackClockStandsStillWhileTheStoreAnswers spends a client's
+// fallback bucket, and settles a charge-on-failure request admitted on the
+// fallback 1,000 s after the store answered again: its 4xx is charged at
+// the fallback's time, which stood still meanwhile, so the next outage
+// finds the bucket as empty as the last one left it.
+func TestFallbackClockStandsStillWhileTheStoreAnswers(t *testing.T) {
+	clk := newClock()
+	b := Budget{Rate: 0.01, Burst: 5, Charge: ChargeOnFailure}
+	hs, doors, store := fallbackReplicas(t, clk, GroupLink, b, 1)
+	e := doors[0].groups[GroupLink].engine.(*shared)
+	var h http.Handler
+	var slow atomic.Bool
+	h = doors[0].Wrap(GroupLink, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if slow.CompareAndSwap(true, false) {
+			store.down.Store(false)
+			clk.Advance(2 * time.Second)      // the next probe is due
+			do(hs[0], "GET", "203.0.113.9:1") // and finds the store answering
+			if e.down.Load() != 0 {
+				t.Error("the store answered, but the group still decides on its fallback")
+			}
+			clk.Advance(1000 * time.Second)
+		}
+		w.WriteHeader(http.StatusBadRequest)
+	}), nil)
+	store.down.Store(true)
+	for range 4 {
+		do(h, "GET", "198.51.100.7:1")
+	}
+	slow.Store(true)
+	do(h, "GET", "198.51.100.7:1") // the last token, charged 1,000 s after the store came back
+	store.down.Store(true)
+	admitted := 0
+	for range 10 {
+		if do(h, "GET", "198.51.100.7:1").Code == http.StatusBadRequest {
+			admitted++
+		}
+	}
+	// The fallback's clock ran only the ~2 s of the first outage: at 0.01
+	// tokens a second, nothing refilled.
+	if admitted != 0 {
+		t.Errorf("the next outage admitted %d from a spent fallback bucket, want 0", admitted)
+	}
+}
+
+// heldStore is a store that, while armed, holds every call until open is
+// closed and then fails it, so that many calls fail at once.
+type heldStore struct {
+	quota.Charger
+	down, armed atomic.Bool
+	in, open    chan struct{}
+}
+
+func (s *heldStore) AllowN(ctx context.Context, r quota.Rule, subject string, n int) (quota.Decision, error) {
+	if s.armed.Load() {
+		s.in <- struct{}{}
+		<-s.open
+		return quota.Decision{RetryAfter: r.Window, Limit: r.Limit, Window: r.Window}, errOutage
+	}
+	if s.down.Load() {
+		return quota.Decision{RetryAfter: r.Window, Limit: r.Limit, Window: r.Window}, errOutage
+	}
+	return s.Charger.AllowN(ctx, r, subject, n)
+}
+
+func (s *heldStore) Allow(ctx context.Context, r quota.Rule, subject string) (quota.Decision, error) {
+	return s.AllowN(ctx, r, subject, 1)
+}
+
+// TestFallbackClockStartsWithTheOutage fails many calls of one client at
+// once, long after its fallback bucket was spent: whichever of them, or of
+// the requests after them, reaches the fallback first, it must read the
+// fallback's clock as the outage started it, not as it would have run
+// while the store answered. Repeated, since the race is in the order the
+// calls fail.
+func TestFallbackClockStartsWithTheOutage(t *testing.T) {
+	for range 1000 {
+		clk := newClock()
+		mem, err := memquota.New(memquota.Config{Now: clk.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 16
+		store := &heldStore{Charger: mem, in: make(chan struct{}, n), open: make(chan struct{})}
+		b := Budget{Rate: 0.001, Burst: 10, PerClient: 1000, Inflight: 1000, Store: store, Replicas: 1}
+		d := newDoor(t, clk, Config{Budgets: map[Group]Budget{GroupLink: b}, Logger: slog.New(slog.DiscardHandler)})
+		h := d.Wrap(GroupLink, status(http.StatusOK), nil)
+		store.down.Store(true)
+		for range 12 { // spend the fallback's bucket
+			do(h, "GET", "198.51.100.7:1")
+		}
+		store.down.Store(false)
+		clk.Advance(2 * time.Second)
+		do(h, "GET", "203.0.113.9:1") // the store answers again
+		clk.Advance(20000 * time.Second)
+		store.armed.Store(true)
+		var wg sync.WaitGroup
+		var admitted atomic.Int64
+		for range n {
+			wg.Go(func() {
+				if do(h, "GET", "198.51.100.7:1").Code == http.StatusOK {
+					admitted.Add(1)
+				}
+			})
+		}
+		for range n {
+			<-store.in
+		}
+		close(store.open)
+		wg.Wait()
+		if got := admitted.Load(); got != 0 {
+			t.Fatalf("%d admitted from a fallback bucket spent before the store answered for 20,000 s, want 0", got)
+		}
 	}
 }

@@ -36,10 +36,13 @@ type shared struct {
 	// decides on them: an outage does not open with a burst that refilled
 	// while the store was deciding, and a store that fails now and then
 	// lets through no more than the store's budget and the fallback's for
-	// the time spent on it. paused is the time the store answered, up to
-	// upSince; mu orders the two transitions, which are rare.
+	// the time spent on it. paused is the door's time during which the
+	// store answered, up to upSince, when it last began to; mu guards both
+	// and every change of down between 0 and not, so that whoever sees the
+	// group on its fallback reads a clock that has stopped for the time
+	// the store answered.
 	mu      sync.Mutex
-	paused  atomic.Int64
+	paused  int64
 	upSince int64
 }
 
@@ -51,24 +54,44 @@ func newShared(g *group, now int64) *shared {
 	return &shared{g: g, rule: g.budget.rule(g.name), logs: rate.Sometimes{Interval: 10 * time.Second}, upSince: now}
 }
 
-// fallbackNow returns the fallback's time at now on the door's time line.
+// fallbackNow returns the fallback's time at now on the door's time line:
+// while the store answers, the time it began to.
 func (e *shared) fallbackNow(now int64) int64 {
-	return now - e.paused.Load()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.down.Load() == 0 {
+		return e.upSince - e.paused
+	}
+	// A request that read the time before the store last began to answer
+	// sees the clock where it stopped, never earlier.
+	return max(now, e.upSince) - e.paused
 }
 
-// failed starts the fallback's clock: the store answered from upSince to
-// now.
-func (e *shared) failed(now int64) {
+// failed sends the group to its fallback until now+probeEvery, and starts
+// the fallback's clock if the store was answering; it reports whether it
+// was.
+func (e *shared) failed(now int64) (first bool) {
 	e.mu.Lock()
-	e.paused.Add(max(0, now-e.upSince))
-	e.mu.Unlock()
+	defer e.mu.Unlock()
+	if e.down.Load() == 0 {
+		e.paused += max(0, now-e.upSince)
+		first = true
+	}
+	e.down.Store(now + probeEvery)
+	return first
 }
 
-// answered stops the fallback's clock at now.
-func (e *shared) answered(now int64) {
+// answered sends the group back to its store, and stops the fallback's
+// clock, if it was on its fallback; it reports whether it was.
+func (e *shared) answered(now int64) (back bool) {
 	e.mu.Lock()
-	e.upSince = now
-	e.mu.Unlock()
+	defer e.mu.Unlock()
+	if e.down.Load() == 0 {
+		return false
+	}
+	e.down.Store(0)
+	e.upSince = max(now, e.upSince)
+	return true
 }
 
 // admit takes the client's and the group's slots, then asks the store.
@@ -114,14 +137,12 @@ func (e *shared) admit(ctx context.Context, t *ticket, now int64) verdict {
 	dec, err := g.budget.Store.AllowN(ctx, e.rule, e.subject(t.key), cost)
 	decided = true
 	if err != nil && e.fallback != nil {
-		if e.down.Swap(now+probeEvery) == 0 {
-			e.failed(now)
+		if e.failed(now) {
 			g.set.logger.Warn("admit: shared store failed; deciding by this replica's share of the budget until it answers", "group", g.name, "err", err)
 		}
 		return e.decideLocally(ctx, t, now)
 	}
-	if e.fallback != nil && e.down.Load() != 0 && e.down.Swap(0) != 0 {
-		e.answered(now)
+	if e.fallback != nil && e.down.Load() != 0 && e.answered(now) {
 		g.set.logger.Info("admit: shared store answers again; deciding by it", "group", g.name)
 	}
 	if err != nil {
