@@ -53,7 +53,7 @@ func (c *config) checkRoutes(file string) error {
 			if !onStore && r.cost() > b.SharedBurst {
 				return fmt.Errorf("admit: %s: cost %d is more than group %q admits from its shared bucket, which serves clients once its table is full (its shared_burst is %d)", where, r.cost(), g, b.SharedBurst)
 			}
-			if c.StoreFail == storeFailLocal {
+			if onStore && c.StoreFail == storeFailLocal {
 				holds := b.Burst
 				if b.Algorithm == admit.FixedWindow {
 					holds = b.Limit

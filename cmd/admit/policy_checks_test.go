@@ -133,6 +133,7 @@ func TestCostAboveSharedBurst(t *testing.T) {
 		{"a replica's share", "budgets: {api: {like: link, burst: 40, shared_burst: 8}}\nroutes:\n  - {group: api, pattern: GET /x, cost: 3}", local,
 			`line 3: routes[0]: cost 3 is more than group "api" admits from its shared bucket on one replica while the store is down (shared_burst 8 divided by --replicas 4 is 2)`},
 		{"a replica's share, fitting", "budgets: {api: {like: link, burst: 40, shared_burst: 8}}\nroutes:\n  - {group: api, pattern: GET /x, cost: 2}", local, ``},
+		{"an unlimited rate, which never asks the store or its fallback", "budgets: {api: {like: link, rate: .inf, burst: 40, shared_burst: 8}}\nroutes:\n  - {group: api, pattern: GET /x, cost: 3}", local, ``},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, got := parseFile(t, tc.yaml, tc.flags...)
