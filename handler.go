@@ -35,7 +35,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	now := h.now()
 	var client clientKey
+	admitted := 0 // limits whose admission must be undone should a store panic
+	defer func() {
+		if admitted >= 0 { // a store panicked: undo the limits before it, and let it unwind
+			h.cancel(r, tickets[:admitted])
+		}
+	}()
 	for i, g := range h.limits {
+		admitted = i
 		key, err := g.keyOf(r, &client)
 		if err != nil && h.shadow {
 			// Shadow mode refuses nothing: this limit takes nothing and
@@ -45,6 +52,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if err != nil {
+			admitted = -1
 			h.cancel(r, tickets[:i])
 			h.refuseKey(w, r, g, err)
 			passes.Put(p)
@@ -56,12 +64,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.shards[t.shard].counts.evictions.Add(1)
 		}
 		if !verdicts[i].admitted {
+			admitted = -1
 			h.cancel(r, tickets[:i])
 			h.refuse(w, r, g, t, verdicts[i])
 			passes.Put(p)
 			return
 		}
 	}
+	admitted = -1 // from here on, settling gives back what admission took
 	if h.headers {
 		h.setHeaders(w.Header(), tickets, verdicts)
 	}

@@ -391,3 +391,36 @@ func TestUnlimitedRateNeedsNoStore(t *testing.T) {
 		}
 	}
 }
+
+// TestStorePanicFreesEarlierLimits stacks a local limit before one whose
+// store panics: the panic unwinds, and the local limit's slots and tokens
+// are given back, or each such request would keep them for good.
+func TestStorePanicFreesEarlierLimits(t *testing.T) {
+	d := newDoor(t, newClock(), Config{Budgets: map[Group]Budget{
+		"first":  {Rate: 1e-9, Burst: 5, PerClient: 1, Inflight: 1},
+		"second": {Rate: 1e-9, Burst: 5, PerClient: 1, Inflight: 1, Store: panicky{}},
+	}})
+	h := route(t, d, Route{Groups: []Group{"first", "second"}}, status(http.StatusOK))
+	for range 3 {
+		func() {
+			defer func() {
+				if p := recover(); p != "store bug" {
+					t.Fatalf("recovered %v, want the store's panic", p)
+				}
+			}()
+			do(h, "GET", "192.0.2.1:1")
+		}()
+	}
+	assertIdle(t, d.groups["first"])
+	assertIdle(t, d.groups["second"])
+	if got := d.groups["first"].engine.(*local); got == nil {
+		t.Fatal("first is not a local group")
+	}
+	st, err := d.Client("first", "192.0.2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Tokens != 5 {
+		t.Errorf("first: %v tokens left, want all 5 given back", st.Tokens)
+	}
+}
