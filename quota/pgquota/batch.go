@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -308,94 +306,33 @@ func group(calls []*call) []*bucketCalls {
 	return out
 }
 
-// batchFlushers is how many batches a batching store keeps in flight. While
-// one is in flight, calls queue up and leave together in the next; a lone
-// call finds the flusher idle and leaves at once. One fills batches best:
-// in front of 32 connections, four flushers sent batches a quarter as full,
-// and PostgreSQL spent twice the CPU per decision (78 against 41 µs), which
-// on a machine it shares cost the proxy a fifth of its requests per second
-// (8,450 against 10,900). With 256 callers, four flushers decide about a
-// fifth more per second (92,000 against 72,000), more than a replica needs.
-const batchFlushers = 1
-
-// A batcher sends concurrent calls to PostgreSQL in batches of up to max.
-// A flusher takes the first queued call, adds whatever else is queued, and
-// decides them in one round trip. A caller waits for its answer
-// or its deadline, whichever comes first, so batching never stretches the
-// timeout.
-type batcher struct {
-	s      *Store
-	max    int
-	queue  chan *call
-	stop   chan struct{}
-	closed atomic.Bool
-	wg     sync.WaitGroup
+// batchDecide decides one batch under the store's timeout and answers its
+// calls; a [store.Batcher] hands it every batch.
+func (s *Store) batchDecide(calls []*call) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.decider.Timeout)
+	s.decide(ctx, calls)
+	cancel()
+	for _, c := range calls {
+		close(c.done)
+	}
 }
 
-func newBatcher(s *Store, max int) *batcher {
-	b := &batcher{s: s, max: max, queue: make(chan *call, max*batchFlushers), stop: make(chan struct{})}
-	for range batchFlushers {
-		b.wg.Go(b.flush)
-	}
-	return b
-}
-
-// run queues c and waits for its decision or ctx's end. A call whose ctx
-// ends after it was queued may still be counted, as a direct call's would
-// be after its deadline.
-func (b *batcher) run(ctx context.Context, c *call) (quota.Decision, error) {
-	if b.closed.Load() {
-		return quota.Decision{}, ErrClosed
-	}
+// runBatched queues c and waits for its decision or ctx's end. A call whose
+// ctx ends after it was queued may still be counted, as a direct call's
+// would be after its deadline.
+func (s *Store) runBatched(ctx context.Context, c *call) (quota.Decision, error) {
 	c.done = make(chan struct{})
-	select {
-	case b.queue <- c:
-	case <-ctx.Done():
-		return quota.Decision{}, ctx.Err()
-	case <-b.stop:
-		return quota.Decision{}, ErrClosed
+	if err := s.batch.Enqueue(ctx, c); err != nil {
+		if errors.Is(err, store.ErrBatcherClosed) {
+			err = ErrClosed
+		}
+		return quota.Decision{}, err
 	}
 	select {
 	case <-c.done:
 		return c.d, c.err
 	case <-ctx.Done():
 		return quota.Decision{}, ctx.Err()
-	}
-}
-
-func (b *batcher) flush() {
-	calls := make([]*call, 0, b.max)
-	for {
-		select {
-		case c := <-b.queue:
-			calls = append(calls[:0], c)
-		case <-b.stop:
-			return
-		}
-	fill:
-		for len(calls) < b.max {
-			select {
-			case c := <-b.queue:
-				calls = append(calls, c)
-			default:
-				break fill
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), b.s.decider.Timeout)
-		b.s.decide(ctx, calls)
-		cancel()
-		for _, c := range calls {
-			close(c.done)
-		}
-		clear(calls)
-	}
-}
-
-// close stops the flushers once their current batches are decided.
-func (b *batcher) close() {
-	if b.closed.CompareAndSwap(false, true) {
-		close(b.stop)
-		b.wg.Wait()
 	}
 }
 

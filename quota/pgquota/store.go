@@ -78,7 +78,7 @@ type Store struct {
 	clock   func() time.Time // nil: the database's
 	decider store.Decider
 	logger  *slog.Logger
-	batch   *batcher // nil unless Config.Batch > 1
+	batch   *store.Batcher[*call] // nil unless Config.Batch > 1
 
 	// Statements, built once for the configured table.
 	fixedSpendSQL, fixedLookSQL, gcraRunSQL, gcraLookSQL, sweepSQL, fixedRefundSQL, gcraRefundSQL string
@@ -133,7 +133,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	s.fixedRefundSQL = expand(fixedRefundSQL, t.quoted)
 	s.gcraRefundSQL = expand(gcraRefundSQL, t.quoted)
 	if cfg.Batch > 1 {
-		s.batch = newBatcher(s, cfg.Batch)
+		s.batch = store.NewBatcher(cfg.Batch, s.batchDecide)
 	}
 	return s, nil
 }
@@ -149,12 +149,12 @@ WHERE bucket = $2 AND window_start = {ts:{start:c.now,$4::bigint}}`
 	gcraRefundSQL = `UPDATE {table} SET tat = tat - $2 WHERE bucket = $1 AND window_start = '-infinity'`
 )
 
-// Close stops a batching store's flushers; later calls fail with
+// Close stops a batching store's flusher; later calls fail with
 // [ErrClosed] and follow the failure policy. It does not close the pool. On
 // a store that does not batch it does nothing. It always returns nil.
 func (s *Store) Close() error {
 	if s.batch != nil {
-		s.batch.close()
+		s.batch.Close()
 	}
 	return nil
 }
@@ -205,7 +205,7 @@ func (s *Store) AllowN(ctx context.Context, rule quota.Rule, subject string, n i
 	return s.decider.Decide(ctx, rule, func(ctx context.Context) (quota.Decision, error) {
 		c := &call{rule: rule, bucket: rule.Name + ":" + subject, n: n}
 		if s.batch != nil {
-			return s.batch.run(ctx, c)
+			return s.runBatched(ctx, c)
 		}
 		s.decide(ctx, []*call{c})
 		return c.d, c.err

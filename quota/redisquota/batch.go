@@ -3,13 +3,12 @@ package redisquota
 import (
 	"context"
 	"errors"
-	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/quota/internal/store"
 )
 
 // ErrClosed is the store error of a call made after [Store.Close] on a
@@ -23,43 +22,24 @@ type Pipeliner interface {
 	Pipeline() redis.Pipeliner
 }
 
-// batchFlushers is how many pipelines a batching store keeps in flight. While
-// all are busy, calls queue up and leave together in the next one; a lone call
-// finds a flusher idle and leaves at once. One in flight fills pipelines
-// best: with 8 callers on a hot bucket, 1 flusher coalesced about 6 calls
-// per script run and 4 flushers about 2, for 40% more decisions a second,
-// and with 64 callers 1 or 2 gave about 1.5 times what 4 did
-// (scripts/bench-redis, BenchmarkAllow). Go-redis still splits a cluster
-// pipeline across the masters, which answer in parallel.
-const batchFlushers = 1
-
-// A batcher sends concurrent calls to Redis in pipelines of up to max. Its
-// flushers each take the first queued call, add whatever else is queued, and
-// send them in one round trip. A caller waits for its answer or its deadline,
-// whichever comes first, so batching never stretches Timeout.
+// A batcher sends concurrent calls to Redis in pipelines of up to max, one
+// pipeline in flight (see [store.Batcher]): with 8 callers on a hot bucket,
+// one in flight coalesced about 6 calls per script run where four coalesced
+// about 2, for 40% more decisions a second (scripts/bench-redis,
+// BenchmarkAllow). Go-redis still splits a cluster pipeline across the
+// masters, which answer in parallel. A caller waits for its answer or its
+// deadline, whichever comes first, so batching never stretches Timeout.
 type batcher struct {
 	s      *Store
 	client Pipeliner
-	max    int
-	queue  chan *call
-	stop   chan struct{}
-	closed atomic.Bool
-	wg     sync.WaitGroup
+	queue  *store.Batcher[*call]
 	calls  sync.Pool // of *call with a done channel
 }
 
 func newBatcher(s *Store, client Pipeliner, max int) *batcher {
-	b := &batcher{
-		s:      s,
-		client: client,
-		max:    max,
-		queue:  make(chan *call, max*batchFlushers),
-		stop:   make(chan struct{}),
-	}
+	b := &batcher{s: s, client: client}
 	b.calls.New = func() any { return &call{done: make(chan struct{}, 1)} }
-	for range batchFlushers {
-		b.wg.Go(b.flush)
-	}
+	b.queue = store.NewBatcher(max, b.flush)
 	return b
 }
 
@@ -68,19 +48,14 @@ func newBatcher(s *Store, client Pipeliner, max int) *batcher {
 // counted; its decision is then dropped, as a direct call's would be after
 // its deadline.
 func (b *batcher) run(ctx context.Context, rule quota.Rule, key string, n int) (quota.Decision, error) {
-	if b.closed.Load() {
-		return quota.Decision{}, ErrClosed
-	}
 	c := b.calls.Get().(*call)
 	c.rule, c.key, c.n = rule, key, n
-	select {
-	case b.queue <- c:
-	case <-ctx.Done():
+	if err := b.queue.Enqueue(ctx, c); err != nil {
 		b.calls.Put(c)
-		return quota.Decision{}, ctx.Err()
-	case <-b.stop:
-		b.calls.Put(c)
-		return quota.Decision{}, ErrClosed
+		if errors.Is(err, store.ErrBatcherClosed) {
+			err = ErrClosed
+		}
+		return quota.Decision{}, err
 	}
 	select {
 	case <-c.done:
@@ -89,43 +64,24 @@ func (b *batcher) run(ctx context.Context, rule quota.Rule, key string, n int) (
 		b.calls.Put(c)
 		return d, err
 	case <-ctx.Done():
-		// A flusher still holds c and will answer into c.done; leave c to
-		// the garbage collector rather than reuse it.
+		// The flusher still holds c and will answer into c.done; leave c
+		// to the garbage collector rather than reuse it.
 		return quota.Decision{}, ctx.Err()
 	}
 }
 
-func (b *batcher) flush() {
-	calls := make([]*call, 0, b.max)
-	for {
-		select {
-		case c := <-b.queue:
-			calls = append(calls[:0], c)
-		case <-b.stop:
-			return
-		}
-		// Let the callers this flusher's last answers woke queue their
-		// next calls first, so that they leave together rather than
-		// one pipeline each: on an idle machine this costs nothing.
-		runtime.Gosched()
-	fill:
-		for len(calls) < b.max {
-			select {
-			case c := <-b.queue:
-				calls = append(calls, c)
-			default:
-				break fill
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), b.s.decider.Timeout)
-		b.exec(ctx, groups(calls))
-		cancel()
-		for _, c := range calls {
-			c.done <- struct{}{}
-		}
-		clear(calls)
+// flush decides one batch under the store's timeout and answers its calls.
+func (b *batcher) flush(calls []*call) {
+	ctx, cancel := context.WithTimeout(context.Background(), b.s.decider.Timeout)
+	b.exec(ctx, groups(calls))
+	cancel()
+	for _, c := range calls {
+		c.done <- struct{}{}
 	}
 }
+
+// close stops the flusher once its current pipeline is decided.
+func (b *batcher) close() { b.queue.Close() }
 
 // groups gathers calls by bucket and rule, the groups in order of first
 // arrival and each group's calls in arrival order, so that one script run
@@ -180,13 +136,5 @@ func (b *batcher) exec(ctx context.Context, groups []*group) {
 			b.s.failed()
 		}
 		g.decide(cmds[i])
-	}
-}
-
-// close stops the flushers once their current pipelines are answered.
-func (b *batcher) close() {
-	if b.closed.CompareAndSwap(false, true) {
-		close(b.stop)
-		b.wg.Wait()
 	}
 }

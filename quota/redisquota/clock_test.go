@@ -33,8 +33,8 @@ func redisNow(t *testing.T, c *redis.Client) time.Time {
 func TestStoreClock(t *testing.T) {
 	c := testredis.Client(t)
 	prefix := testredis.Prefix(t)
-	// The store is made in the bubble, so that a batching store's flushers
-	// live there too.
+	// The store is made in the bubble, so that a batching store's flusher
+	// lives there too.
 	open := func(t *testing.T, batch int) *redisquota.Store {
 		return newStore(t, c, prefix, redisquota.Config{Batch: batch})
 	}
