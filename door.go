@@ -80,19 +80,14 @@ func New(cfg Config) (*Door, error) {
 		}
 		set.key = peer.Key
 	}
-	budgets := make(map[Group]Budget, len(defaults)+len(cfg.Budgets))
-	for g := range defaults {
-		budgets[g] = Budget{}
+	budgets, err := cfg.budgets()
+	if err != nil {
+		return nil, err
 	}
-	maps.Copy(budgets, cfg.Budgets)
 	d := &Door{groups: make(map[Group]*group, len(budgets)), set: set}
 	now := set.now()
-	for _, name := range slices.Sorted(maps.Keys(budgets)) {
-		b, err := budgets[name].resolve(name)
-		if err != nil {
-			return nil, err
-		}
-		d.groups[name] = newGroup(name, b, set, now)
+	for _, b := range budgets {
+		d.groups[b.name] = newGroup(b.name, b.Budget, set, now)
 	}
 	mp := cfg.MeterProvider
 	if mp == nil {
@@ -241,4 +236,30 @@ func (d *Door) Middleware(g Group) func(http.Handler) http.Handler {
 		panic(err.Error())
 	}
 	return func(next http.Handler) http.Handler { return d.Wrap(g, next, nil) }
+}
+
+// namedBudget is a group's budget, resolved, with the group's name.
+type namedBudget struct {
+	name Group
+	Budget
+}
+
+// budgets returns the budget of every group cfg makes, the built-in groups
+// included, resolved, in the order of their names; the error names the
+// group and field at fault.
+func (cfg Config) budgets() ([]namedBudget, error) {
+	all := make(map[Group]Budget, len(defaults)+len(cfg.Budgets))
+	for g := range defaults {
+		all[g] = Budget{}
+	}
+	maps.Copy(all, cfg.Budgets)
+	out := make([]namedBudget, 0, len(all))
+	for _, name := range slices.Sorted(maps.Keys(all)) {
+		b, err := all[name].resolve(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, namedBudget{name, b})
+	}
+	return out, nil
 }

@@ -2,9 +2,7 @@ package admit
 
 import (
 	"fmt"
-	"maps"
 	"reflect"
-	"slices"
 
 	"go.opentelemetry.io/otel"
 
@@ -44,23 +42,18 @@ func (d *Door) Reload(cfg Config) (*Door, error) {
 		changed.shadow, changed.headers = cfg.Shadow, cfg.PolicyHeaders
 		set = &changed
 	}
-	budgets := make(map[Group]Budget, len(defaults)+len(cfg.Budgets))
-	for g := range defaults {
-		budgets[g] = Budget{}
+	budgets, err := cfg.budgets()
+	if err != nil {
+		return nil, err
 	}
-	maps.Copy(budgets, cfg.Budgets)
 	nd := &Door{groups: make(map[Group]*group, len(budgets)), set: set}
 	now := set.now()
-	for _, name := range slices.Sorted(maps.Keys(budgets)) {
-		b, err := budgets[name].resolve(name)
-		if err != nil {
-			return nil, err
-		}
-		if old, ok := d.groups[name]; ok && keep && sameBudget(old.budget, b) {
-			nd.groups[name] = old
+	for _, b := range budgets {
+		if old, ok := d.groups[b.name]; ok && keep && sameBudget(old.budget, b.Budget) {
+			nd.groups[b.name] = old
 			continue
 		}
-		nd.groups[name] = newGroup(name, b, set, now)
+		nd.groups[b.name] = newGroup(b.name, b.Budget, set, now)
 	}
 
 	mp := cfg.MeterProvider
