@@ -245,8 +245,8 @@ func TestMemoryStaysBounded(t *testing.T) {
 	}
 }
 
-// BenchmarkHashKey measures the hash of a header value alone: a bearer
-// token of 64 bytes, scheme folded, as headerKey builds it.
+// BenchmarkHashKey measures the key of a header value alone: a bearer
+// token of 64 bytes, as headerKey finds it.
 func BenchmarkHashKey(b *testing.B) {
 	v := "Bearer eyJhbGciOiJIUzI1NiJ9.token-000042.signature-of-the-token"
 	b.ReportAllocs()

@@ -118,7 +118,11 @@ func (g *group) parseKey(text string) (netip.Prefix, error) {
 		}
 		return globalKey, nil
 	case keyHeader:
-		if key, ok := headerKey(g.authorization, text); ok {
+		key, ok, err := headerKey(g.authorization, text)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("admit: group %q is keyed by header %s: %w", g.name, k.Header, err)
+		}
+		if ok {
 			return key, nil
 		}
 		return netip.Prefix{}, fmt.Errorf("admit: group %q is keyed by header %s: want its value, not an empty key", g.name, k.Header)

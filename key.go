@@ -2,6 +2,7 @@ package admit
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -21,11 +22,13 @@ import (
 type Key struct {
 	// Header keys by the value of this request header: for an API token or
 	// a tenant name. The value is hashed (quota.Subject's SHA-256) before any
-	// table, store, log line or metric sees it. Surrounding white space is
-	// ignored, and for Authorization the scheme's case and the space after
-	// it, so spellings an app reads alike share a budget. A request that
+	// table, store, log line or metric sees it. Surrounding white space,
+	// as Python and JavaScript trim it, is ignored, so spellings an app
+	// reads alike share a budget. A request that
 	// sends the header more than once is refused with 400: an app might
-	// read either line.
+	// read either line. Authorization is keyed by its credential whatever
+	// the scheme, a Basic one by the user:pass it decodes to; one that
+	// apps could read two ways is refused with 400 (see headerKey).
 	Header string
 	// PathValue keys by the value of the wildcard of this name in the
 	// matched route pattern (Request.PathValue), hashed like a header.
@@ -106,6 +109,7 @@ func (k Key) validate(g Group) error {
 var (
 	errMissingKey   = errors.New("the request lacks the value its limit is keyed by")
 	errAmbiguousKey = errors.New("the request sends the header its limit is keyed by more than once")
+	errMalformedKey = errors.New("the Authorization credential its limit is keyed by holds white space, or is Basic without canonical base64")
 )
 
 // clientKey is a request's client key, found once however many limits of
@@ -137,7 +141,11 @@ func (g *group) keyOf(r *http.Request, client *clientKey) (netip.Prefix, error) 
 		case len(vs) > 1:
 			return netip.Prefix{}, errAmbiguousKey
 		case len(vs) == 1:
-			if key, ok := headerKey(g.authorization, vs[0]); ok {
+			key, ok, err := headerKey(g.authorization, vs[0])
+			if err != nil {
+				return netip.Prefix{}, err
+			}
+			if ok {
 				return key, nil
 			}
 		}
@@ -215,36 +223,85 @@ func hashBytes(b []byte) netip.Prefix {
 	return netip.PrefixFrom(netip.AddrFrom16([16]byte(sum[:16])), 0)
 }
 
-// headerKey returns the key of a header value as apps read it: without
-// surrounding white space and, for Authorization (authorization), with the
-// scheme in lower case and one space after it, since schemes are
-// case-insensitive (RFC 9110 §11.1). It builds that form in a buffer on the
-// stack, so hashing a token allocates nothing. false: the value is empty.
-func headerKey(authorization bool, v string) (netip.Prefix, bool) {
-	v = strings.TrimSpace(v)
+// headerKey returns the key of a header value as apps read it, so that
+// every spelling an app reads as one value is one key:
+//
+//   - Surrounding white space goes, as Python's strip() and JavaScript's
+//     trim() remove it from a header decoded as Latin-1 (Werkzeug and
+//     Node do so): ASCII white space, the separators 0x1C to 0x1F, NEL
+//     (0x85) and NBSP (0xA0).
+//   - For Authorization (authorization), the key is the credential after
+//     the scheme, whatever the scheme: "Bearer t", "Token t" and "JWT t"
+//     name one token. A Basic credential is keyed by the user:pass it
+//     decodes to, and must be canonical base64 (decoders that skip bytes
+//     outside the alphabet, or forgive missing padding, would otherwise
+//     read many spellings as one credential). A credential that holds
+//     white space is refused: apps that split at the first space and at
+//     every space read it differently.
+//
+// It builds no string for a credential that needs no decoding, so that
+// hashing a token allocates nothing. false: the value is empty. The error
+// is errMalformedKey.
+func headerKey(authorization bool, v string) (netip.Prefix, bool, error) {
+	v = trimAppSpace(v)
 	if v == "" {
-		return netip.Prefix{}, false
+		return netip.Prefix{}, false, nil
 	}
 	if !authorization {
-		return hashKey(v), true
+		return hashKey(v), true, nil
 	}
-	i := strings.IndexAny(v, " \t")
+	i := indexAppSpace(v)
 	if i < 0 {
-		return hashKey(v), true // no scheme: the app reads it as it is
+		return hashKey(v), true, nil // no scheme: the app reads it as it is
 	}
-	cred := strings.TrimLeft(v[i:], " \t")
-	var buf [256]byte
-	form := buf[:0]
-	if i+1+len(cred) > len(buf) {
-		form = make([]byte, 0, i+1+len(cred))
+	scheme, cred := v[:i], trimAppSpace(v[i:])
+	if indexAppSpace(cred) >= 0 {
+		return netip.Prefix{}, false, errMalformedKey
 	}
-	for j := 0; j < i; j++ {
-		c := v[j]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
+	if !strings.EqualFold(scheme, "basic") {
+		return hashKey(cred), true, nil
+	}
+	var buf [192]byte
+	n := base64.StdEncoding.DecodedLen(len(cred))
+	dst := buf[:0]
+	if n > len(buf) {
+		dst = make([]byte, 0, n)
+	}
+	dst = dst[:n]
+	n, err := base64.StdEncoding.Strict().Decode(dst, []byte(cred))
+	if err != nil || len(cred)%4 != 0 {
+		return netip.Prefix{}, false, errMalformedKey
+	}
+	return hashBytes(dst[:n]), true, nil
+}
+
+// appSpace marks the bytes trimAppSpace removes: those Python's
+// str.isspace and JavaScript's white space accept in a Latin-1 string.
+var appSpace = func() (t [256]bool) {
+	for _, c := range []byte("\t\n\v\f\r \x1c\x1d\x1e\x1f\x85\xa0") {
+		t[c] = true
+	}
+	return t
+}()
+
+// trimAppSpace removes appSpace bytes from both ends of v.
+func trimAppSpace(v string) string {
+	i, j := 0, len(v)
+	for i < j && appSpace[v[i]] {
+		i++
+	}
+	for j > i && appSpace[v[j-1]] {
+		j--
+	}
+	return v[i:j]
+}
+
+// indexAppSpace returns the index of the first appSpace byte in v, or -1.
+func indexAppSpace(v string) int {
+	for i := 0; i < len(v); i++ {
+		if appSpace[v[i]] {
+			return i
 		}
-		form = append(form, c)
 	}
-	form = append(append(form, ' '), cred...)
-	return hashBytes(form), true
+	return -1
 }

@@ -1,6 +1,7 @@
 package admit
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -188,13 +189,67 @@ func TestHeaderKeys(t *testing.T) {
 			if s := e.key.String(); strings.Contains(s, "abc") || strings.Contains(s, "xyz") {
 				t.Errorf("table key %v holds the raw value", e.key)
 			}
-			if e.key == hashKey("bearer abc") {
+			if e.key == hashKey("abc") {
 				hashes++
 			}
 		}
 	}
 	if hashes != 1 {
-		t.Errorf("the token's entries: got %d, want one, under the hash of its canonical spelling", hashes)
+		t.Errorf("the token's entries: got %d, want one, under the hash of the credential", hashes)
+	}
+}
+
+// TestCredentialSpellings sends one credential in the spellings apps read as
+// it (Werkzeug's request.authorization and Python's strip(), Express's
+// basic-auth and JavaScript's trim(), which the testrouter apps check): they
+// share one budget, and spellings apps could read two ways are refused.
+func TestCredentialSpellings(t *testing.T) {
+	d := newDoor(t, newClock(), Config{Budgets: map[Group]Budget{
+		"token": {Rate: 1e-9, Burst: 2, Key: Key{Header: "Authorization", Authenticated: true}},
+		"basic": {Rate: 1e-9, Burst: 2, Key: Key{Header: "Authorization", Authenticated: true}},
+	}})
+	for _, tc := range []struct {
+		group     Group
+		spellings []string
+	}{
+		{"token", []string{"Bearer abc", "bearer   abc ", "Token abc", "JWT abc", "abc", "\xa0Bearer abc\x85", "Bearer\tabc\xa0", "\x85abc"}},
+		{"basic", []string{"Basic dXNlcjpwYXNz", "basic dXNlcjpwYXNz", "BASIC  dXNlcjpwYXNz", "Basic dXNlcjpwYXNz\xa0", "Bearer user:pass"}},
+	} {
+		h := route(t, d, Route{Groups: []Group{tc.group}}, status(http.StatusOK))
+		admitted := 0
+		for i, v := range tc.spellings {
+			r := tenantReq(fmt.Sprintf("192.0.2.%d:1", i+1), "x")
+			r.Header.Set("Authorization", v)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code == http.StatusOK {
+				admitted++
+			} else if w.Code != http.StatusTooManyRequests {
+				t.Errorf("%s: %q answered %d, want 200 or 429", tc.group, v, w.Code)
+			}
+		}
+		if admitted != 2 {
+			t.Errorf("%s: one credential in %d spellings from as many addresses: %d admitted, want the burst, 2", tc.group, len(tc.spellings), admitted)
+		}
+	}
+	h := route(t, d, Route{Groups: []Group{"basic"}}, status(http.StatusOK))
+	for _, v := range []string{
+		"Basic dXNl!cjpwYXNz", // decoders that skip bytes outside the alphabet read user:pass
+		"Basic dXNl.cjpwYXNz", // so does Express's basic-auth, whose pattern admits '.'
+		"Basic dXNlcjpwYXM",   // no padding: Node decodes it anyway
+		"Basic dXNlcjpwYXM=x", // data after the padding
+		"Basic dXNlcjpwYXNz=", // padding where none belongs
+		"Basic dXNlcjpwYXN=",  // non-zero trailing bits: user:pas to a lenient decoder
+		"Bearer a b",          // split at the first space or at every space
+		"Bearer a\xa0b",
+	} {
+		r := tenantReq("198.51.100.1:1", "x")
+		r.Header.Set("Authorization", v)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusBadRequest {
+			t.Errorf("%q: got %d, want 400", v, w.Code)
+		}
 	}
 }
 
