@@ -24,7 +24,8 @@ const installTimeout = 5 * time.Minute
 
 // appCommand readies what kind needs (fails t when it is missing) and
 // returns the command that runs the app on a port. For NginxGo the app is
-// the Go app behind nginx.
+// the Go app behind nginx; Start asks for the other kinds behind nginx by
+// the kind of their app.
 func appCommand(t testing.TB, kind Kind) func(port int) *exec.Cmd {
 	t.Helper()
 	src, err := sourceDir()
@@ -61,6 +62,12 @@ func appCommand(t testing.TB, kind Kind) func(port int) *exec.Cmd {
 			cmd.Dir = filepath.Join(src, "express")
 			return cmd
 		}
+	case Rails, Sinatra:
+		return rackCommand(t, src, kind)
+	case Tomcat:
+		return tomcatCommand(t, src)
+	case PHP:
+		return phpCommand(t, src)
 	default:
 		bin, err := goBuilds[kind]()
 		if err != nil {

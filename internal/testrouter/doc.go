@@ -10,6 +10,14 @@
 //     the count.
 //   - GET /u/<anything>, one segment or more: an unlimited handler that
 //     answers 200 "unlimited <path it saw>\n" and counts nothing.
+//   - DELETE /l/<id>, on Express, Rails, Sinatra, Tomcat and PHP: the
+//     limited handler too, with the same count, so that a method override
+//     naming DELETE has a limited route to reach.
+//   - GET /a, on Flask and Express: the limited handler's count for a
+//     route keyed by credential. It reads the Authorization header as apps
+//     usually do (Werkzeug's request.authorization; basic-auth, or the
+//     word after the scheme) and answers 200 "credential <user:password or
+//     token>\n", counting the run, or 401 "no credential\n".
 //   - anything else: the app's own 404 (or 405).
 //
 // and records the last request it routed, as it saw it ([Router.Last]). A
@@ -55,7 +63,16 @@
 // Debian's haproxy (/usr/sbin/haproxy), and the Go apps need the go
 // command, which builds them once per test binary into .bin beside this
 // file, and, for Gorilla, the module proxy or a module cache holding
-// gorilla/mux.
+// gorilla/mux. Tomcat needs Debian's tomcat10 (Catalina from
+// /usr/share/tomcat10, run with a private CATALINA_BASE, never the system
+// service), the java it depends on, and javac (Debian's
+// default-jdk-headless), which compiles the servlet into .bin beside this
+// file when its source changed. PHP needs Debian's php-cli (/usr/bin/php)
+// with php-symfony-routing and php-symfony-http-foundation. Rails and
+// Sinatra need Debian's ruby-actionpack and ruby-sinatra, run by Debian's
+// puma (/usr/bin/puma, on /usr/bin/ruby) with Ruby's gem and Rack
+// environment variables cleared. The kinds with nginx in front need nginx
+// as well as what their app needs.
 //
 // Runs on Unix systems only.
 package testrouter

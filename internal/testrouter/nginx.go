@@ -11,16 +11,44 @@ import (
 // nginxBin is Debian's nginx.
 const nginxBin = "/usr/sbin/nginx"
 
+// nginxFront is what a kind with nginx in front runs behind nginx, and how
+// nginx passes requests on to it.
+type nginxFront struct {
+	app       Kind   // the kind of the app behind nginx: NginxGo for its own Go app
+	locations string // nginx's locations, with %[1]d for the app's port
+}
+
+// nginxFronts holds the kinds that are nginx in front of an app.
+var nginxFronts = map[Kind]nginxFront{
+	NginxGo: {app: NginxGo, locations: `
+        location /l/ {
+            proxy_pass http://127.0.0.1:%[1]d/l/;
+        }
+        location / {
+            proxy_pass http://127.0.0.1:%[1]d/;
+        }`},
+	NginxDecodeTomcat: {app: Tomcat, locations: `
+        location / {
+            proxy_pass http://127.0.0.1:%[1]d/;
+        }`},
+	// With variables in proxy_pass, nginx sends the URI they spell as it
+	// is: $uri is the normalised path, decoded and not encoded again.
+	NginxDecodeFlask: {app: Flask, locations: `
+        location / {
+            proxy_pass http://127.0.0.1:%[1]d$uri$is_args$args;
+        }`},
+}
+
 // nginxConf runs nginx as a single foreground process, so that it is the
 // child the harness kills and, on Linux, dies with the test binary: a master
 // process killed alone would leave its workers serving. Every file it opens
 // lies under the test's directory, none under /etc/nginx or /var/log/nginx.
 //
-// The URIs on proxy_pass make nginx send on the path it normalised
-// (percent-decoded, dot segments resolved, slashes merged) rather than the
-// one the client sent. nginx's defaults stay: it drops header names with an
-// underscore (ignore_invalid_headers), and passes the others on untouched,
-// adding no X-Forwarded-For of its own.
+// The URIs on proxy_pass (nginxFronts) make nginx send on the path it
+// normalised (percent-decoded, dot segments resolved, slashes merged)
+// rather than the one the client sent. nginx's defaults stay: it drops
+// header names with an underscore (ignore_invalid_headers), and passes the
+// others on untouched, adding no X-Forwarded-For of its own.
 const nginxConf = `# Written by testrouter for one test.
 daemon off;
 master_process off;
@@ -42,25 +70,21 @@ http {
 
     server {
         listen 127.0.0.1:%[4]d;
-
-        location /l/ {
-            proxy_pass http://127.0.0.1:%[5]d/l/;
-        }
-        location / {
-            proxy_pass http://127.0.0.1:%[5]d/;
-        }
+%[5]s
     }
 }
 `
 
-// nginxCommand returns the command that runs nginx on a port in front of
-// the app on appPort, with its files in dir/nginx and its error log in the
-// log serve keeps for it, so that failure messages and bindFailed read it.
-func nginxCommand(t testing.TB, dir string, appPort int) func(port int) *exec.Cmd {
+// nginxCommand returns the command that runs nginx for kind on a port in
+// front of the app on appPort, with its files in dir/nginx and its error
+// log in the log serve keeps for it, so that failure messages and
+// bindFailed read it.
+func nginxCommand(t testing.TB, kind Kind, dir string, appPort int) func(port int) *exec.Cmd {
 	t.Helper()
 	if _, err := os.Stat(nginxBin); err != nil {
-		t.Fatalf("testrouter: %v; the NginxGo kind needs Debian's nginx: apt-get install nginx", err)
+		t.Fatalf("testrouter: %v; the %s kind needs Debian's nginx: apt-get install nginx", err, kind)
 	}
+	locations := fmt.Sprintf(nginxFronts[kind].locations, appPort)
 	prefix := filepath.Join(dir, "nginx")
 	if err := os.Mkdir(prefix, 0o755); err != nil {
 		t.Fatalf("testrouter: %v", err)
@@ -75,7 +99,7 @@ func nginxCommand(t testing.TB, dir string, appPort int) func(port int) *exec.Cm
 		user = "user root;"
 	}
 	return func(port int) *exec.Cmd {
-		text := fmt.Sprintf(nginxConf, user, prefix, errorLog, port, appPort)
+		text := fmt.Sprintf(nginxConf, user, prefix, errorLog, port, locations)
 		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 			t.Fatalf("testrouter: %v", err)
 		}

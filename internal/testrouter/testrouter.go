@@ -26,7 +26,8 @@ const (
 	Flask Kind = "flask"
 	// Express is Express 4 with its default settings, case-insensitive
 	// routing and a forgiven trailing slash, behind the method-override
-	// middleware reading X-HTTP-Method-Override.
+	// middleware reading X-HTTP-Method-Override and then, as its README
+	// shows, the _method query parameter.
 	Express Kind = "express"
 	// PrefixMux is http.ServeMux with the pre-Go 1.22 semantics
 	// (GODEBUG httpmuxgo121=1) and routes registered as path prefixes, the
@@ -40,10 +41,55 @@ const (
 	// decoded, dot segments resolved, slashes merged. The counters live in
 	// the Go app.
 	NginxGo Kind = "nginx-go"
+	// Rails is an ActionDispatch route set on puma behind
+	// Rack::MethodOverride, as in every Rails app. Rails appends an
+	// optional (.:format) to each route, so /l/abc.json is /l/:id with id
+	// abc; it merges slashes and drops a trailing one before routing; and
+	// Rack::MethodOverride routes a POST as the method its form body names
+	// in _method, or its X-HTTP-Method-Override header.
+	Rails Kind = "rails"
+	// Sinatra is a Sinatra app on puma with its default settings and
+	// method_override enabled, so Rack::MethodOverride as in Rails. Its
+	// default Rack::Protection resolves dot segments (%2e, %2f and %5c
+	// decoded first, a backslash taken for a slash) and merges slashes
+	// before routing, so /u/../l/abc and /l%5Cabc are /l/abc.
+	Sinatra Kind = "sinatra"
+	// Tomcat is a servlet on Tomcat 10.1, one mapping per route (/l/*,
+	// /u/*). Before it maps a path, Tomcat drops the ;parameters of every
+	// segment, then decodes, resolves dot segments and merges slashes, so
+	// /l;x/abc, /x/..;/l/abc, /l/.;/abc and /l/abc;jsessionid=1 are all
+	// /l/abc; it refuses an encoded slash with 400. DELETE /l/<id> runs the
+	// limited handler too.
+	Tomcat Kind = "tomcat"
+	// PHP is a front controller on PHP's built-in server: Symfony
+	// HttpFoundation with the _method override enabled, and Symfony
+	// Routing matching the path info, which HttpFoundation takes from
+	// behind the script's name and Routing decodes, %2F included. So
+	// /index.php/l/abc and /l%2Fabc are /l/abc, and a POST whose form
+	// body or query names DELETE in _method, or whose
+	// X-HTTP-Method-Override header does, is routed as DELETE, which runs
+	// the limited handler too. PHP's server, like Werkzeug's, folds "_"
+	// and "-" in header names into one.
+	PHP Kind = "php"
+	// NginxDecodeTomcat is nginx in front of the Tomcat app, passing / on
+	// with a proxy_pass URI: nginx decodes the path before Tomcat reads its
+	// ;parameters, so /l%3Bx/abc reaches Tomcat as /l;x/abc, which is
+	// /l/abc. The counters live in the Tomcat app.
+	NginxDecodeTomcat Kind = "nginx-uri-tomcat"
+	// NginxDecodeFlask is nginx in front of the Flask app, passing on the
+	// path it decoded and normalised ($uri) without encoding it again, so
+	// that Werkzeug decodes it a second time: /%256c/abc reaches Flask as
+	// /%6c/abc, which is /l/abc. A decoded CR LF ends the request line
+	// nginx sends, and what follows it in the client's path reaches Flask
+	// as headers. The counters live in the Flask app.
+	NginxDecodeFlask Kind = "nginx-uri-flask"
 )
 
 // Kinds returns every Kind, for tests that run against each of them.
-func Kinds() []Kind { return []Kind{Flask, Express, PrefixMux, Gorilla, NginxGo} }
+func Kinds() []Kind {
+	return []Kind{Flask, Express, PrefixMux, Gorilla, NginxGo, Rails, Sinatra,
+		Tomcat, PHP, NginxDecodeTomcat, NginxDecodeFlask}
+}
 
 // controlTimeout bounds one request to a control endpoint.
 const controlTimeout = 10 * time.Second
@@ -53,12 +99,13 @@ const controlTimeout = 10 * time.Second
 // from the test's goroutine.
 type Router struct {
 	// URL is where tests send requests: http://127.0.0.1:port, with no
-	// trailing slash. For NginxGo it is nginx's address.
+	// trailing slash. For the kinds with nginx in front it is nginx's
+	// address.
 	URL string
 	// Kind is the kind of app running.
 	Kind Kind
 
-	control string // base URL of the control endpoints: URL, or for NginxGo the Go app's own
+	control string // base URL of the control endpoints: URL, or behind nginx the app's own
 	client  *http.Client
 	procs   []*proc // for the log tails of failure messages
 }
@@ -67,15 +114,22 @@ type Router struct {
 // means the app has routed no request since it started or was Reset.
 type Seen struct {
 	// Method is the method the app routed the request as: upper-cased by
-	// Werkzeug, and for Express the one method-override chose.
+	// Werkzeug, for Express the one method-override chose, for Rails and
+	// Sinatra the one Rack::MethodOverride chose, and for PHP the one
+	// Symfony's override chose.
 	Method string
 	// Path is the path as the framework exposes the routed path: decoded
 	// (r.URL.Path in Go, request.path in Flask), or for Express req.path,
-	// which Express leaves encoded.
+	// which Express leaves encoded. For Tomcat it is the servlet path and
+	// path info, decoded and normalised; for PHP the path info Symfony
+	// Routing matches, decoded. For Rails it is PATH_INFO as puma passes
+	// it, undecoded; for Sinatra the same once Rack::Protection has
+	// cleaned it.
 	Path string
 	// Raw is the request target as the app received it (RequestURI, or
-	// Werkzeug's RAW_URI, or Express's req.originalUrl). For NginxGo it is
-	// what nginx sent on.
+	// Werkzeug's RAW_URI, or Express's req.originalUrl, or the servlet's
+	// request URI and query, or PHP's or puma's REQUEST_URI). Behind nginx
+	// it is what nginx sent on.
 	Raw string
 	// Header holds those of X-Forwarded-For, X-Forwarded-Host,
 	// X-Forwarded-Proto, X-Real-Ip, X-HTTP-Method-Override and Forwarded
@@ -110,14 +164,18 @@ func Start(t testing.TB, kind Kind) *Router {
 		},
 	}
 	dir := t.TempDir()
-	app := appCommand(t, kind)
-	p, port := serve(t, r.client, dir, string(kind), app, 0)
+	app := kind
+	front, fronted := nginxFronts[kind]
+	if fronted {
+		app = front.app
+	}
+	p, port := serve(t, r.client, dir, string(app), appCommand(t, app), 0)
 	r.procs = append(r.procs, p)
 	r.control = baseURL(port)
 	r.URL = r.control
-	if kind == NginxGo {
-		front, port := serve(t, r.client, dir, "nginx", nginxCommand(t, dir, port), p.cmd.Process.Pid)
-		r.procs = append(r.procs, front)
+	if fronted {
+		nginx, port := serve(t, r.client, dir, "nginx", nginxCommand(t, kind, dir, port), p.cmd.Process.Pid)
+		r.procs = append(r.procs, nginx)
 		r.URL = baseURL(port)
 	}
 	return r

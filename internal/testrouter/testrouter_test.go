@@ -21,6 +21,13 @@ import (
 // name, and returns the answer's status and body.
 func send(t *testing.T, r *testrouter.Router, requestLine string, headers ...string) (int, string) {
 	t.Helper()
+	return sendBody(t, r, requestLine, "", headers...)
+}
+
+// sendBody is send with payload as the request's body, whose length the
+// headers must give.
+func sendBody(t *testing.T, r *testrouter.Router, requestLine, payload string, headers ...string) (int, string) {
+	t.Helper()
 	u, err := url.Parse(r.URL)
 	if err != nil {
 		t.Fatalf("parse %q: %v", r.URL, err)
@@ -37,6 +44,7 @@ func send(t *testing.T, r *testrouter.Router, requestLine string, headers ...str
 		fmt.Fprintf(&req, "%s\r\n", h)
 	}
 	req.WriteString("\r\n")
+	req.WriteString(payload)
 	if _, err := conn.Write(req.Bytes()); err != nil {
 		t.Fatalf("%s: %q: %v", r.Kind, requestLine, err)
 	}

@@ -1,16 +1,22 @@
 // The Express upstream of testrouter: Express 4 with its default settings,
-// behind the method-override middleware reading X-HTTP-Method-Override.
+// behind the method-override middleware reading X-HTTP-Method-Override and,
+// as its README shows, the _method query parameter.
 //
 // By default Express routes case-insensitively and ignores a trailing slash,
 // so /L/abc and /l/abc/ both reach /l/:id; method-override lets a POST carry
 // the method it is routed as, so POST /l/abc with X-HTTP-Method-Override: GET
-// runs the GET handler. Express matches routes on the raw (undecoded) path
-// and decodes only the parameters, so /l/a%2Fb reaches /l/:id with id "a/b".
+// runs the GET handler, and POST /l/abc?_method=DELETE the DELETE one.
+// Express matches routes on the raw (undecoded) path and decodes only the
+// parameters, so /l/a%2Fb reaches /l/:id with id "a/b".
+//
+// GET /a counts as the limited handler when it reads a credential from
+// Authorization, with basic-auth for Basic as Express apps usually do.
 //
 // Usage: node app.js PORT
 'use strict';
 
 const express = require('express');
+const basicAuth = require('basic-auth');
 const methodOverride = require('method-override');
 
 const CONTROL = '/__router/';
@@ -47,6 +53,7 @@ app.post(CONTROL + 'reset', (req, res) => {
 app.get(CONTROL + 'last', (req, res) => res.json(last || {}));
 
 app.use(methodOverride('X-HTTP-Method-Override'));
+app.use(methodOverride('_method'));
 
 // Recorded after method-override, so that method is the one Express routes.
 app.use((req, res, next) => {
@@ -67,9 +74,34 @@ app.use((req, res, next) => {
   next();
 });
 
-app.get('/l/:id', (req, res) => {
+function limited(req, res) {
   hits++;
   res.type('text/plain').send(`limited ${req.params.id}\n`);
+}
+app.get('/l/:id', limited);
+app.delete('/l/:id', limited);
+
+// The credential as apps usually read it: basic-auth for Basic, and for
+// any other scheme the word after the first space.
+function credential(req) {
+  const header = req.get('Authorization');
+  if (header === undefined) return undefined;
+  const scheme = header.trim().split(' ')[0];
+  if (scheme.toLowerCase() === 'basic') {
+    const creds = basicAuth(req);
+    return creds && `${creds.name}:${creds.pass}`;
+  }
+  return header.trim().split(' ')[1] || undefined;
+}
+
+app.get('/a', (req, res) => {
+  const got = credential(req);
+  if (got === undefined) {
+    res.status(401).type('text/plain').send('no credential\n');
+    return;
+  }
+  hits++;
+  res.type('text/plain').send(`credential ${got}\n`);
 });
 
 app.get('/u/*', (req, res) => {

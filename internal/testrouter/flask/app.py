@@ -64,6 +64,36 @@ def limited(id):
     return text(f"limited {id}\n")
 
 
+def read_credential():
+    """The credential as Flask apps usually read it: request.authorization,
+    Werkzeug's parse, for Basic; for other schemes its token, or, from a
+    Werkzeug before 2.3, which parses only Basic and Digest, what follows
+    the scheme, as Flask-HTTPAuth reads it there."""
+    auth = request.authorization
+    if auth is not None and auth.type == "basic":
+        return f"{auth.username}:{auth.password}"
+    token = getattr(auth, "token", None)
+    if token:
+        return token
+    try:
+        scheme, token = request.headers["Authorization"].split(None, 1)
+    except (KeyError, ValueError):
+        return None
+    if scheme.lower() == "basic":
+        return None  # a Basic credential Werkzeug could not read
+    return token
+
+
+@app.get("/a")
+def credential():
+    got = read_credential()
+    if got is None:
+        return "no credential\n", 401, {"Content-Type": "text/plain; charset=utf-8"}
+    with lock:
+        state["hits"] += 1
+    return text(f"credential {got}\n")
+
+
 @app.get("/u/<path:rest>")
 def unlimited(rest):
     return text(f"unlimited {request.path}\n")
