@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Key says whom a group's buckets belong to. The zero Key keys each request
@@ -227,9 +229,9 @@ func hashBytes(b []byte) netip.Prefix {
 // every spelling an app reads as one value is one key:
 //
 //   - Surrounding white space goes, as Python's strip() and JavaScript's
-//     trim() remove it from a header decoded as Latin-1 (Werkzeug and
-//     Node do so): ASCII white space, the separators 0x1C to 0x1F, NEL
-//     (0x85) and NBSP (0xA0).
+//     trim() remove it from a header decoded as Latin-1 (Node) or UTF-8
+//     (Werkzeug): ASCII white space, the separators 0x1C to 0x1F, NEL and
+//     NBSP as one byte or as UTF-8, and the other Unicode spaces.
 //   - For Authorization (authorization), the key is the credential after
 //     the scheme, whatever the scheme: "Bearer t", "Token t" and "JWT t"
 //     name one token. A Basic credential is keyed by the user:pass it
@@ -275,31 +277,66 @@ func headerKey(authorization bool, v string) (netip.Prefix, bool, error) {
 	return hashBytes(dst[:n]), true, nil
 }
 
-// appSpace marks the bytes trimAppSpace removes: those Python's
-// str.isspace and JavaScript's white space accept in a Latin-1 string.
-var appSpace = func() (t [256]bool) {
-	for _, c := range []byte("\t\n\v\f\r \x1c\x1d\x1e\x1f\x85\xa0") {
-		t[c] = true
+// appSpaceAt returns the length of the white space that starts v[i:], as
+// Python's str.isspace or JavaScript's trim reads it, whether the app
+// decodes the header as Latin-1 (a lone 0x85 or 0xA0) or as UTF-8 (U+0085,
+// U+00A0, U+2000 and the other Unicode spaces, U+FEFF); 0 if none.
+func appSpaceAt(v string, i int) int {
+	c := v[i]
+	if c < utf8.RuneSelf {
+		if c == ' ' || '\t' <= c && c <= '\r' || 0x1c <= c && c <= 0x1f {
+			return 1
+		}
+		return 0
 	}
-	return t
-}()
+	r, n := utf8.DecodeRuneInString(v[i:])
+	if r == utf8.RuneError && n == 1 {
+		if c == 0x85 || c == 0xa0 {
+			return 1
+		}
+		return 0
+	}
+	if unicode.IsSpace(r) || r == '\ufeff' {
+		return n
+	}
+	return 0
+}
 
-// trimAppSpace removes appSpace bytes from both ends of v.
+// appSpaceBefore is appSpaceAt for the white space that ends v[:j].
+func appSpaceBefore(v string, j int) int {
+	r, n := utf8.DecodeLastRuneInString(v[:j])
+	if r == utf8.RuneError && n == 1 {
+		return appSpaceAt(v, j-1)
+	}
+	return appSpaceAt(v, j-n)
+}
+
+// trimAppSpace removes white space, as appSpaceAt reads it, from both ends
+// of v.
 func trimAppSpace(v string) string {
 	i, j := 0, len(v)
-	for i < j && appSpace[v[i]] {
-		i++
+	for i < j {
+		n := appSpaceAt(v, i)
+		if n == 0 {
+			break
+		}
+		i += n
 	}
-	for j > i && appSpace[v[j-1]] {
-		j--
+	for j > i {
+		n := appSpaceBefore(v[:j], j)
+		if n == 0 {
+			break
+		}
+		j -= n
 	}
 	return v[i:j]
 }
 
-// indexAppSpace returns the index of the first appSpace byte in v, or -1.
+// indexAppSpace returns the index of the first white space in v, as
+// appSpaceAt reads it, or -1.
 func indexAppSpace(v string) int {
 	for i := 0; i < len(v); i++ {
-		if appSpace[v[i]] {
+		if appSpaceAt(v, i) > 0 {
 			return i
 		}
 	}

@@ -213,7 +213,8 @@ func TestCredentialSpellings(t *testing.T) {
 		spellings []string
 	}{
 		{"token", []string{"Bearer abc", "bearer   abc ", "Token abc", "JWT abc", "abc", "\xa0Bearer abc\x85", "Bearer\tabc\xa0", "\x85abc"}},
-		{"basic", []string{"Basic dXNlcjpwYXNz", "basic dXNlcjpwYXNz", "BASIC  dXNlcjpwYXNz", "Basic dXNlcjpwYXNz\xa0", "Bearer user:pass"}},
+		{"basic", []string{"Basic dXNlcjpwYXNz", "basic dXNlcjpwYXNz", "BASIC  dXNlcjpwYXNz", "Basic dXNlcjpwYXNz\xa0", "Bearer user:pass",
+			"Basic\u00a0dXNlcjpwYXNz", "\u0085Basic dXNlcjpwYXNz\u3000", "Basic\u2003dXNlcjpwYXNz\ufeff"}},
 	} {
 		h := route(t, d, Route{Groups: []Group{tc.group}}, status(http.StatusOK))
 		admitted := 0
