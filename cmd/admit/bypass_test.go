@@ -9,95 +9,175 @@ import (
 	"github.com/admitgo/admit/internal/testrouter"
 )
 
-// bypassSpellings are spellings of GET /l/abc, a request to the limited
-// route, that some router in front of or behind a proxy routes to the same
-// handler: each is in the matrix because a real router does so (see
-// internal/testrouter's quirk tests).
-var bypassSpellings = []struct {
+// bypassSpelling is a spelling of GET (or DELETE) /l/abc, a request to the
+// limited route, that some router in front of or behind a proxy routes to
+// the same handler: each is in the matrix because a real router does so
+// (see internal/testrouter's quirk tests).
+type bypassSpelling struct {
 	name, request string // the request line and any headers, without the final CRLF
+	body          string // sent after the head; the request gives its length
+}
+
+var bypassSpellings = []bypassSpelling{
+	{name: "as routed", request: "GET /l/abc HTTP/1.1"},
+	{name: "HEAD", request: "HEAD /l/abc HTTP/1.1"},
+	{name: "query", request: "GET /l/abc?x=1 HTTP/1.1"},
+	{name: "encoded slash", request: "GET /l%2Fabc HTTP/1.1"},
+	{name: "encoded slash, lower-case", request: "GET /l%2fabc HTTP/1.1"},
+	{name: "trailing encoded slash", request: "GET /l/abc%2F HTTP/1.1"},
+	{name: "encoded backslash", request: "GET /l%5Cabc HTTP/1.1"},
+	{name: "backslash", request: "GET /l\\abc HTTP/1.1"},
+	{name: "upper case", request: "GET /L/abc HTTP/1.1"},
+	{name: "trailing slash", request: "GET /l/abc/ HTTP/1.1"},
+	{name: "upper case, trailing slash", request: "GET /L/ABC/ HTTP/1.1"},
+	{name: "lower-case method", request: "get /l/abc HTTP/1.1"},
+	{name: "mixed-case method", request: "Get /l/abc HTTP/1.1"},
+	{name: "method override", request: "POST /l/abc HTTP/1.1\r\nX-HTTP-Method-Override: GET\r\nContent-Length: 0"},
+	{name: "method override, underscores", request: "POST /l/abc HTTP/1.1\r\nX_HTTP_Method_Override: GET\r\nContent-Length: 0"},
+	{name: "encoded dot segments", request: "GET /l/%2e%2e/l/abc HTTP/1.1"},
+	{name: "dot segments", request: "GET /u/../l/abc HTTP/1.1"},
+	{name: "dot segment", request: "GET /l/./abc HTTP/1.1"},
+	{name: "doubled slashes", request: "GET //l//abc HTTP/1.1"},
+	{name: "escaped letter", request: "GET /%6c/abc HTTP/1.1"},
+	{name: "absolute form", request: "GET http://127.0.0.1/l/abc HTTP/1.1"},
+	// Servlet containers strip path parameters from every segment.
+	{name: "path parameter", request: "GET /l;x/abc HTTP/1.1"},
+	{name: "leading path parameter", request: "GET /;x/l/abc HTTP/1.1"},
+	{name: "dot-dot parameter", request: "GET /x/..;/l/abc HTTP/1.1"},
+	{name: "dot parameter", request: "GET /l/.;/abc HTTP/1.1"},
+	{name: "session parameter", request: "GET /l/abc;jsessionid=1 HTTP/1.1"},
+	{name: "encoded semicolon", request: "GET /l%3Bx/abc HTTP/1.1"},
+	// A decoding hop passes %252F on as %2F, which the app decodes.
+	{name: "double-encoded slash", request: "GET /l%252Fabc HTTP/1.1"},
+	{name: "double-encoded letter", request: "GET /%256c/abc HTTP/1.1"},
+	// Rails routes an optional format suffix.
+	{name: "format", request: "GET /l/abc.json HTTP/1.1"},
+	{name: "format, upper case", request: "GET /l/abc.JSON HTTP/1.1"},
+	{name: "format, any word", request: "GET /l/abc.x HTTP/1.1"},
+	// PHP front controllers serve the path after index.php.
+	{name: "front controller", request: "GET /index.php/l/abc HTTP/1.1"},
+	{name: "front controller, dots", request: "GET /x/../index.php/l/abc HTTP/1.1"},
+	// Rack, Express, Symfony and Spring run a POST as its _method.
+	{name: "_method in the query", request: "POST /l/abc?_method=DELETE HTTP/1.1\r\nContent-Length: 0"},
+	{name: "_method in a form", request: "POST /l/abc HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 14", body: "_method=DELETE"},
+	{name: "_method, form untyped", request: "POST /l/abc HTTP/1.1\r\nContent-Length: 14", body: "_method=delete"},
+	{name: "_method, multipart", request: "POST /l/abc HTTP/1.1\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 64",
+		body: "--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nDELETE\r\n--b--\r\n"},
+	// Frameworks disagree on which part of a listed Host they read.
+	{name: "comma in Host", request: "GET /l/abc HTTP/1.1\r\nHost: x,127.0.0.1"},
+}
+
+// bypassSettings are the ways the matrix runs admit: strict as it starts,
+// with the switchable classes let through under the generic profile, and
+// with them let through under the profile that names the upstream's
+// framework. Each claims to cover every spelling.
+var bypassSettings = []struct {
+	name  string
+	flags func(testrouter.Kind) []string
 }{
-	{"as routed", "GET /l/abc HTTP/1.1"},
-	{"HEAD", "HEAD /l/abc HTTP/1.1"},
-	{"query", "GET /l/abc?x=1 HTTP/1.1"},
-	{"encoded slash", "GET /l%2Fabc HTTP/1.1"},
-	{"encoded slash, lower-case", "GET /l%2fabc HTTP/1.1"},
-	{"trailing encoded slash", "GET /l/abc%2F HTTP/1.1"},
-	{"encoded backslash", "GET /l%5Cabc HTTP/1.1"},
-	{"backslash", "GET /l\\abc HTTP/1.1"},
-	{"upper case", "GET /L/abc HTTP/1.1"},
-	{"trailing slash", "GET /l/abc/ HTTP/1.1"},
-	{"upper case, trailing slash", "GET /L/ABC/ HTTP/1.1"},
-	{"lower-case method", "get /l/abc HTTP/1.1"},
-	{"mixed-case method", "Get /l/abc HTTP/1.1"},
-	{"method override", "POST /l/abc HTTP/1.1\r\nX-HTTP-Method-Override: GET\r\nContent-Length: 0"},
-	{"method override, underscores", "POST /l/abc HTTP/1.1\r\nX_HTTP_Method_Override: GET\r\nContent-Length: 0"},
-	{"encoded dot segments", "GET /l/%2e%2e/l/abc HTTP/1.1"},
-	{"dot segments", "GET /u/../l/abc HTTP/1.1"},
-	{"dot segment", "GET /l/./abc HTTP/1.1"},
-	{"doubled slashes", "GET //l//abc HTTP/1.1"},
-	{"escaped letter", "GET /%6c/abc HTTP/1.1"},
-	{"absolute form", "GET http://127.0.0.1/l/abc HTTP/1.1"},
+	{"strict", func(testrouter.Kind) []string { return nil }},
+	{"generic, allowing", func(testrouter.Kind) []string {
+		return []string{"--allow-spellings", "path_parameter,encoded_percent"}
+	}},
+	{"its profile, allowing", func(k testrouter.Kind) []string {
+		return []string{"--allow-spellings", "path_parameter,encoded_percent", "--upstream-profile", kindProfile(k).String()}
+	}},
+}
+
+// kindProfile names the profile of the framework each kind runs.
+func kindProfile(k testrouter.Kind) profile {
+	switch k {
+	case testrouter.Tomcat, testrouter.NginxDecodeTomcat:
+		return profileServlet
+	case testrouter.Rails:
+		return profileRails
+	case testrouter.Sinatra:
+		return profileRack
+	case testrouter.PHP:
+		return profilePHP
+	case testrouter.Express:
+		return profileExpress
+	}
+	return profileGeneric
 }
 
 // TestBypassMatrix puts admit in front of real routers that route
 // differently from Go's 1.22 ServeMux, and sends each spelling of a limited
 // request more times than the burst, each spelling from its own address:
-// whatever the router makes of a spelling, its limited handler runs at most
-// the burst. The table it logs (go test -v) is the matrix of router and
-// spelling: what admit answered and how often the limited handler ran.
+// whatever the router makes of a spelling, its limited handlers run at
+// most the burst, under every setting. The tables it logs (go test -v) are
+// the matrix of router and spelling per setting: what admit answered and
+// how often the limited handlers ran.
 func TestBypassMatrix(t *testing.T) {
 	const burst, sent = 3, 6
 	cfg := writeConfig(t, fmt.Sprintf(`
 routes:
   - {group: link, pattern: "GET /l/{id}"}
+  - {group: link, pattern: "DELETE /l/{id}"}
 budgets:
   link: {burst: %d, per_client: 100, inflight: 100}
 `, burst))
-	var table strings.Builder
-	fmt.Fprintf(&table, "%-28s", "spelling")
-	for _, kind := range testrouter.Kinds() {
-		fmt.Fprintf(&table, " %-18s", kind)
+	kinds := testrouter.Kinds()
+	rows := make([][][]string, len(bypassSettings)) // setting, spelling, kind
+	for s := range bypassSettings {
+		rows[s] = make([][]string, len(bypassSpellings))
 	}
-	rows := make([][]string, len(bypassSpellings))
-	for _, kind := range testrouter.Kinds() {
+	for _, kind := range kinds {
 		up := testrouter.Start(t, kind)
-		r := start(t, "--upstream", up.URL, "--config", cfg, "--trusted-proxy", "127.0.0.1")
-		addr := strings.TrimPrefix(r.url, "http://")
-		for i, sp := range bypassSpellings {
+		for s, setting := range bypassSettings {
+			args := append([]string{"--upstream", up.URL, "--config", cfg, "--trusted-proxy", "127.0.0.1"}, setting.flags(kind)...)
+			r := start(t, args...)
+			addr := strings.TrimPrefix(r.url, "http://")
+			for i, sp := range bypassSpellings {
+				up.Reset(t)
+				answers := map[int]int{}
+				head := sp.request
+				if !strings.Contains(head, "\r\nHost: ") {
+					head += "\r\nHost: 127.0.0.1"
+				}
+				for range sent {
+					a := rawFrom(t, fmt.Sprintf("127.0.%d.%d", 10+i/200, 1+i%200), addr, head+"\r\nConnection: close\r\n\r\n"+sp.body)
+					answers[a.status]++
+				}
+				hits := up.Hits(t)
+				if hits > burst {
+					t.Errorf("%s, %s, %s: the limited handlers ran %d times for %d requests, want at most the burst, %d (admit answered %v)",
+						kind, setting.name, sp.name, hits, sent, burst, answers)
+				}
+				if i == 0 && hits != burst {
+					t.Errorf("%s, %s, as routed: the limited handler ran %d times, want exactly the burst, %d", kind, setting.name, hits, burst)
+				}
+				rows[s][i] = append(rows[s][i], fmt.Sprintf("%s, %d hits", summarise(answers), hits))
+			}
+			// Matching limits only what it should: unrouted paths pass
+			// unlimited and unchanged.
 			up.Reset(t)
-			answers := map[int]int{}
-			for range sent {
-				a := rawFrom(t, fmt.Sprintf("127.0.%d.%d", 10+i/200, 1+i%200), addr, sp.request+"\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-				answers[a.status]++
+			r.answers(t, 3*burst, http.StatusOK, "GET", "/u/a/b", "")
+			if seen := up.Last(t); seen.Path != "/u/a/b" {
+				t.Errorf("%s, %s: the unlimited handler saw %q, want /u/a/b unchanged", kind, setting.name, seen.Path)
 			}
-			hits := up.Hits(t)
-			if hits > burst {
-				t.Errorf("%s, %s: the limited handler ran %d times for %d requests, want at most the burst, %d (admit answered %v)",
-					kind, sp.name, hits, sent, burst, answers)
+			if hits := up.Hits(t); hits != 0 {
+				t.Errorf("%s, %s: unrouted requests ran the limited handler %d times", kind, setting.name, hits)
 			}
-			if i == 0 && hits != burst {
-				t.Errorf("%s, as routed: the limited handler ran %d times, want exactly the burst, %d", kind, hits, burst)
+			if err := r.stop(); err != nil {
+				t.Errorf("%s, %s: serve: %v", kind, setting.name, err)
 			}
-			rows[i] = append(rows[i], fmt.Sprintf("%s, %d hits", summarise(answers), hits))
-		}
-		// Folding limits only what it should: unrouted paths pass
-		// unlimited and unchanged.
-		up.Reset(t)
-		r.answers(t, 3*burst, http.StatusOK, "GET", "/u/a/b", "")
-		if seen := up.Last(t); seen.Path != "/u/a/b" {
-			t.Errorf("%s: the unlimited handler saw %q, want /u/a/b unchanged", kind, seen.Path)
-		}
-		if hits := up.Hits(t); hits != 0 {
-			t.Errorf("%s: unrouted requests ran the limited handler %d times", kind, hits)
 		}
 	}
-	for i, sp := range bypassSpellings {
-		fmt.Fprintf(&table, "\n%-28s", sp.name)
-		for _, cell := range rows[i] {
-			fmt.Fprintf(&table, " %-18s", cell)
+	for s, setting := range bypassSettings {
+		var table strings.Builder
+		fmt.Fprintf(&table, "%-29s", "spelling")
+		for _, kind := range kinds {
+			fmt.Fprintf(&table, " %-19s", kind)
 		}
+		for i, sp := range bypassSpellings {
+			fmt.Fprintf(&table, "\n%-29s", sp.name)
+			for _, cell := range rows[s][i] {
+				fmt.Fprintf(&table, " %-19s", cell)
+			}
+		}
+		t.Logf("%s: router x spelling (admit's answers, then the limited handlers' runs; %d requests each, burst %d):\n%s", setting.name, sent, burst, table.String())
 	}
-	t.Logf("router x spelling (admit's answers, then the limited handler's runs; %d requests each, burst %d):\n%s", sent, burst, table.String())
 }
 
 // summarise writes admit's answers to one spelling compactly: "3x200 3x429".

@@ -214,7 +214,7 @@ func (c config) checkOffline() error {
 			return storeURLError(c.Store.URL, err)
 		}
 	}
-	_, err := newRouteTable(withGRPCHealth(c.Routes), c.RouteFolding)
+	_, err := newRouteTable(withGRPCHealth(c.Routes), c.matching())
 	return err
 }
 

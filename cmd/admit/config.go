@@ -43,6 +43,8 @@ type config struct {
 	EscapedSlashes    canon.Slashes                // what to do with %2F, %5C and \ in paths
 	RouteFolding      bool                         // also match lower-cased paths and a toggled trailing slash
 	MethodOverride    bool                         // forward method override headers and match their methods
+	UpstreamProfile   profile                      // how the upstream's framework routes; the file's upstream_profile unless given
+	AllowSpellings    canon.Classes                // spellings let through rather than refused; the file's allow_spellings unless given
 	Store             store                        // where per-client tokens are decided
 	StorePrefix       string                       // Redis key prefix; empty: the store's default
 	StoreTable        string                       // PostgreSQL table, may be schema-qualified; empty: the store's default
@@ -52,6 +54,8 @@ type config struct {
 	MaxConns          int                          // open connections on the proxy's listener; at least 1
 	MaxConnsPerClient int                          // open connections per client key; 0: no cap
 	MetricsListen     string                       // address of /metrics, host:port
+	MetricsMaxConns   int                          // open connections on the metrics listener; at least 1
+	MetricsPerClient  int                          // open connections on the metrics listener per client key; 0: no cap
 	TLSCert, TLSKey   string                       // both set or both empty
 	H2C               bool                         // serve cleartext HTTP/2 with prior knowledge too; never with TLS
 	DrainDelay        time.Duration                // how long health reports draining before the listener closes
@@ -66,6 +70,10 @@ type config struct {
 	Likes             map[admit.Group]admit.Group  // the built-in group each group is, or is like
 
 	flagRoutes []route // those of --route, appended to the file's once it is read
+	// The file's upstream_profile and allow_spellings, which apply unless
+	// a flag or variable gives them; nil when the file does not.
+	fileProfile *profile
+	fileAllow   *canon.Classes
 
 	// Not settings: tests and benchmarks set them.
 	Now       func() time.Time  // the door's clock; nil: time.Now
@@ -139,6 +147,10 @@ var options = []option{
 		set: func(c *config, v string) (err error) { c.RouteFolding, err = parseBool(v); return err }},
 	{name: "method-override", def: "false", usage: "forward X-HTTP-Method-Override, X-HTTP-Method and X-Method-Override, and limit a request as each method they name too; by default they are removed",
 		set: func(c *config, v string) (err error) { c.MethodOverride, err = parseBool(v); return err }},
+	{name: "upstream-profile", arg: "PROFILE", def: "generic", usage: "how the app's framework maps a request to a handler, so that admit limits every spelling it routes to a limited handler: servlet (path parameters), rails (format suffixes, _method in forms), rack (_method in forms), php (front controllers, _method), express (_method), or generic, every one of them",
+		set: func(c *config, v string) (err error) { c.UpstreamProfile, err = parseProfile(v); return err }},
+	{name: "allow-spellings", arg: "CLASSES", def: "none", usage: "spellings to let through rather than refuse with 400, comma separated: path_parameter (; and %3B), encoded_percent (%25), control (escaped control characters), non_ascii (raw bytes above 0x7F, escapes that are not UTF-8), host (a Host that is not one host and port)",
+		set: func(c *config, v string) (err error) { c.AllowSpellings, err = canon.ParseClasses(v); return err }},
 	{name: "store", arg: "STORE", def: "memory", usage: "memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://... (rediss for TLS): where token decisions are shared",
 		set: func(c *config, v string) (err error) { c.Store, err = parseStore(v); return err }},
 	{name: "store-prefix", arg: "PREFIX", usage: "start of every Redis key; give each deployment sharing a Redis its own (default \"admit:quota:\")",
@@ -157,6 +169,10 @@ var options = []option{
 		set: func(c *config, v string) (err error) { c.MaxConnsPerClient, err = parseCount(v, 0); return err }},
 	{name: "metrics-listen", arg: "ADDR", def: "127.0.0.1:9464", usage: "address of /metrics (and of a /healthz that no budget limits)",
 		set: func(c *config, v string) (err error) { c.MetricsListen, err = parseAddr(v); return err }},
+	{name: "metrics-max-conns", arg: "N", def: "64", usage: "connections the metrics listener keeps open at most; newer ones are closed on arrival",
+		set: func(c *config, v string) (err error) { c.MetricsMaxConns, err = parseCount(v, 1); return err }},
+	{name: "metrics-max-conns-per-client", arg: "N", def: "8", usage: "connections one client (an IPv4 address or IPv6 /64, loopback included) keeps open on the metrics listener at most; the default leaves a scraper and a probe on one address room; 0: no cap",
+		set: func(c *config, v string) (err error) { c.MetricsPerClient, err = parseCount(v, 0); return err }},
 	{name: "tls-cert", arg: "FILE", usage: "TLS certificate (PEM); with --tls-key, serves HTTPS and HTTP/2",
 		set: func(c *config, v string) error { c.TLSCert = v; return nil }},
 	{name: "tls-key", arg: "FILE", usage: "TLS private key (PEM)",
@@ -264,6 +280,12 @@ func (c *config) finish(set *optionSet) error {
 		if err := c.readFile(c.ConfigFile); err != nil {
 			return fmt.Errorf("admit: %s: %w", file, err)
 		}
+	}
+	if _, given := set.from("upstream-profile"); !given && c.fileProfile != nil {
+		c.UpstreamProfile = *c.fileProfile
+	}
+	if _, given := set.from("allow-spellings"); !given && c.fileAllow != nil {
+		c.AllowSpellings = *c.fileAllow
 	}
 	for _, r := range c.flagRoutes {
 		if err := c.addRoute(r); err != nil {

@@ -22,7 +22,7 @@ import (
 
 // explainOptions are the server's settings that explain reads, with their
 // environment variables, so that it runs against the server's configuration.
-var explainOptions = pick(options, "demo", "route", "trusted-proxy", "config", "escaped-slashes", "route-folding", "method-override")
+var explainOptions = pick(options, "demo", "route", "trusted-proxy", "config", "escaped-slashes", "route-folding", "method-override", "upstream-profile", "allow-spellings")
 
 // explain is the explain subcommand: it prints the group a request would be
 // admitted under, its client key, and how the key was derived. It sends
@@ -63,11 +63,11 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 	if err != nil {
 		return usageError{fmt.Errorf("admit explain: %w", err)}
 	}
-	table, err := newRouteTable(withGRPCHealth(c.Routes), c.RouteFolding)
+	table, err := newRouteTable(withGRPCHealth(c.Routes), c.matching())
 	if err != nil {
 		return usageError{err}
 	}
-	canonical, err := canon.Request(req, c.EscapedSlashes)
+	canonical, err := canon.Request(req, canon.Options{Slashes: c.EscapedSlashes, Allow: c.AllowSpellings})
 	if err != nil {
 		fmt.Fprintf(out, "request  %s %s (host %s)\n", req.Method, req.RequestURI, req.Host)
 		fmt.Fprintf(out, "refused  400 Bad Request: %v; admit answers it before routing, and it never reaches the upstream\n", err)
@@ -81,6 +81,13 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 			return nil
 		}
 	}
+	params, err := paramMethods(nil, canonical, table.maps, table.others) // the query's: explain sends no body
+	if err != nil {
+		fmt.Fprintf(out, "request  %s %s (host %s)\n", req.Method, req.RequestURI, req.Host)
+		fmt.Fprintf(out, "refused  400 Bad Request: %v; admit answers it before routing, and it never reaches the upstream\n", err)
+		return nil
+	}
+	overrides = append(overrides, params...)
 	door, err := admit.New(admit.Config{Budgets: c.Budgets, Key: resolver.Key, MeterProvider: noop.NewMeterProvider(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -96,7 +103,7 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 				names = append(names, b.Key.PathValue)
 			}
 		}
-		for j, v := range table.pathValues(canonical.Host, m.sp, names) {
+		for j, v := range table.pathValues(canonical.Host, m, names) {
 			if i == 0 || canonical.PathValue(names[j]) == "" {
 				canonical.SetPathValue(names[j], v)
 			}
@@ -182,7 +189,7 @@ func printExplanation(w io.Writer, req, canonical *http.Request, x explained, e 
 		}
 		fmt.Fprintf(w, "%s %s (route %s%s)\n", label, strings.Join(names, ", "), r.Pattern, note)
 		if how := m.sp.explained(); how != "" {
-			fmt.Fprintf(w, "matched  %s: upstreams that fold case or trailing slashes route it to this route\n", how)
+			fmt.Fprintf(w, "matched  %s: an upstream that reads it so routes it to this route\n", how)
 		}
 		if host := parsePattern(r.Pattern).host; host != "" {
 			fmt.Fprintf(w, "host     the route limits only host %s: the upstream must route by X-Forwarded-Host, since it receives its own Host, or another host reaches the same handler unlimited\n", host)

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/cmd/admit/internal/canon"
 )
 
 // readFile reads the YAML config file at path: its routes come before those
@@ -51,6 +52,12 @@ func (c *config) readFile(path string) error {
 	err = eachField(root, "", map[string]func(*yaml.Node) error{
 		"routes":  func(n *yaml.Node) error { routes = n; return nil },
 		"budgets": func(n *yaml.Node) error { budgets = n; return nil },
+		"upstream_profile": scalar("upstream_profile", func(v string) error {
+			p, err := parseProfile(v)
+			c.fileProfile = &p
+			return err
+		}),
+		"allow_spellings": c.readAllowSpellings,
 	})
 	if err == nil && budgets != nil {
 		err = c.readBudgets(budgets)
@@ -59,6 +66,32 @@ func (c *config) readFile(path string) error {
 		err = c.readRoutes(routes)
 	}
 	return err
+}
+
+// readAllowSpellings reads the classes of spellings to let through: a list
+// of class names, or one name.
+func (c *config) readAllowSpellings(n *yaml.Node) error {
+	items := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		items = n.Content
+	}
+	var allow canon.Classes
+	for i, item := range items {
+		where := "allow_spellings"
+		if n.Kind == yaml.SequenceNode {
+			where = fmt.Sprintf("allow_spellings[%d]", i)
+		}
+		err := scalar(where, func(v string) error {
+			cl, err := canon.ParseClass(v)
+			allow |= canon.Classes(cl)
+			return err
+		})(item)
+		if err != nil {
+			return err
+		}
+	}
+	c.fileAllow = &allow
+	return nil
 }
 
 // readRoutes reads a list of routes, each a group (or a list of groups),

@@ -30,7 +30,7 @@ type front struct {
 	routes    []frontRoute   // per route of table: what its handler is made of
 	door      *admit.Door
 	rest      http.Handler // the proxy, unlimited
-	slashes   canon.Slashes
+	canon     canon.Options
 	overrides bool // read method override headers as further methods to match
 	// matchedHost drops a trusted proxy's X-Forwarded-Host when a route
 	// names a host, so that the upstream is told the host admit matched
@@ -48,7 +48,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if faultyFraming(r) {
 		w.Header()["Connection"] = closeValue
 	}
-	c, err := canon.Request(r, f.slashes)
+	c, err := canon.Request(r, f.canon)
 	if err != nil {
 		f.refuse(w, r, err)
 		return
@@ -79,6 +79,12 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if params, err := paramMethods(w, c, f.table.maps, f.table.others); err != nil {
+		f.refuse(w, r, err)
+		return
+	} else if len(params) > 0 {
+		overrides = append(overrides, params...)
+	}
 	var found [maxSpellings]routeMatch
 	matched := f.table.matchAll(c, overrides, found[:0])
 	if len(matched) == 0 {
@@ -93,7 +99,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if len(names) == 0 {
 			continue
 		}
-		for j, v := range f.table.pathValues(c.Host, m.sp, names) {
+		for j, v := range f.table.pathValues(c.Host, m, names) {
 			if i == 0 || c.PathValue(names[j]) == "" {
 				c.SetPathValue(names[j], v)
 			}
@@ -252,6 +258,12 @@ var malformedReasons = [...]struct {
 	{canon.ErrMethod, "method"},
 	{canon.ErrConnect, "connect"},
 	{errAmbiguousOverride, "method_override"},
+	{errFormBody, "form_body"},
+	{canon.ErrPathParameter, canon.PathParameter.String()},
+	{canon.ErrEncodedPercent, canon.EncodedPercent.String()},
+	{canon.ErrControl, canon.Control.String()},
+	{canon.ErrNonASCII, canon.NonASCII.String()},
+	{canon.ErrHost, canon.BadHost.String()},
 }
 
 // malformedCounts counts the requests refused for having no canonical

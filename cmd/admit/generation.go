@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/cmd/admit/internal/canon"
 	"github.com/admitgo/admit/health"
 )
 
@@ -111,11 +112,11 @@ func (s *server) routes(cfg config, door *admit.Door) (*front, error) {
 	})
 	healthBudget, _ := door.Budget(admit.GroupHealth)
 	_, grpc := grpchealth.NewHandler(s.health, grpcHealthOptions(healthBudget)...)
-	table, err := newRouteTable(withGRPCHealth(cfg.Routes), cfg.RouteFolding)
+	table, err := newRouteTable(withGRPCHealth(cfg.Routes), cfg.matching())
 	if err != nil {
 		return nil, err
 	}
-	f := &front{table: table, rest: proxy, slashes: cfg.EscapedSlashes, overrides: cfg.MethodOverride,
+	f := &front{table: table, rest: proxy, canon: canon.Options{Slashes: cfg.EscapedSlashes, Allow: cfg.AllowSpellings}, overrides: cfg.MethodOverride,
 		malformed: &s.malformed, door: door, matchedHost: namesAHost(cfg.Routes)}
 	for _, r := range table.routes {
 		rt := admit.Route{Groups: r.Groups, Cost: r.Cost}

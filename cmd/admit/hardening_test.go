@@ -287,7 +287,7 @@ func TestExplainSaysAHostPatternNeedsAnUpstreamRoutingByHost(t *testing.T) {
 // are the same conflict whatever their groups.
 func TestFoldedConflictSaysWhatHelps(t *testing.T) {
 	link := []admit.Group{admit.GroupLink}
-	_, err := newRouteTable([]route{{Groups: link, Pattern: "GET /docs/{p}"}, {Groups: link, Pattern: "GET /Docs/{p}"}}, true)
+	_, err := newRouteTable([]route{{Groups: link, Pattern: "GET /docs/{p}"}, {Groups: link, Pattern: "GET /Docs/{p}"}}, matching{fold: true})
 	if err == nil {
 		t.Fatal("got no error, want the folded conflict refused")
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/admitgo/admit/cmd/admit/internal/canon"
 )
 
 // routeTable finds the routes a canonical request is limited by. It uses
@@ -27,6 +29,14 @@ type routeTable struct {
 	// matches might match another route; otherwise a request that matches
 	// route i as it is needs no other look-up.
 	overlaps []bool
+	// maps, allow and slashes are how the upstream's framework reads a
+	// path (see variants).
+	maps    mapping
+	allow   canon.Classes
+	slashes canon.Slashes
+	// others are the methods the routes name besides POST: what a POST
+	// might run as under a "_method" parameter.
+	others []string
 	// firsts are the routes' first path segments, lower-cased, when each
 	// route's is a literal: a path whose first segment is none of them, in
 	// any case, matches no route in any spelling, since folding changes only
@@ -40,12 +50,28 @@ type routeMark int
 
 func (routeMark) ServeHTTP(http.ResponseWriter, *http.Request) {}
 
+// matching is how a table finds the routes of a request: the server's
+// --route-folding, --upstream-profile, --allow-spellings and
+// --escaped-slashes.
+type matching struct {
+	fold    bool
+	profile profile
+	allow   canon.Classes
+	slashes canon.Slashes
+}
+
+// matching returns the configuration's matching.
+func (c *config) matching() matching {
+	return matching{fold: c.RouteFolding, profile: c.UpstreamProfile, allow: c.AllowSpellings, slashes: c.EscapedSlashes}
+}
+
 // newRouteTable registers routes, checking each against ServeMux's pattern
-// syntax and the routes before it. With fold, routes that only folding
+// syntax and the routes before it. With folding, routes that only folding
 // makes conflict are refused too, naming both.
-func newRouteTable(routes []route, fold bool) (*routeTable, error) {
-	t := &routeTable{routes: routes, exact: http.NewServeMux(), foldedSame: true}
-	if fold {
+func newRouteTable(routes []route, m matching) (*routeTable, error) {
+	t := &routeTable{routes: routes, exact: http.NewServeMux(), foldedSame: true,
+		maps: m.profile.mappings(), allow: m.allow, slashes: m.slashes}
+	if m.fold {
 		t.folded = http.NewServeMux()
 	}
 	for i, r := range routes {
@@ -69,6 +95,11 @@ func newRouteTable(routes []route, fold bool) (*routeTable, error) {
 	_ = register(t.exact, "/", routeMark(-1))
 	if t.folded != nil {
 		_ = register(t.folded, "/", routeMark(-1))
+	}
+	for _, r := range routes {
+		if m := parsePattern(r.Pattern).method; m != "" && m != http.MethodPost && !slices.Contains(t.others, m) {
+			t.others = append(t.others, m)
+		}
 	}
 	t.firsts = make([]string, 0, len(routes))
 	for _, r := range routes {
@@ -124,8 +155,10 @@ func patternForms(p string) (exact, folded string) {
 // spelling is one form of a request the table looks up.
 type spelling struct {
 	method, path string // path escaped, canonical apart from the folding
-	how          string // what was folded, for explain; empty for the request as sent
-	override     bool   // method comes from a method override header
+	how          string // what was mapped and folded, for explain; empty for the request as sent
+	override     bool   // method comes from a method override
+	lower        bool   // path is lower-cased: look it up in the folded mux
+	cased        string // with lower, path before it was lower-cased, for the wildcards' values
 }
 
 // explained says how a spelling differs from the request as sent.
@@ -133,7 +166,7 @@ func (sp spelling) explained() string {
 	if !sp.override {
 		return sp.how
 	}
-	return strings.Trim(sp.how+", as "+sp.method+" (a method override)", ", ")
+	return join(sp.how, "as "+sp.method+" (a method override)")
 }
 
 // routeMatch is a route a spelling of a request matched.
@@ -151,33 +184,47 @@ const (
 )
 
 // matchAll appends to dst every route some spelling of r matches, once
-// each, in the order the spellings are tried: r as it is first, then its
-// folded forms, then the same under each method of overrides (the methods
-// of method override headers, at most maxOverrides). It allocates only to
-// fold.
+// each, in the order the spellings are tried: under r's method, then under
+// each method of overrides (at most maxOverrides), the variants that the
+// upstream's framework maps r's path to (see variants), then the path as
+// it is, each as it is and then folded. The variants come first so that a
+// route they match keys by the wildcards' values as the framework reads
+// them. It allocates only to map or fold.
 func (t *routeTable) matchAll(r *http.Request, overrides []string, dst []routeMatch) []routeMatch {
 	path := r.URL.EscapedPath()
-	if !t.mayMatch(path) {
-		return dst
+	var buf [maxVariants]variant
+	vs := variants(path, t.maps, t.allow, t.slashes, buf[:0])
+	first := -1
+	if len(vs) == 1 {
+		if !t.mayMatch(path) {
+			return dst
+		}
+		first = find(t.exact, r.Host, spelling{method: r.Method, path: path})
+		if first >= 0 && len(overrides) == 0 && !t.overlaps[first] {
+			return append(dst, routeMatch{first, spelling{method: r.Method, path: path}}) // no other spelling finds another route
+		}
 	}
-	first := find(t.exact, r.Host, spelling{method: r.Method, path: path})
-	if first >= 0 && len(overrides) == 0 && !t.overlaps[first] {
-		return append(dst, routeMatch{first, spelling{method: r.Method, path: path}}) // no folded spelling finds another route
-	}
-	for i := -1; i < min(len(overrides), maxOverrides); i++ {
+	for i := -1; i < len(overrides); i++ {
 		method := r.Method
 		if i >= 0 {
 			method = overrides[i]
 		}
-		list, count := t.spellings(method, path)
-		for k, sp := range list[:count] {
-			sp.override = i >= 0
-			idx := first
-			if i >= 0 || k > 0 {
-				idx = find(t.muxFor(sp), r.Host, sp)
+		for j := range vs {
+			v := vs[(j+1)%len(vs)] // the variants, then the path as it is
+			if !t.mayMatch(v.path) {
+				continue
 			}
-			if idx >= 0 && !slices.ContainsFunc(dst, func(m routeMatch) bool { return m.index == idx }) {
-				dst = append(dst, routeMatch{idx, sp})
+			list, count := t.spellings(method, v.path)
+			for k, sp := range list[:count] {
+				sp.override = i >= 0
+				sp.how = join(v.how, sp.how)
+				idx := first
+				if first < 0 || i >= 0 || k > 0 {
+					idx = find(t.muxFor(sp), r.Host, sp)
+				}
+				if idx >= 0 && !slices.ContainsFunc(dst, func(m routeMatch) bool { return m.index == idx }) {
+					dst = append(dst, routeMatch{idx, sp})
+				}
 			}
 		}
 	}
@@ -205,16 +252,54 @@ func (t *routeTable) mayMatch(path string) bool {
 	return false
 }
 
-// pathValues returns the wildcard values of the pattern a spelling matched,
-// by name, as ServeMux hands them to its handlers.
-func (t *routeTable) pathValues(host string, sp spelling, names []string) []string {
+// pathValues returns the wildcard values of the route m matched, by name,
+// as ServeMux hands them to its handlers, and, for a lower-cased spelling,
+// in the case the request spelled them: an app that folds case to route
+// still hands its handler the value as sent, so /L/QQQ and /l/QQQ are one
+// value, and one budget.
+func (t *routeTable) pathValues(host string, m routeMatch, names []string) []string {
+	if m.sp.lower {
+		return casedValues(t.routes[m.index].Pattern, m.sp.cased, names)
+	}
 	s := scratches.Get().(*scratch)
 	defer scratches.Put(s)
-	s.set(host, sp)
-	t.muxFor(sp).ServeHTTP(discardWriter{}, &s.req)
+	s.set(host, m.sp)
+	t.muxFor(m.sp).ServeHTTP(discardWriter{}, &s.req)
 	values := make([]string, len(names))
 	for i, name := range names {
 		values[i] = s.req.PathValue(name)
+	}
+	return values
+}
+
+// casedValues returns the values of pattern's wildcards in path, which the
+// pattern matches but for case, by position: a {name} wildcard is its
+// segment, unescaped, and a {name...} wildcard the rest of path.
+func casedValues(pattern, path string, names []string) []string {
+	if i := strings.IndexAny(pattern, " \t"); i >= 0 && !strings.Contains(pattern[:i], "/") {
+		pattern = strings.TrimLeft(pattern[i+1:], " \t")
+	}
+	if i := strings.IndexByte(pattern, '/'); i >= 0 {
+		pattern = pattern[i:]
+	}
+	psegs := strings.Split(strings.TrimPrefix(pattern, "/"), "/")
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	values := make([]string, len(names))
+	for k, ps := range psegs {
+		if !strings.HasPrefix(ps, "{") || ps == "{$}" || k >= len(segs) {
+			continue
+		}
+		name, rest := strings.TrimSuffix(strings.Trim(ps, "{}"), "..."), strings.HasSuffix(ps, "...}")
+		v := segs[k]
+		if rest {
+			v = strings.Join(segs[k:], "/")
+		}
+		v, _ = url.PathUnescape(v) // canonical: cannot fail
+		for i, n := range names {
+			if n == name {
+				values[i] = v
+			}
+		}
 	}
 	return values
 }
@@ -247,15 +332,15 @@ func (t *routeTable) spellings(method, path string) (list [4]spelling, n int) {
 	if how == slashRemoved {
 		lowerHow = "lower-cased, " + slashRemoved
 	}
-	list[2] = spelling{method: method, path: lower, how: "lower-cased"}
-	list[3] = spelling{method: method, path: lowerToggled, how: lowerHow}
+	list[2] = spelling{method: method, path: lower, how: "lower-cased", lower: true, cased: path}
+	list[3] = spelling{method: method, path: lowerToggled, how: lowerHow, lower: true, cased: toggled}
 	return list, 4
 }
 
 // muxFor returns the mux a spelling is looked up in: lower-cased spellings
 // in the folded one.
 func (t *routeTable) muxFor(sp spelling) *http.ServeMux {
-	if strings.HasPrefix(sp.how, "lower-cased") {
+	if sp.lower {
 		return t.folded
 	}
 	return t.exact

@@ -59,24 +59,39 @@ var (
 	ErrConnect      = errors.New("CONNECT is not served: admit is a reverse proxy")
 )
 
+// Options are how Request reads a request. The zero Options refuse
+// encoded slashes and every Class.
+type Options struct {
+	Slashes Slashes // encoded slashes and backslashes
+	Allow   Classes // the classes let through rather than refused
+}
+
 // Request puts r into its canonical form: see the package documentation.
 // When r is canonical already it returns r itself and allocates nothing;
 // otherwise it returns a shallow copy with its own URL, leaving r as it
-// was. The error, one of the package's, says why r has no canonical form.
-func Request(r *http.Request, slashes Slashes) (*http.Request, error) {
+// was. The error, one of the package's, says why r has no canonical form
+// or holds a class o does not allow.
+func Request(r *http.Request, o Options) (*http.Request, error) {
 	if err := Method(r.Method); err != nil {
 		return nil, err
 	}
-	if canonicalTarget(r.RequestURI, slashes) && Host(r.Host, r.TLS != nil) == r.Host && r.URL.Host == "" {
+	if canonicalTarget(r.RequestURI, o) && Host(r.Host, r.TLS != nil) == r.Host && r.URL.Host == "" &&
+		(o.Allow.Has(BadHost) || ValidHost(r.Host)) {
 		return r, nil
 	}
 	raw, query, err := target(r)
 	if err != nil {
 		return nil, err
 	}
-	path, err := Path(raw, slashes)
+	if err := checkPath(raw, o.Allow); err != nil {
+		return nil, err
+	}
+	path, err := Path(raw, o.Slashes)
 	if err != nil {
 		return nil, err
+	}
+	if !o.Allow.Has(BadHost) && !ValidHost(r.Host) {
+		return nil, ErrHost
 	}
 	host := Host(r.Host, r.TLS != nil)
 	if path == raw && host == r.Host && r.URL.Host == "" {
@@ -96,14 +111,20 @@ func Request(r *http.Request, slashes Slashes) (*http.Request, error) {
 }
 
 // canonicalTarget reports, in one scan, that t is an origin-form target
-// whose path is canonical and whose query holds no '#'.
-func canonicalTarget(t string, slashes Slashes) bool {
+// whose path is canonical, holds no class o refuses and no escaped byte
+// above 0x7F (whose UTF-8 the slow path checks), and whose query holds no
+// '#'.
+func canonicalTarget(t string, o Options) bool {
 	if t == "" || t[0] != '/' {
 		return false
 	}
 	for i := 0; i < len(t); i++ {
 		switch scan[t[i]] {
 		case scanPlain:
+		case scanSemi:
+			if !o.Allow.Has(PathParameter) {
+				return false
+			}
 		case scanSlash:
 			if i+1 < len(t) && (t[i+1] == '/' || t[i+1] == '.' && dotSegment(t[i+1:])) {
 				return false
@@ -111,7 +132,10 @@ func canonicalTarget(t string, slashes Slashes) bool {
 		case scanQuery:
 			return strings.IndexByte(t[i:], '#') < 0
 		case scanEscape:
-			if !canonicalEscape(t[i:], slashes) {
+			if !canonicalEscape(t[i:], o.Slashes) {
+				return false
+			}
+			if c := escapeClass(unhex(t[i+1])<<4 | unhex(t[i+2])); c != 0 && !o.Allow.Has(c) {
 				return false
 			}
 			i += 2

@@ -152,7 +152,7 @@ func TestRequest(t *testing.T) {
 	} {
 		r := wire(t, tc.method, tc.target, tc.host)
 		before := *r.URL
-		got, err := Request(r, Reject)
+		got, err := Request(r, Options{})
 		if !errors.Is(err, tc.err) {
 			t.Errorf("%s %s: got error %v, want %v", tc.method, tc.target, err, tc.err)
 			continue
@@ -175,12 +175,12 @@ func TestRequest(t *testing.T) {
 
 func TestRequestKeepsCanonicalRequest(t *testing.T) {
 	r := wire(t, "GET", "/l/x?q=1", "example.com")
-	if got, err := Request(r, Reject); err != nil || got != r {
+	if got, err := Request(r, Options{}); err != nil || got != r {
 		t.Fatalf("Request of a canonical request: got %p, %v, want the request itself (%p)", got, err, r)
 	}
 	r.TLS = &tls.ConnectionState{}
 	r.Host = "example.com:443"
-	if got, _ := Request(r, Reject); got == r || got.Host != "example.com" {
+	if got, _ := Request(r, Options{}); got == r || got.Host != "example.com" {
 		t.Fatalf("Request with TLS and :443: got host %q, want a copy with host example.com", got.Host)
 	}
 }
@@ -190,7 +190,7 @@ func TestRequestAllocs(t *testing.T) {
 		t.Skip("the race detector changes allocation counts; scripts/test runs this without it")
 	}
 	r := wire(t, "POST", "/hooks/github/events?x=1", "example.com")
-	if n := testing.AllocsPerRun(100, func() { _, _ = Request(r, Reject) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { _, _ = Request(r, Options{}) }); n != 0 {
 		t.Errorf("Request of a canonical request: got %v allocations, want 0", n)
 	}
 }
@@ -205,7 +205,7 @@ func BenchmarkRequest(b *testing.B) {
 			r := &http.Request{Method: "POST", RequestURI: bc.target, URL: u, Host: "example.com"}
 			b.ReportAllocs()
 			for b.Loop() {
-				_, _ = Request(r, Reject)
+				_, _ = Request(r, Options{})
 			}
 		})
 	}

@@ -53,7 +53,7 @@ func Path(raw string, slashes Slashes) (string, error) {
 func canonical(raw string, slashes Slashes) bool {
 	for i := 0; i < len(raw); i++ {
 		switch scan[raw[i]] {
-		case scanPlain:
+		case scanPlain, scanSemi:
 		case scanSlash:
 			if i+1 < len(raw) && (raw[i+1] == '/' || raw[i+1] == '.' && dotSegment(raw[i+1:])) {
 				return false
@@ -91,6 +91,7 @@ func upper(c byte) bool { return '0' <= c && c <= '9' || 'A' <= c && c <= 'F' }
 const (
 	scanOther  = iota // needs the slow path
 	scanPlain         // a path character
+	scanSemi          // ';', a path character that servlet containers read as a parameter
 	scanSlash         // '/'
 	scanQuery         // '?', which ends the path of a target
 	scanEscape        // '%'
@@ -102,7 +103,7 @@ var scan = func() (t [256]uint8) {
 			t[c] = scanPlain
 		}
 	}
-	t['/'], t['?'], t['%'] = scanSlash, scanQuery, scanEscape
+	t['/'], t['?'], t['%'], t[';'] = scanSlash, scanQuery, scanEscape, scanSemi
 	return t
 }()
 
