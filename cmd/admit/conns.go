@@ -31,15 +31,15 @@ type connLimit struct {
 	counts *connCounts
 }
 
-// connCounts are the listener's figures for metrics.
+// connCounts are a listener's figures for metrics.
 type connCounts struct {
 	open    atomic.Int64
 	refused [2]atomic.Int64 // indexed by refusedTotal, refusedClient
 }
 
 const (
-	refusedTotal  = iota // --max-conns was reached
-	refusedClient        // --max-conns-per-client was reached
+	refusedTotal  = iota // the listener's cap was reached: --max-conns, --metrics-max-conns
+	refusedClient        // the client's: --max-conns-per-client, --metrics-max-conns-per-client
 )
 
 // newConnLimit wraps ln; counts receives its figures.
@@ -164,12 +164,14 @@ func (c *limitedConn) Close() error {
 	return err
 }
 
-// register reports the listener's figures as admit.server.connections (open
-// now) and admit.server.connections_refused (by reason: max_conns,
-// max_conns_per_client).
-func (cc *connCounts) register(meter metric.Meter) (metric.Registration, error) {
+// registerConns reports the figures of each listener, keyed by its name
+// (proxy, metrics), as admit.server.connections (open now) and
+// admit.server.connections_refused (by reason: max_conns,
+// max_conns_per_client, the listener's own caps), each series carrying the
+// listener's name in admit.server.listener.
+func registerConns(meter metric.Meter, byListener map[string]*connCounts) (metric.Registration, error) {
 	open, err := meter.Int64ObservableUpDownCounter("admit.server.connections",
-		metric.WithDescription("Connections open on the proxy's listener."),
+		metric.WithDescription("Connections open, by listener: the proxy's or the metrics listener."),
 		metric.WithUnit("{connection}"))
 	if err != nil {
 		return nil, err
@@ -180,14 +182,26 @@ func (cc *connCounts) register(meter metric.Meter) (metric.Registration, error) 
 	if err != nil {
 		return nil, err
 	}
-	reasons := [2][]metric.ObserveOption{}
-	for i, r := range []string{"max_conns", "max_conns_per_client"} {
-		reasons[i] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("admit.server.reason", r)))}
+	type series struct {
+		counts  *connCounts
+		open    []metric.ObserveOption
+		reasons [2][]metric.ObserveOption
+	}
+	var all []series
+	for name, cc := range byListener {
+		listener := attribute.String("admit.server.listener", name)
+		s := series{counts: cc, open: []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(listener))}}
+		for i, r := range []string{"max_conns", "max_conns_per_client"} {
+			s.reasons[i] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(listener, attribute.String("admit.server.reason", r)))}
+		}
+		all = append(all, s)
 	}
 	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		o.ObserveInt64(open, cc.open.Load())
-		for i := range reasons {
-			o.ObserveInt64(refused, cc.refused[i].Load(), reasons[i]...)
+		for _, s := range all {
+			o.ObserveInt64(open, s.counts.open.Load(), s.open...)
+			for i := range s.reasons {
+				o.ObserveInt64(refused, s.counts.refused[i].Load(), s.reasons[i]...)
+			}
 		}
 		return nil
 	}, open, refused)

@@ -61,13 +61,13 @@ func TestConnectionCaps(t *testing.T) {
 	if served(t, dialFrom(t, "127.0.0.4", addr)) {
 		t.Error("a fourth connection in all: served, want it closed (--max-conns 3)")
 	}
-	if got := r.scrapeCount(t, "admit_server_connections{"); got != 3 {
+	if got := r.scrapeCount(t, `admit_server_connections{admit_server_listener="proxy"`); got != 3 {
 		t.Errorf("open connections: got %d, want 3", got)
 	}
 	a1.Close()
 	// The server sees the close when its read returns; wait for the gauge.
 	deadline := time.Now().Add(testTimeout)
-	for r.scrapeCount(t, "admit_server_connections{") != 2 {
+	for r.scrapeCount(t, `admit_server_connections{admit_server_listener="proxy"`) != 2 {
 		if time.Now().After(deadline) {
 			t.Fatal("the open connections gauge did not drop after a close")
 		}
@@ -75,10 +75,10 @@ func TestConnectionCaps(t *testing.T) {
 	if !served(t, dialFrom(t, "127.0.0.4", addr)) {
 		t.Error("after a connection closed, a new one: refused, want it served")
 	}
-	if got := r.scrapeCount(t, `admit_server_connections_refused_total{admit_server_reason="max_conns_per_client"`); got != 1 {
+	if got := r.scrapeCount(t, `admit_server_connections_refused_total{admit_server_listener="proxy",admit_server_reason="max_conns_per_client"`); got != 1 {
 		t.Errorf("refused per client: got %d, want 1", got)
 	}
-	if got := r.scrapeCount(t, `admit_server_connections_refused_total{admit_server_reason="max_conns"`); got < 1 {
+	if got := r.scrapeCount(t, `admit_server_connections_refused_total{admit_server_listener="proxy",admit_server_reason="max_conns"`); got < 1 {
 		t.Errorf("refused in all: got %d, want at least 1", got)
 	}
 }
@@ -104,5 +104,10 @@ func TestMetricsListenerIsBounded(t *testing.T) {
 	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 {
 		t.Errorf("metrics server timeouts: header %v, read %v, write %v, idle %v; want all set",
 			srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout, srv.IdleTimeout)
+	}
+	// A slot on the capped listener is held only briefly by a client that
+	// sends nothing.
+	if srv.ReadHeaderTimeout > 5*time.Second || srv.IdleTimeout >= time.Minute {
+		t.Errorf("metrics server timeouts: header %v, idle %v; want at most 5s and under a minute", srv.ReadHeaderTimeout, srv.IdleTimeout)
 	}
 }

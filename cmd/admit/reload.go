@@ -115,6 +115,8 @@ var restartOnly = []struct {
 	{"max-conns", func(c config) any { return c.MaxConns }},
 	{"max-conns-per-client", func(c config) any { return c.MaxConnsPerClient }},
 	{"metrics-listen", func(c config) any { return c.MetricsListen }},
+	{"metrics-max-conns", func(c config) any { return c.MetricsMaxConns }},
+	{"metrics-max-conns-per-client", func(c config) any { return c.MetricsPerClient }},
 	{"tls-cert", func(c config) any { return c.TLSCert }},
 	{"tls-key", func(c config) any { return c.TLSKey }},
 	{"h2c", func(c config) any { return c.H2C }},

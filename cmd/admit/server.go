@@ -36,10 +36,15 @@ const (
 	maxConcurrentStreams = 250
 	readHeaderTimeout    = 10 * time.Second
 	idleTimeout          = 2 * time.Minute
-	// The metrics listener's bounds: a scrape is one small request.
-	metricsReadTimeout  = 10 * time.Second
-	metricsWriteTimeout = 30 * time.Second
-	metricsIdleTimeout  = time.Minute
+	// The metrics listener's bounds: a scrape is one small request, sent
+	// at once by a client on the same host or network. Short header and
+	// idle timeouts give back a slot held by a client that sends nothing
+	// soon. A Prometheus whose interval is longer reconnects for each
+	// scrape: a handshake, not a held slot.
+	metricsReadHeaderTimeout = 5 * time.Second
+	metricsReadTimeout       = 10 * time.Second
+	metricsWriteTimeout      = 30 * time.Second
+	metricsIdleTimeout       = 15 * time.Second
 	// healthTTL is how long a health status is served from the cache.
 	healthTTL = time.Second
 )
@@ -77,6 +82,7 @@ type server struct {
 	malformed    malformedCounts
 	malformedReg metric.Registration
 	conns        connCounts // the proxy listener's
+	metricsConns connCounts // the metrics listener's
 	connsReg     metric.Registration
 	tlsCert      *tls.Certificate
 
@@ -99,6 +105,11 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	}()
 	if err := cfg.checkOffline(); err != nil {
 		return nil, usageError{err}
+	}
+	if limit, ok := openFilesLimit(); ok {
+		if err := checkDescriptors(cfg, limit); err != nil {
+			return nil, usageError{err}
+		}
 	}
 	if cfg.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
@@ -161,7 +172,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	if s.malformedReg, err = s.malformed.register(m); err != nil {
 		return nil, fmt.Errorf("admit: metrics: %w", err)
 	}
-	if s.connsReg, err = s.conns.register(m); err != nil {
+	if s.connsReg, err = registerConns(m, map[string]*connCounts{"proxy": &s.conns, "metrics": &s.metricsConns}); err != nil {
 		return nil, fmt.Errorf("admit: metrics: %w", err)
 	}
 	log.Info("admit: starting", "upstream", target.Redacted(), "upstream_health", cfg.UpstreamHealth,
@@ -173,8 +184,9 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	return s, nil
 }
 
-// listen binds the proxy's and the metrics listeners. The proxy's accepts
-// PROXY protocol headers from the configured peers.
+// listen binds the proxy's and the metrics listeners, each under its own
+// connection caps. The proxy's accepts PROXY protocol headers from the
+// configured peers.
 func (s *server) listen() error {
 	ln, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
@@ -185,7 +197,13 @@ func (s *server) listen() error {
 		ln.Close()
 		return fmt.Errorf("admit: --metrics-listen: %w", err)
 	}
-	s.metricsLn = mln
+	// Trusted proxies carry clients' requests to the proxy, not scrapes,
+	// so none is exempt here. Loopback peers are held to the per-client
+	// cap too: exempting them would let one local process take every
+	// slot from the address a local Prometheus and probe share, and the
+	// default per-client cap leaves those two room (a scraper keeps one
+	// connection, two while scrapes overlap; a probe one).
+	s.metricsLn = newConnLimit(mln, s.cfg.MetricsMaxConns, s.cfg.MetricsPerClient, 64, nil, &s.metricsConns)
 	s.ln = ln
 	if len(s.cfg.ProxyProtocolFrom) > 0 {
 		s.ln = clientip.ProxyProtocolListener(ln, s.cfg.ProxyProtocolFrom, 0)
@@ -299,7 +317,7 @@ func (s *server) metricsServer(errorLog *log.Logger) *http.Server {
 	s.adminRoutes(mux)
 	return &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: readHeaderTimeout,
+		ReadHeaderTimeout: metricsReadHeaderTimeout,
 		ReadTimeout:       metricsReadTimeout,
 		WriteTimeout:      metricsWriteTimeout,
 		IdleTimeout:       metricsIdleTimeout,
