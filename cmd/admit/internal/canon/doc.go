@@ -24,6 +24,14 @@
 //     since some routers run them as GET.
 //   - The host is lower-cased, without a trailing dot, and without the
 //     scheme's default port.
+//   - Spellings that routers read differently from one another, each a
+//     [Class], are refused unless [Options] allow their class: ';' and %3B
+//     in the path (servlet path parameters), %25 (an escape a decoding hop
+//     turns into another), escaped control characters, raw bytes above
+//     0x7F and escapes that are not UTF-8, and a Host that is not one host
+//     and an optional port. This is Spring Security's StrictHttpFirewall's
+//     answer: no reading of them would hold for every router, so none is
+//     guessed.
 //
 // An already canonical request is left untouched and costs a single scan
 // without allocating.
