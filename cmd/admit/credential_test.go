@@ -41,7 +41,7 @@ budgets:
 		up := testrouter.Start(t, kind)
 		r := start(t, "--upstream", up.URL, "--config", cfg)
 		addr := strings.TrimPrefix(r.url, "http://")
-		read := map[string]int{}  // credential the app read -> times its handler ran for it
+		read := map[string]int{} // credential the app read -> times its handler ran for it
 		answers := map[int]int{} // admit's answers
 		for i, auth := range credentialRespellings {
 			for n := range sent {
