@@ -30,6 +30,8 @@ var bypassSpellings = []bypassSpelling{
 	{name: "upper case", request: "GET /L/abc HTTP/1.1"},
 	{name: "trailing slash", request: "GET /l/abc/ HTTP/1.1"},
 	{name: "upper case, trailing slash", request: "GET /L/ABC/ HTTP/1.1"},
+	{name: "upper-case id", request: "GET /l/ABC HTTP/1.1"},
+	{name: "upper case, upper-case id", request: "GET /L/ABC HTTP/1.1"},
 	{name: "lower-case method", request: "get /l/abc HTTP/1.1"},
 	{name: "mixed-case method", request: "Get /l/abc HTTP/1.1"},
 	{name: "method override", request: "POST /l/abc HTTP/1.1\r\nX-HTTP-Method-Override: GET\r\nContent-Length: 0"},
@@ -65,6 +67,8 @@ var bypassSpellings = []bypassSpelling{
 		body: "--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nDELETE\r\n--b--\r\n"},
 	// Frameworks disagree on which part of a listed Host they read.
 	{name: "comma in Host", request: "GET /l/abc HTTP/1.1\r\nHost: x,127.0.0.1"},
+	// A decoding hop sends CR LF as it is, splitting the request.
+	{name: "encoded CR LF", request: "GET /l/abc%0D%0AX-Forwarded-For:%20203.0.113.9%0D%0AX: HTTP/1.1"},
 }
 
 // bypassSettings are the ways the matrix runs admit: strict as it starts,
@@ -193,4 +197,52 @@ func summarise(answers map[int]int) string {
 		parts = append(parts, fmt.Sprintf("%dx%d", n, code))
 	}
 	return strings.Join(parts, " ")
+}
+
+// TestPathKeyMatrix keys the limited route by its id and sends every
+// spelling of /l/abc once, each from its own address, to every router under
+// the generic profile and under its own: no id the framework reads from
+// the spellings runs the limited handlers more often than one budget
+// allows, so a respelled id never buys a second budget.
+func TestPathKeyMatrix(t *testing.T) {
+	const burst = 3
+	cfg := writeConfig(t, fmt.Sprintf(`
+routes:
+  - {group: item, pattern: "GET /l/{id}"}
+  - {group: item, pattern: "DELETE /l/{id}"}
+budgets:
+  item: {like: link, burst: %d, key: "path:id", key_authenticated: true, per_client: 100, inflight: 100}
+`, burst))
+	for _, kind := range testrouter.Kinds() {
+		up := testrouter.Start(t, kind)
+		for _, p := range []profile{profileGeneric, kindProfile(kind)} {
+			r := start(t, "--upstream", up.URL, "--config", cfg, "--allow-spellings", "path_parameter,encoded_percent",
+				"--upstream-profile", p.String())
+			addr := strings.TrimPrefix(r.url, "http://")
+			ids := map[string]int{} // id the app's handler read -> its runs
+			for i, sp := range bypassSpellings {
+				if strings.HasPrefix(sp.request, "HEAD ") {
+					continue // no body tells which id ran
+				}
+				head := sp.request
+				if !strings.Contains(head, "\r\nHost: ") {
+					head += "\r\nHost: 127.0.0.1"
+				}
+				a := rawFrom(t, fmt.Sprintf("127.2.%d.%d", i/200, 1+i%200), addr, head+"\r\nConnection: close\r\n\r\n"+sp.body)
+				if id, ok := strings.CutPrefix(a.body, "limited "); ok && a.status == http.StatusOK {
+					ids[strings.TrimSuffix(id, "\n")]++
+				}
+			}
+			for id, n := range ids {
+				if n > burst {
+					t.Errorf("%s under %v: the limited handlers ran %d times for id %q, want at most its burst, %d (ids the app read: %v)",
+						kind, p, n, id, burst, ids)
+				}
+			}
+			t.Logf("%s under %v: ids the app read, and how often: %v", kind, p, ids)
+			if err := r.stop(); err != nil {
+				t.Errorf("%s under %v: serve: %v", kind, p, err)
+			}
+		}
+	}
 }
