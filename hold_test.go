@@ -46,7 +46,6 @@ func TestHoldTimeoutFreesSlowReaders(t *testing.T) {
 	addr := srv.Listener.Addr().String()
 
 	// Two addresses, two requests each: the group's cap of 4.
-	conns := make([]net.Conn, 0, budget.Inflight)
 	for i := range budget.Inflight {
 		from := fmt.Sprintf("127.0.0.%d", 2+i/budget.PerClient)
 		dialer := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
@@ -58,7 +57,6 @@ func TestHoldTimeoutFreesSlowReaders(t *testing.T) {
 		defer c.Close()
 		// A request whose answer the client never reads.
 		fmt.Fprintf(c, "GET /l/big HTTP/1.1\r\nHost: x\r\n\r\n")
-		conns = append(conns, c)
 		<-entered
 	}
 

@@ -208,7 +208,7 @@ func collected(t *testing.T, reader interface {
 
 // uncomparable is a store whose values == cannot compare: comparing two
 // would panic.
-type uncomparable struct{ calls []int }
+type uncomparable struct{ _ []int }
 
 func (uncomparable) Allow(context.Context, quota.Rule, string) (quota.Decision, error) {
 	return quota.Decision{Allowed: true, Remaining: 100}, nil

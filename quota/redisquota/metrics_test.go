@@ -52,7 +52,7 @@ func TestMetrics(t *testing.T) {
 			case metricdata.Sum[int64]:
 				for _, p := range data.DataPoints {
 					if store, _ := p.Attributes.Value("admit.quota.store"); store != attribute.StringValue("redis") {
-						t.Errorf("store attribute: got %v, want redis", store.Emit())
+						t.Errorf("store attribute: got %v, want redis", store.String())
 					}
 					outcome, _ := p.Attributes.Value("admit.quota.outcome")
 					got[outcome.AsString()] += p.Value
