@@ -31,22 +31,26 @@ func ParseTrustedProxies(raw string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
+// parseTrusted reads one entry of the list. Its errors are its own words:
+// netip's name the function and repeat the entry, which the caller names.
 func parseTrusted(entry string) (netip.Prefix, error) {
-	if strings.Contains(entry, "/") {
-		p, err := netip.ParsePrefix(entry)
-		if err != nil {
-			return netip.Prefix{}, err
-		}
-		return canonicalPrefixErr(p)
-	}
-	a, err := netip.ParseAddr(entry)
-	if err != nil {
-		return netip.Prefix{}, err
-	}
-	if a.Zone() != "" {
+	addr, _, isPrefix := strings.Cut(entry, "/")
+	a, err := netip.ParseAddr(addr)
+	switch {
+	case err != nil && isPrefix:
+		return netip.Prefix{}, fmt.Errorf("%q is not an IP address", addr)
+	case err != nil:
+		return netip.Prefix{}, errors.New("not an IP address or CIDR prefix")
+	case a.Zone() != "":
 		return netip.Prefix{}, errors.New("zones are not allowed")
+	case !isPrefix:
+		return canonicalPrefixErr(netip.PrefixFrom(a, a.BitLen()))
 	}
-	return canonicalPrefixErr(netip.PrefixFrom(a, a.BitLen()))
+	p, err := netip.ParsePrefix(entry)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("want a prefix length from 1 to %d after the slash", a.BitLen())
+	}
+	return canonicalPrefixErr(p)
 }
 
 // canonicalPrefix masks p and turns an IPv4-mapped prefix into IPv4, so it

@@ -12,7 +12,9 @@ import (
 	"net/url"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -84,22 +86,50 @@ func validate(args []string, getenv func(string) string, out io.Writer) error {
 	defer closeStore()
 	door, err := c.doorOn(st)
 	if err != nil {
-		return usageError{fmt.Errorf("admit: budgets: %w", err)} // as startup words it
+		return usageError{c.budgetsError(err)} // as startup words it
 	}
 	defer door.Close()
 	printEffective(out, c, door)
 	if len(c.Routes) == 0 && !c.allowNoRoutes {
 		return usageError{errors.New("admit validate: no route is configured, so admit would limit nothing: add routes, or pass --allow-no-routes")}
 	}
+	printUnchecked(out, c)
 	fmt.Fprintln(out, "ok")
 	return nil
+}
+
+// printUnchecked writes what validate leaves to startup, since it connects
+// to nothing, so that its ok is not read as more than it is.
+func printUnchecked(w io.Writer, c config) {
+	const offline = "(validate connects to nothing)"
+	switch {
+	case c.Upstream != nil:
+		fmt.Fprintf(w, "unchecked  upstream %s: whether it answers %s\n", c.Upstream.Redacted(), offline)
+	case !c.Demo:
+		fmt.Fprintf(w, "unchecked  upstream: none is given, and the server needs --upstream (%s) unless --demo\n", envName("upstream"))
+	}
+	switch c.Store.Kind {
+	case storeRedis:
+		fmt.Fprintf(w, "unchecked  store %s: whether it answers %s\n", redactURL(c.Store.URL), offline)
+	case storePostgres:
+		table := c.StoreTable
+		if table == "" {
+			table = pgquota.DefaultTable
+		}
+		exists := "exists"
+		if c.StoreMigrate {
+			exists = "exists or admit may create it"
+		}
+		fmt.Fprintf(w, "unchecked  store %s: whether it answers, and whether table %s %s %s\n", redactURL(c.Store.URL), table, exists, offline)
+	}
 }
 
 func printValidateUsage(w io.Writer) {
 	fmt.Fprint(w, "Usage: admit validate [flags]\n\n"+
 		"validate checks the configuration as startup does, without listening or\n"+
-		"connecting anywhere, and prints the routes and budgets it would enforce.\n"+
-		"It takes the server's flags and environment variables.\n\n")
+		"connecting anywhere, and prints the routes and budgets it would enforce,\n"+
+		"then what it left unchecked. It takes the server's flags and environment\n"+
+		"variables, and needs no --upstream.\n\n")
 	printOptions(w, validateOptions)
 	printOptions(w, options)
 }
@@ -134,32 +164,75 @@ func routeLimits(door *admit.Door, r route) string {
 func amountText(b admit.Budget) string {
 	switch {
 	case b.Algorithm == admit.FixedWindow:
-		return fmt.Sprintf("fixed-window limit %d per %v", b.Limit, b.Window)
+		return fmt.Sprintf("fixed-window limit %d per %s", b.Limit, durationText(b.Window))
 	case b.Rate == rate.Inf:
 		return "token-bucket without a rate limit"
 	}
-	return fmt.Sprintf("token-bucket rate %v/s, burst %d", float64(b.Rate), b.Burst)
+	return fmt.Sprintf("token-bucket rate %s/s, burst %d", rateText(b.Rate), b.Burst)
 }
 
-// budgetText is every field of a resolved budget, in the config's words.
+// budgetText is every field of a resolved budget as the config file
+// spells it, a YAML map that could stand under the group's name.
 func budgetText(b admit.Budget) string {
-	none := func(d fmt.Stringer, set bool) string {
-		if !set {
-			return "none"
-		}
-		return d.String()
-	}
-	body := "no cap"
-	if b.MaxBodyBytes > 0 {
-		body = fmt.Sprint(b.MaxBodyBytes)
-	}
-	shared := fmt.Sprintf("shared_rate %v, shared_burst %d", float64(b.SharedRate), b.SharedBurst)
+	var f []string
+	add := func(name string, v any) { f = append(f, fmt.Sprintf("%s: %v", name, v)) }
 	if b.Algorithm == admit.FixedWindow {
-		shared = fmt.Sprintf("shared_burst %d", b.SharedBurst)
+		add("algorithm", "fixed-window")
+		add("limit", b.Limit)
+		add("window", durationText(b.Window))
+	} else {
+		add("algorithm", "token-bucket")
+		add("rate", rateText(b.Rate))
+		add("burst", b.Burst)
+		add("shared_rate", rateText(b.SharedRate))
 	}
-	return fmt.Sprintf("%s, %s, key %s, per_client %d, inflight %d, max_clients %d, read_timeout %s, max_body_bytes %s, hold_timeout %s, charge %s",
-		amountText(b), shared, keyText(b.Key), b.PerClient, b.Inflight, b.MaxClients,
-		none(b.ReadTimeout, b.ReadTimeout > 0), body, none(b.HoldTimeout, b.HoldTimeout > 0), b.Charge)
+	add("shared_burst", b.SharedBurst)
+	add("key", keyText(b.Key))
+	if b.Key.IPv4Prefix != 0 {
+		add("ipv4_prefix", b.Key.IPv4Prefix)
+	}
+	if b.Key.IPv6Prefix != 0 {
+		add("ipv6_prefix", b.Key.IPv6Prefix)
+	}
+	if b.Key.Authenticated {
+		add("key_authenticated", true)
+	}
+	if b.Key.RejectMissing {
+		add("on_missing", "reject")
+	}
+	add("per_client", b.PerClient)
+	add("inflight", b.Inflight)
+	add("max_clients", b.MaxClients)
+	// In the file, 0 is none.
+	add("read_timeout", durationText(max(b.ReadTimeout, 0)))
+	add("max_body_bytes", max(b.MaxBodyBytes, 0))
+	add("hold_timeout", durationText(max(b.HoldTimeout, 0)))
+	add("charge_on_failure", b.Charge == admit.ChargeOnFailure)
+	return "{" + strings.Join(f, ", ") + "}"
+}
+
+// rateText is a rate as the config file spells it: .inf for no limit.
+func rateText(r rate.Limit) string {
+	if r == rate.Inf {
+		return ".inf"
+	}
+	return strconv.FormatFloat(float64(r), 'g', -1, 64)
+}
+
+// durationText is a duration as the config file would spell it: 1h rather
+// than time.Duration's 1h0m0s, and 0 for none.
+func durationText(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 // schema is the schema subcommand: it prints the SQL of the PostgreSQL

@@ -75,6 +75,9 @@ type config struct {
 	fileProfile *profile
 	fileAllow   *canon.Classes
 
+	file        string              // the config file as errors name it: --config "admit.yaml"
+	budgetLines map[admit.Group]int // the line of each group under the file's budgets
+
 	// Not settings: tests and benchmarks set them.
 	Now       func() time.Time  // the door's clock; nil: time.Now
 	Transport http.RoundTripper // to the upstream; nil: upstream.Transport()
@@ -186,7 +189,7 @@ var options = []option{
 	{name: "log-format", arg: "FORMAT", def: "text", usage: "text or json",
 		set: func(c *config, v string) (err error) { c.LogFormat, err = parseLogFormat(v); return err }},
 	{name: "log-level", arg: "LEVEL", def: "info", usage: "debug, info, warn or error",
-		set: func(c *config, v string) error { return c.LogLevel.UnmarshalText([]byte(v)) }},
+		set: func(c *config, v string) (err error) { c.LogLevel, err = parseLogLevel(v); return err }},
 	{name: "config", arg: "FILE", usage: "YAML file with routes and budgets per group",
 		set: func(c *config, v string) error { c.ConfigFile = v; return nil }},
 	{name: "admin-token-file", arg: "FILE", usage: "file holding the bearer token that reading and resetting a client on the metrics listener (GET and DELETE /admit/groups/GROUP/clients/KEY) require; read again on reload; without it resets are refused and client reads are answered to loopback peers only",
@@ -202,12 +205,17 @@ var options = []option{
 // every error starts with "admit: " and names the flag, variable or config
 // file and the value it rejects.
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
-	return parseConfigWith("admit", options, args, getenv, out, printUsage)
+	c, err := parseConfigWith("admit", options, args, getenv, out, printUsage)
+	if err == nil && c.Upstream == nil && !c.Demo {
+		return config{}, errors.New("admit: --upstream (or ADMIT_UPSTREAM) is required unless --demo is set")
+	}
+	return c, err
 }
 
 // parseConfigWith is parseConfig for a command named name, which takes opts
-// and prints usage for -h. After --version it prints the version and
-// returns errVersion.
+// and prints usage for -h, without requiring an upstream, which validate
+// never connects to. After --version it prints the version and returns
+// errVersion.
 func parseConfigWith(name string, opts []option, args []string, getenv func(string) string, out io.Writer, usage func(io.Writer)) (config, error) {
 	set := newOptionSet(name, opts)
 	if err := set.parse(name, args); err != nil {
@@ -216,9 +224,16 @@ func parseConfigWith(name string, opts []option, args []string, getenv func(stri
 		}
 		return config{}, err
 	}
-	if v := set.given["version"]; len(v) > 0 && v[len(v)-1] != "false" {
-		fmt.Fprintln(out, version())
-		return config{}, errVersion
+	if v := set.given["version"]; len(v) > 0 {
+		on, err := parseBool(v[len(v)-1])
+		if err != nil {
+			from, _ := set.from("version")
+			return config{}, fmt.Errorf("admit: %s %q: %w", from, v[len(v)-1], err)
+		}
+		if on {
+			fmt.Fprintln(out, version())
+			return config{}, errVersion
+		}
 	}
 	if set.fs.NArg() > 0 {
 		return config{}, set.unexpected(args, set.fs.Args())
@@ -229,9 +244,6 @@ func parseConfigWith(name string, opts []option, args []string, getenv func(stri
 	}
 	if err := c.finish(set); err != nil {
 		return config{}, err
-	}
-	if c.Upstream == nil && !c.Demo {
-		return config{}, errors.New("admit: --upstream (or ADMIT_UPSTREAM) is required unless --demo is set")
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		given, missing := "tls-cert", "tls-key"
@@ -277,6 +289,7 @@ func (c *config) finish(set *optionSet) error {
 	if c.ConfigFile != "" {
 		from, _ := set.from("config")
 		file = fmt.Sprintf("%s %q", from, c.ConfigFile)
+		c.file = file
 		if err := c.readFile(c.ConfigFile); err != nil {
 			return fmt.Errorf("admit: %s: %w", file, err)
 		}

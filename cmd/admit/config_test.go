@@ -309,9 +309,11 @@ func TestParseConfigErrors(t *testing.T) {
 		{"trusted proxy ::/0 in env", nil, map[string]string{"ADMIT_TRUSTED_PROXIES": "10.0.0.0/8,::/0"}, `admit: ADMIT_TRUSTED_PROXIES "10.0.0.0/8,::/0": *trusts every client`},
 		{"trusted proxy mapped /0", []string{"--trusted-proxy", "::ffff:0.0.0.0/96"}, nil, `admit: --trusted-proxy "::ffff:0.0.0.0/96": *trusts every client`},
 		{"trusted proxy zoned address", []string{"--trusted-proxy", "fe80::1%eth0"}, nil, `admit: --trusted-proxy "fe80::1%eth0": *zone`},
-		{"trusted proxy bad CIDR", []string{"--trusted-proxy", "10.0.0.0/33"}, nil, `admit: --trusted-proxy "10.0.0.0/33": *"10.0.0.0/33"`},
+		{"trusted proxy bad CIDR", []string{"--trusted-proxy", "10.0.0.0/33"}, nil, `admit: --trusted-proxy "10.0.0.0/33": want a prefix length from 1 to 32 after the slash`},
+		{"trusted proxy bad address of a CIDR", []string{"--trusted-proxy", "10.0.0.300/8"}, nil, `admit: --trusted-proxy "10.0.0.300/8": "10.0.0.300" is not an IP address`},
+		{"trusted proxy bad one of a list", nil, map[string]string{"ADMIT_TRUSTED_PROXIES": "10.0.0.0/8, proxy.internal"}, `admit: ADMIT_TRUSTED_PROXIES "10.0.0.0/8, proxy.internal": "proxy.internal": not an IP address or CIDR prefix`},
 		{"trusted proxy garbage", []string{"--trusted-proxy", "proxy.internal"}, nil, `admit: --trusted-proxy "proxy.internal": *`},
-		{"trusted proxy bad one of two flags", []string{"--trusted-proxy", "10.0.0.0/8", "--trusted-proxy", "10.0.0.300"}, nil, `admit: --trusted-proxy "10.0.0.300": *10.0.0.300`},
+		{"trusted proxy bad one of two flags", []string{"--trusted-proxy", "10.0.0.0/8", "--trusted-proxy", "10.0.0.300"}, nil, `admit: --trusted-proxy "10.0.0.300": not an IP address or CIDR prefix`},
 		{"proxy protocol /0", []string{"--proxy-protocol-from", "::/0"}, nil, `admit: --proxy-protocol-from "::/0": *trusts every client`},
 		{"proxy protocol bad env", nil, map[string]string{"ADMIT_PROXY_PROTOCOL_FROM": "10.0.0.0/x"}, `admit: ADMIT_PROXY_PROTOCOL_FROM "10.0.0.0/x": *`},
 
@@ -323,8 +325,12 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bool value as separate argument", []string{"--store-migrate", "false"}, nil, `admit: unexpected argument "false" (a boolean flag takes its value as --flag=false)`},
 		{"stray argument", []string{"serve"}, nil, `admit: unexpected argument "serve"`},
 
-		{"unknown flag", []string{"--listne", ":80"}, nil, `admit: flag provided but not defined: -listne`},
-		{"flag without value", []string{"--listen"}, nil, `admit: flag needs an argument: -listen`},
+		{"unknown flag", []string{"--listne", ":80"}, nil, `admit: unknown flag --listne; admit --help lists the flags`},
+		{"unknown flag with one dash", []string{"-rate-limit", "5"}, nil, `admit: unknown flag --rate-limit; admit --help lists the flags`},
+		{"flag without value", []string{"--listen"}, nil, `admit: --listen needs a value (--listen ADDR)`},
+		{"bad flag syntax", []string{"---listen", ":80"}, nil, `admit: bad flag syntax "---listen"; admit --help lists the flags`},
+
+		{"version not a boolean", []string{"--version=maybe"}, nil, `admit: --version "maybe": not a boolean (use true or false)`},
 
 		{"listen without port", []string{"--listen", "localhost"}, nil, `admit: --listen "localhost": missing port in address`},
 		{"listen bad port", []string{"--listen", ":http"}, nil, `admit: --listen ":http": port must be a number from 0 to 65535`},
@@ -341,15 +347,24 @@ func TestParseConfigErrors(t *testing.T) {
 		{"route unknown group", []string{"--route", "admin=GET /admin/"}, nil, `admit: --route "admin=GET /admin/": unknown group "admin" (want webhook, link, health, or a group the config file's budgets name)`},
 		{"route without group", []string{"--route", "GET /l/{id}"}, nil, `admit: --route "GET /l/{id}": want GROUP=PATTERN`},
 		{"route empty pattern", []string{"--route", "link="}, nil, `admit: --route "link=": want GROUP=PATTERN`},
-		{"route bad pattern", []string{"--route", "link=GET /l/{id"}, nil, `admit: --route "link=GET /l/{id": *bad wildcard segment`},
-		{"route duplicate wildcard", []string{"--route", "link=GET /{x}/{x}"}, nil, `admit: --route "link=GET /{x}/{x}": *duplicate wildcard name`},
+		{"route bad pattern", []string{"--route", "link=GET /l/{id"}, nil, `admit: --route "link=GET /l/{id": segment "{id" has no closing '}': a wildcard is a whole segment, such as {id} or {rest...}`},
+		{"route wildcard in a segment", []string{"--route", "link=GET /l/x{id}"}, nil, `admit: --route "link=GET /l/x{id}": segment "x{id}": a wildcard is a whole segment, such as {id} or {rest...}`},
+		{"route duplicate wildcard", []string{"--route", "link=GET /{x}/{x}"}, nil, `admit: --route "link=GET /{x}/{x}": segment "{x}": another segment has a wildcard of that name`},
+		{"route rest wildcard not last", []string{"--route", "link=GET /a/{x...}/b"}, nil, `admit: --route "link=GET /a/{x...}/b": segment "{x...}": a {NAME...} wildcard takes the rest of the path, so it must be the last segment`},
+		{"route bad wildcard name", []string{"--route", "link=GET /a/{a-b}"}, nil, `admit: --route "link=GET /a/{a-b}": segment "{a-b}": a wildcard's name is letters, digits and _, not starting with a digit`},
+		{"route bad method", []string{"--route", "link=G@T /a"}, nil, `admit: --route "link=G@T /a": method "G@T" is not a method name (such as GET or POST)`},
+		{"route without path", []string{"--route", "link=GET a"}, nil, `admit: --route "link=GET a": no path: want [METHOD ][HOST]/PATH, such as GET /l/{id}`},
+		{"route unclean path", []string{"--route", "link=GET /a/../b"}, nil, `admit: --route "link=GET /a/../b": the path has an empty, . or .. segment: requests are cleaned before matching, so it would match none`},
 		{"route duplicate", []string{"--route", "link=GET /l/{id}", "--route", "webhook=GET /l/{id}"}, nil, `admit: --route "webhook=GET /l/{id}": conflicts with route "link=GET /l/{id}": GET /l/{id} matches the same requests as GET /l/{id}`},
 		{"route conflict", []string{"--route", "link=GET /a/{x}", "--route", "link=GET /{y}/b"}, nil, `admit: --route "link=GET /{y}/b": conflicts with route "link=GET /a/{x}": *`},
-		{"route conflicts with config file", []string{"--config", "testdata/full.yaml", "--route", "link=GET /s/{id}"}, nil, `admit: --route "link=GET /s/{id}": conflicts with route "link=GET /s/{token}": GET /s/{id} matches the same requests as GET /s/{token}`},
+		{"route conflicts with config file", []string{"--config", "testdata/full.yaml", "--route", "link=GET /s/{id}"}, nil, `admit: --route "link=GET /s/{id}": conflicts with route "link=GET /s/{token}" (line 5: routes[1] of the config file): GET /s/{id} matches the same requests as GET /s/{token}`},
+		{"route conflicts once folded", []string{"--route", "link=GET /A/{x}", "--route", "webhook=GET /a/{x}"}, nil, `admit: --route "webhook=GET /a/{x}": conflicts with route "link=GET /A/{x}" once case is folded, as upstreams that ignore case route them (lower-cased, both are GET /a/{x}); remove one of them, or set --route-folding=false`},
+		{"route conflicts with config file once folded", []string{"--config", "testdata/full.yaml", "--route", "link=GET /S/{id}"}, nil, `admit: --route "link=GET /S/{id}": conflicts with route "link=GET /s/{token}" (line 5: routes[1] of the config file) once case is folded, as upstreams that ignore case route them (lower-cased, GET /s/{id} matches the same requests as GET /s/{token}); remove one of them, or set --route-folding=false`},
+		{"config routes conflict once folded", []string{"--config", "testdata/folded-conflict.yaml"}, nil, `admit: --config "testdata/folded-conflict.yaml": line 3: routes[1] "GET /L/{id}": conflicts with route "link=GET /l/{id}" (line 2: routes[0]) once case is folded, as upstreams that ignore case route them (lower-cased, both are GET /l/{id}); remove one of them, or set --route-folding=false`},
 
-		{"store unknown scheme", []string{"--store", "mysql://db/admit"}, nil, `admit: --store "mysql://db/admit": want memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://...`},
-		{"store bare word", nil, map[string]string{"ADMIT_STORE": "postgres"}, `admit: ADMIT_STORE "postgres": want memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://...`},
-		{"store password hidden", []string{"--store", "mysql://admit:s3cret@db/admit"}, nil, `admit: --store "mysql://admit:xxxxx@db/admit": want memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://...`},
+		{"store unknown scheme", []string{"--store", "mysql://db/admit"}, nil, `admit: --store "mysql://db/admit": want memory or a postgres://, redis://, redis+cluster:// or redis+sentinel:// URL`},
+		{"store bare word", nil, map[string]string{"ADMIT_STORE": "postgres"}, `admit: ADMIT_STORE "postgres": want memory or a postgres://, redis://, redis+cluster:// or redis+sentinel:// URL`},
+		{"store password hidden", []string{"--store", "mysql://admit:s3cret@db/admit"}, nil, `admit: --store "mysql://admit:xxxxx@db/admit": want memory or a postgres://, redis://, redis+cluster:// or redis+sentinel:// URL`},
 		{"store unparsable password hidden", []string{"--store", "postgres://admit:s3cret@db:5432x/admit"}, nil, `admit: --store "postgres://(unparsable URL)": invalid port ":5432x" after host`},
 
 		{"tls cert without key", []string{"--tls-cert", "cert.pem"}, nil, `admit: --tls-cert is set but --tls-key (ADMIT_TLS_KEY) is not: give both or neither`},
@@ -370,18 +385,19 @@ func TestParseConfigErrors(t *testing.T) {
 		{"store table env with redis", []string{"--store", "redis://cache"}, map[string]string{"ADMIT_STORE_TABLE": "t"}, `admit: ADMIT_STORE_TABLE is set but the store is redis: it applies to a postgres store only`},
 		{"drain delay negative", []string{"--drain-delay=-1s"}, nil, `admit: --drain-delay "-1s": must not be negative`},
 		{"log format unknown", []string{"--log-format", "logfmt"}, nil, `admit: --log-format "logfmt": want text or json`},
-		{"log level unknown", nil, map[string]string{"ADMIT_LOG_LEVEL": "loud"}, `admit: ADMIT_LOG_LEVEL "loud": *unknown name`},
+		{"log level unknown", nil, map[string]string{"ADMIT_LOG_LEVEL": "loud"}, `admit: ADMIT_LOG_LEVEL "loud": want debug, info, warn or error`},
+		{"log level unknown flag", []string{"--log-level", "verbose"}, nil, `admit: --log-level "verbose": want debug, info, warn or error`},
 
 		{"config file missing", []string{"--config", "testdata/missing.yaml"}, nil, `admit: --config "testdata/missing.yaml": no such file or directory`},
 		{"config unknown budget field", []string{"--config", "testdata/unknown-field.yaml"}, nil, `admit: --config "testdata/unknown-field.yaml": line 3: budgets.link: unknown field "brust" (want algorithm, burst, charge_on_failure, hold_timeout, inflight, ipv4_prefix, ipv6_prefix, key, key_authenticated, like, limit, max_body_bytes, max_clients, on_missing, per_client, rate, read_timeout, shared_burst, shared_rate, window)`},
 		{"config unknown top-level field", nil, map[string]string{"ADMIT_CONFIG": "testdata/unknown-top-level.yaml"}, `admit: ADMIT_CONFIG "testdata/unknown-top-level.yaml": line 1: the file: unknown field "listen" (want allow_spellings, budgets, routes, upstream_profile)`},
 		{"config group of its own without amounts", []string{"--config", "testdata/unknown-group.yaml"}, nil, `admit: --config "testdata/unknown-group.yaml": line 3: budgets.admin: a group of its own needs its rate and burst (or algorithm: fixed-window with a limit and window), or like: webhook, link or health`},
 		{"config unknown route group", []string{"--config", "testdata/unknown-route-group.yaml"}, nil, `admit: --config "testdata/unknown-route-group.yaml": line 2: routes[0]: unknown group "admin" (want webhook, link, health, or a group the config file's budgets name)`},
-		{"config bad route pattern", []string{"--config", "testdata/bad-route-pattern.yaml"}, nil, `admit: --config "testdata/bad-route-pattern.yaml": line 2: routes[0] "GET /l/{id": *bad wildcard segment`},
+		{"config bad route pattern", []string{"--config", "testdata/bad-route-pattern.yaml"}, nil, `admit: --config "testdata/bad-route-pattern.yaml": line 2: routes[0] "GET /l/{id": segment "{id" has no closing '}': a wildcard is a whole segment, such as {id} or {rest...}`},
 		{"config zero burst", []string{"--config", "testdata/zero-burst.yaml"}, nil, `admit: --config "testdata/zero-burst.yaml": line 3: budgets.health.burst: must be at least 1, got 0`},
-		{"config negative rate", []string{"--config", "testdata/negative-rate.yaml"}, nil, `admit: --config "testdata/negative-rate.yaml": line 3: budgets.link.rate: must not be negative, got -1`},
+		{"config negative rate", []string{"--config", "testdata/negative-rate.yaml"}, nil, `admit: --config "testdata/negative-rate.yaml": line 3: budgets.link.rate: must be positive (.inf for no limit), got -1`},
 		{"config bad duration", []string{"--config", "testdata/bad-duration.yaml"}, nil, `admit: --config "testdata/bad-duration.yaml": line 3: budgets.webhook.read_timeout: "ten seconds" is not a duration (such as "10s"; 0 for none)`},
-		{"config not YAML", []string{"--config", "testdata/not-yaml.yaml"}, nil, `admit: --config "testdata/not-yaml.yaml": yaml: *line`},
+		{"config not YAML", []string{"--config", "testdata/not-yaml.yaml"}, nil, `admit: --config "testdata/not-yaml.yaml": line 1: not valid YAML: did not find expected node content`},
 		{"config two documents", []string{"--config", "testdata/two-documents.yaml"}, nil, `admit: --config "testdata/two-documents.yaml": more than one YAML document`},
 	}
 	for _, tt := range tests {
@@ -418,7 +434,9 @@ func TestBudgetFields(t *testing.T) {
 		{"hold_timeout: 2m", admit.Budget{HoldTimeout: 2 * time.Minute}, ""},
 		{"rate: .inf", admit.Budget{Rate: rate.Inf}, ""},
 		{"rate: 0", admit.Budget{}, "line 3: budgets.link.rate: must be positive (.inf for no limit), got 0"},
-		{"shared_rate: -0.5", admit.Budget{}, "line 3: budgets.link.shared_rate: must not be negative, got -0.5"},
+		{"rate: -1", admit.Budget{}, "line 3: budgets.link.rate: must be positive (.inf for no limit), got -1"},
+		{"rate: .nan", admit.Budget{}, "line 3: budgets.link.rate: must be positive (.inf for no limit), got NaN"},
+		{"shared_rate: -0.5", admit.Budget{}, "line 3: budgets.link.shared_rate: must be positive (.inf for no limit), got -0.5"},
 		{"shared_burst: 0", admit.Budget{}, "line 3: budgets.link.shared_burst: must be at least 1, got 0"},
 		{"per_client: 0", admit.Budget{}, "line 3: budgets.link.per_client: must be at least 1, got 0"},
 		{"inflight: -3", admit.Budget{}, "line 3: budgets.link.inflight: must be at least 1, got -3"},
@@ -444,6 +462,74 @@ func TestBudgetFields(t *testing.T) {
 			}
 			if err == nil && c.Budgets[admit.GroupLink] != tt.want {
 				t.Errorf("link budget: got %+v, want %+v", c.Budgets[admit.GroupLink], tt.want)
+			}
+		})
+	}
+}
+
+// TestFileSyntaxLines: a YAML syntax error names the line it is on. yaml
+// names the line where the construct around it began, counted from 0 for
+// some errors, so a tab on line 4 came out as line 3, and a key indented
+// wrongly on line 4 as line 1.
+func TestFileSyntaxLines(t *testing.T) {
+	tests := []struct{ name, yaml, want string }{
+		{"tab in the indentation", "budgets:\n  link:\n    rate: 1\n\tburst: 2\n",
+			"line 4: not valid YAML: found a tab character that violates indentation; YAML indents with spaces only"},
+		{"key indented less than its siblings", "budgets:\n  link:\n    rate: 1\n   burst: 2\n",
+			"line 4: not valid YAML: did not find expected key"},
+		{"key indented more than its siblings", "budgets:\n  link:\n    rate: 1\n      burst: 2\n",
+			"line 4: not valid YAML: mapping values are not allowed in this context"},
+		{"braces of a pattern in a flow map", "routes:\n  - {group: link, pattern: GET /l/{id}}\n",
+			`line 2: not valid YAML: did not find expected ',' or '}'; in {...}, quote a value that holds braces, such as pattern: "GET /l/{id}"`},
+		{"unterminated quote", "budgets:\n  link:\n    rate: \"1\n    burst: 2\n",
+			"line 3: not valid YAML: found unexpected end of stream"},
+		{"on the first line", "routes: [\n", "line 1: not valid YAML: did not find expected node content"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeConfig(t, tt.yaml)
+			_, err := parse(t, []string{"--config", path}, nil)
+			if got, want := fmt.Sprint(err), fmt.Sprintf("admit: --config %q: %s", path, tt.want); got != want {
+				t.Errorf("got %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestVersionFlag: --version takes a boolean as the other boolean flags do,
+// so --version=0 or =F runs the server rather than printing the version.
+func TestVersionFlag(t *testing.T) {
+	tests := []struct {
+		args    []string
+		printed bool
+		err     string
+	}{
+		{[]string{"--version"}, true, ""},
+		{[]string{"--version=true"}, true, ""},
+		{[]string{"--version=1"}, true, ""},
+		{[]string{"--version=T"}, true, ""},
+		{[]string{"--version=false"}, false, ""},
+		{[]string{"--version=0"}, false, ""},
+		{[]string{"--version=F"}, false, ""},
+		{[]string{"--version=FALSE"}, false, ""},
+		{[]string{"--version", "--version=false"}, false, ""},
+		{[]string{"--version=maybe"}, false, `admit: --version "maybe": not a boolean (use true or false)`},
+		{[]string{"--version=yes", "--listen", "x"}, false, `admit: --version "yes": not a boolean (use true or false)`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var out bytes.Buffer
+			_, err := parseConfig(tt.args, func(k string) string { return map[string]string{"ADMIT_UPSTREAM": app}[k] }, &out)
+			switch {
+			case tt.printed && !errors.Is(err, errVersion):
+				t.Errorf("got %v, want the version printed", err)
+			case !tt.printed && tt.err == "" && err != nil:
+				t.Errorf("got %v, want the configuration", err)
+			case tt.err != "" && fmt.Sprint(err) != tt.err:
+				t.Errorf("got %v, want %q", err, tt.err)
+			}
+			if got := out.Len() > 0; got != tt.printed {
+				t.Errorf("printed %q, want the version printed: %v", out.String(), tt.printed)
 			}
 		})
 	}
@@ -532,6 +618,9 @@ func FuzzParseConfig(f *testing.F) {
 	seed("listen", "[::1]:")
 	seed("drain-timeout", "9223372036854775807ns")
 	seed("demo", "T")
+	seed("version", "0")     // a boolean: false, so the server's configuration is parsed
+	seed("version", "maybe") // refused, naming --version
+	seed("log-level", "verbose")
 	f.Fuzz(func(t *testing.T, index uint8, value string) {
 		s := options[int(index)%len(options)]
 		if s.name == "config" {
@@ -544,6 +633,9 @@ func FuzzParseConfig(f *testing.F) {
 			return ""
 		}
 		_, err := parseConfig([]string{"--" + s.name + "=" + value}, env, io.Discard)
+		if errors.Is(err, errVersion) {
+			return // --version=true: printed, not refused
+		}
 		if err != nil && !strings.HasPrefix(err.Error(), "admit: --"+s.name+" ") {
 			t.Errorf("error does not name --%s: %v", s.name, err)
 		}

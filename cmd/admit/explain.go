@@ -260,12 +260,12 @@ func printExplainUsage(w io.Writer) {
 // cost and its key, hashed where the client chose it.
 func printLimit(w io.Writer, door *admit.Door, g admit.Group, cost int, r *http.Request) {
 	b, _ := door.Budget(g)
-	amount := fmt.Sprintf("token-bucket %v/s, burst %d", float64(b.Rate), b.Burst)
+	amount := fmt.Sprintf("token-bucket %s/s, burst %d", rateText(b.Rate), b.Burst)
 	if b.Rate == rate.Inf {
 		amount = "token-bucket without a rate limit"
 	}
 	if b.Algorithm == admit.FixedWindow {
-		amount = fmt.Sprintf("fixed-window %d per %v", b.Limit, b.Window)
+		amount = fmt.Sprintf("fixed-window %d per %s", b.Limit, durationText(b.Window))
 	}
 	key, err := door.KeyOf(g, r)
 	switch {

@@ -37,7 +37,7 @@ func (c *config) readFile(path string) error {
 	if err := dec.Decode(&doc); err == io.EOF {
 		return nil // an empty file, or comments only
 	} else if err != nil {
-		return err // yaml's syntax errors name their line
+		return syntaxError(data, err)
 	}
 	if err := dec.Decode(new(yaml.Node)); err != io.EOF {
 		return errors.New("more than one YAML document")
@@ -66,6 +66,37 @@ func (c *config) readFile(path string) error {
 		err = c.readRoutes(routes)
 	}
 	return err
+}
+
+// syntaxError words yaml's syntax error with the line it is on. yaml names
+// the line where the construct around the error began, counted from 0 for
+// some errors and from 1 for others, so the line is found again: the first
+// whose prefix of the file fails with the same problem.
+func syntaxError(data []byte, err error) error {
+	problem := strings.TrimPrefix(err.Error(), "yaml: ")
+	if n, rest, ok := strings.Cut(strings.TrimPrefix(problem, "line "), ": "); ok && strings.HasPrefix(problem, "line ") && strings.Trim(n, "0123456789") == "" {
+		problem = rest
+	}
+	hint := ""
+	switch {
+	case strings.Contains(problem, "tab character"):
+		hint = "; YAML indents with spaces only"
+	case problem == "did not find expected ',' or '}'":
+		hint = `; in {...}, quote a value that holds braces, such as pattern: "GET /l/{id}"`
+	}
+	end := 0
+	for line := 1; end < len(data); line++ {
+		if i := bytes.IndexByte(data[end:], '\n'); i >= 0 {
+			end += i + 1
+		} else {
+			end = len(data)
+		}
+		err := yaml.NewDecoder(bytes.NewReader(data[:end])).Decode(new(yaml.Node))
+		if err != nil && err != io.EOF && strings.HasSuffix(err.Error(), problem) {
+			return fmt.Errorf("line %d: not valid YAML: %s%s", line, problem, hint)
+		}
+	}
+	return fmt.Errorf("not valid YAML: %s%s", problem, hint)
 }
 
 // readAllowSpellings reads the classes of spellings to let through: a list
@@ -166,6 +197,10 @@ func (c *config) readBudgets(m *yaml.Node) error {
 			}
 			c.Budgets[admit.Group(name)] = b
 			c.Likes[admit.Group(name)] = like
+			if c.budgetLines == nil {
+				c.budgetLines = make(map[admit.Group]int)
+			}
+			c.budgetLines[admit.Group(name)] = m.Content[i].Line
 			return nil
 		}
 	}
@@ -389,10 +424,8 @@ func parseFileRate(v string) (rate.Limit, error) {
 	switch {
 	case math.IsInf(f, 1):
 		return rate.Inf, nil
-	case f < 0 || math.IsNaN(f):
-		return 0, fmt.Errorf("must not be negative, got %v", f)
-	case f == 0:
-		return 0, errors.New("must be positive (.inf for no limit), got 0")
+	case !(f > 0):
+		return 0, fmt.Errorf("must be positive (.inf for no limit), got %v", f)
 	}
 	return rate.Limit(f), nil
 }

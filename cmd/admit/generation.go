@@ -46,7 +46,7 @@ func (s *server) build(cfg config, prev *admit.Door) (*generation, error) {
 		trial.MeterProvider, trial.Logger = noop.NewMeterProvider(), slog.New(slog.DiscardHandler)
 		door, err := admit.New(trial)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("admit: budgets: %w", err)}
+			return nil, usageError{cfg.budgetsError(err)}
 		}
 		_, err = s.routes(cfg, door)
 		door.Close()
@@ -62,7 +62,7 @@ func (s *server) build(cfg config, prev *admit.Door) (*generation, error) {
 		door, err = prev.Reload(dc)
 	}
 	if err != nil {
-		return nil, usageError{fmt.Errorf("admit: budgets: %w", err)}
+		return nil, usageError{cfg.budgetsError(err)}
 	}
 	f, err := s.routes(cfg, door)
 	if err != nil {

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
+	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/otel/metric/noop"
@@ -23,7 +25,7 @@ import (
 func (c *config) checkRoutes(file string) error {
 	door, err := c.door()
 	if err != nil {
-		return fmt.Errorf("admit: %s: budgets: %w", file, err)
+		return c.budgetsError(err)
 	}
 	defer door.Close()
 	for _, r := range c.Routes {
@@ -101,6 +103,41 @@ func (c *config) doorOn(st quota.Charger) (*admit.Door, error) {
 	}
 	return admit.New(admit.Config{Budgets: budgets, MeterProvider: noop.NewMeterProvider(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+}
+
+// budgetsError is err, from a door of the configuration's budgets, in the
+// config file's terms: a group the file gives is named by its field and
+// line, and a rule a store refuses by the store's reason alone, without
+// the rule's name, which the door makes up. An error about no group keeps
+// its words.
+func (c *config) budgetsError(err error) error {
+	rest, ok := strings.CutPrefix(err.Error(), "admit: group ")
+	quoted, qerr := strconv.QuotedPrefix(rest)
+	if !ok || qerr != nil {
+		return fmt.Errorf("admit: budgets: %w", err)
+	}
+	g, _ := strconv.Unquote(quoted)
+	why := strings.TrimPrefix(rest[len(quoted):], ": ")
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if errors.Unwrap(e) != quota.ErrRule {
+			continue
+		}
+		// quota's errors read "quota: invalid rule NAME: Field value, why".
+		rule := strings.TrimPrefix(e.Error(), quota.ErrRule.Error()+" ")
+		if name, err := strconv.QuotedPrefix(rule); err == nil {
+			reason := strings.TrimPrefix(rule[len(name):], ": ")
+			if reason != "" {
+				reason = strings.ToLower(reason[:1]) + reason[1:]
+			}
+			why = strings.Replace(why, e.Error(), reason, 1)
+		}
+		break
+	}
+	line, ok := c.budgetLines[admit.Group(g)]
+	if !ok {
+		return fmt.Errorf("admit: budgets: group %q: %s", g, why)
+	}
+	return fmt.Errorf("admit: %s: line %d: budgets.%s: %s", c.file, line, g, why)
 }
 
 // keysOf lists a route's keys, for errors.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -108,7 +109,11 @@ func TestRunErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"bad flag", []string{"--listne", ":80"}, "admit: flag provided but not defined: -listne"},
+		{"bad flag", []string{"--listne", ":80"}, "admit: unknown flag --listne; admit --help lists the flags"},
+		{"validate bad flag", []string{"validate", "--rate-limit", "5"}, "admit validate: unknown flag --rate-limit; admit validate --help lists the flags"},
+		{"explain bad flag", []string{"explain", "-X", "GET", "/"}, "admit explain: unknown flag -X; admit explain --help lists the flags"},
+		{"schema bad flag", []string{"schema", "--table", "t"}, "admit schema: unknown flag --table; admit schema --help lists the flags"},
+		{"schema flag without value", []string{"schema", "--store-table"}, "admit schema: --store-table needs a value (--store-table TABLE)"},
 		{"explain without peer", []string{"explain", "GET", "/"}, "admit explain: --peer is required"},
 		{"explain without path", []string{"explain", "--peer", "192.0.2.1:1", "GET"}, "admit explain: want METHOD PATH"},
 		{"explain bad header", []string{"explain", "--peer", "192.0.2.1:1", "-H", "X-Forwarded-For 1.2.3.4", "GET", "/"}, `admit explain: -H "X-Forwarded-For 1.2.3.4": want "Name: value"`},
@@ -141,6 +146,8 @@ func TestRunStartupErrors(t *testing.T) {
 		{"gRPC health path claimed", []string{"--demo", "--route", "link=GET /grpc.health.v1.Health/Check"}, `admit: --route "link=GET /grpc.health.v1.Health/Check": claims the path of the gRPC health service`, true},
 		{"gRPC health path claimed with a host", []string{"--demo", "--route", "link=example.com/grpc.health.v1.Health/{m}"}, `admit: --route "link=example.com/grpc.health.v1.Health/{m}": claims`, true},
 		{"conflict with the gRPC health service", []string{"--demo", "--route", "link=/{svc}/Check"}, `admit: route "health=POST /grpc.health.v1.Health/"`, true},
+		{"a budget the store refuses", []string{"--demo", "--config", "testdata/short-window.yaml", "--store", "redis://127.0.0.1:1"},
+			`admit: --config "testdata/short-window.yaml": line 2: budgets.fast: limit 5 per window 500µs cannot be decided on the shared store: window 500µs, the Redis store needs at least 1ms`, true},
 		{"listen taken", []string{"--demo", "--listen", "127.0.0.1:0", "--metrics-listen", "256.0.0.1:1"}, "admit: --metrics-listen: ", false},
 	}
 	for _, tt := range tests {
@@ -170,7 +177,9 @@ func TestValidate(t *testing.T) {
 		t.Fatalf("validate --demo: %v", err)
 	}
 	for _, want := range []string{`route  link=GET /l/{id}: link (token-bucket rate 1/s, burst 20, key peer)`,
-		"group  webhook: token-bucket rate 50/s, burst 500", "hold_timeout 30s, charge on-failure", "ok\n"} {
+		"group  webhook: {algorithm: token-bucket, rate: 50, burst: 500, shared_rate: 50, shared_burst: 500, key: peer, per_client: 16, inflight: 64, max_clients: 16384, read_timeout: 10s, max_body_bytes: 1048576, hold_timeout: 30s, charge_on_failure: true}\n",
+		"group  link: {algorithm: token-bucket, rate: 1, burst: 20, shared_rate: 1, shared_burst: 20, key: peer, per_client: 2, inflight: 4, max_clients: 16384, read_timeout: 0, max_body_bytes: 65536, hold_timeout: 10s, charge_on_failure: false}\n",
+		"ok\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("validate --demo lacks %q:\n%s", want, out)
 		}
@@ -195,10 +204,94 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestValidateSpellings: validate prints each value as the config file
+// spells it, so that a line can be read against the file, or copied into it.
+func TestValidateSpellings(t *testing.T) {
+	path := writeConfig(t, `budgets:
+  fw: {algorithm: fixed-window, limit: 100, window: 1h}
+  open: {like: health, rate: .inf, shared_rate: .inf}
+  api: {rate: 0.5, burst: 3, read_timeout: 0, max_body_bytes: 0, hold_timeout: 1m30s, charge_on_failure: true, key: "header:X-Api-Key", key_authenticated: true, on_missing: reject}
+  wide: {like: link, ipv4_prefix: 24, ipv6_prefix: 48}
+routes:
+  - {group: fw, pattern: "GET /a"}
+  - {group: [wide, api], pattern: "GET /b/{x}", cost: 2}
+  - {group: open, pattern: "GET /c"}
+`)
+	out, err := runArgs(t, nil, "validate", "--config", path)
+	if err != nil {
+		t.Fatalf("validate: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"route  fw=GET /a: fw (fixed-window limit 100 per 1h, key peer)\n",
+		"route  wide,api=GET /b/{x}: wide (token-bucket rate 1/s, burst 20, key peer), then api (token-bucket rate 0.5/s, burst 3, key header:X-Api-Key), cost 2\n",
+		"route  open=GET /c: open (token-bucket without a rate limit, key peer)\n",
+		"group  fw: {algorithm: fixed-window, limit: 100, window: 1h, shared_burst: 100, key: peer, per_client: 2, inflight: 4, max_clients: 16384, read_timeout: 0, max_body_bytes: 65536, hold_timeout: 10s, charge_on_failure: false}\n",
+		"group  open: {algorithm: token-bucket, rate: .inf, burst: 20, shared_rate: .inf, shared_burst: 20, key: peer, per_client: 4, inflight: 32, max_clients: 16384, read_timeout: 0, max_body_bytes: 65536, hold_timeout: 5s, charge_on_failure: false}\n",
+		"group  api: {algorithm: token-bucket, rate: 0.5, burst: 3, shared_rate: 0.5, shared_burst: 3, key: header:X-Api-Key, key_authenticated: true, on_missing: reject, per_client: 2, inflight: 4, max_clients: 16384, read_timeout: 0, max_body_bytes: 0, hold_timeout: 1m30s, charge_on_failure: true}\n",
+		"group  wide: {algorithm: token-bucket, rate: 1, burst: 20, shared_rate: 1, shared_burst: 20, key: peer, ipv4_prefix: 24, ipv6_prefix: 48, per_client: 2, inflight: 4, max_clients: 16384, read_timeout: 0, max_body_bytes: 65536, hold_timeout: 10s, charge_on_failure: false}\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("validate lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestValidateWithoutUpstream: validate checks a file on its own, since it
+// connects to nothing, and says what it therefore leaves unchecked.
+func TestValidateWithoutUpstream(t *testing.T) {
+	path := writeConfig(t, "routes:\n  - {group: link, pattern: \"GET /l/{id}\"}\n")
+	tests := []struct {
+		name string
+		args []string
+		tail string // the output's last lines
+	}{
+		{"no upstream", nil,
+			"unchecked  upstream: none is given, and the server needs --upstream (ADMIT_UPSTREAM) unless --demo\nok\n"},
+		{"an upstream", []string{"--upstream", "http://admit:s3cret@app:3000"},
+			"unchecked  upstream http://admit:xxxxx@app:3000: whether it answers (validate connects to nothing)\nok\n"},
+		{"the demo upstream", []string{"--demo"}, "group  webhook: "},
+		{"redis", []string{"--store", "redis://:s3cret@cache:6379"},
+			"unchecked  upstream: none is given, and the server needs --upstream (ADMIT_UPSTREAM) unless --demo\n" +
+				"unchecked  store redis://:xxxxx@cache:6379: whether it answers (validate connects to nothing)\nok\n"},
+		{"postgres", []string{"--upstream", "http://app", "--store", "postgres://db/admit", "--store-table", "quota.admit"},
+			"unchecked  upstream http://app: whether it answers (validate connects to nothing)\n" +
+				"unchecked  store postgres://db/admit: whether it answers, and whether table quota.admit exists or admit may create it (validate connects to nothing)\nok\n"},
+		{"postgres without migration", []string{"--upstream", "http://app", "--store", "postgres://db/admit", "--store-migrate=false"},
+			"unchecked  store postgres://db/admit: whether it answers, and whether table admit_quota exists (validate connects to nothing)\nok\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := runArgs(t, nil, append([]string{"validate", "--config", path}, tt.args...)...)
+			if err != nil {
+				t.Fatalf("got %v, want it valid:\n%s", err, out)
+			}
+			if tt.name == "the demo upstream" {
+				if strings.Contains(out, "unchecked  upstream") || !strings.Contains(out, tt.tail) {
+					t.Errorf("got\n%s\nwant no line about the upstream", out)
+				}
+				return
+			}
+			if !strings.HasSuffix(out, tt.tail) {
+				t.Errorf("got\n%s\nwant it to end\n%s", out, tt.tail)
+			}
+		})
+	}
+	_, err := runArgs(t, nil, "validate")
+	if want := "admit validate: no route is configured, so admit would limit nothing: add routes, or pass --allow-no-routes"; fmt.Sprint(err) != want {
+		t.Errorf("validate without routes: got %v, want %q", err, want)
+	}
+}
+
 func TestSchema(t *testing.T) {
 	out, err := runArgs(t, nil, "schema", "--store-table", "limits.quota")
 	if err != nil || !strings.Contains(out, "CREATE TABLE IF NOT EXISTS \"limits\".\"quota\"") {
 		t.Errorf("schema: got %v and %q, want the SQL for limits.quota", err, out)
+	}
+	const header = "-- The table and index of the admit PostgreSQL quota store, for the table\n" +
+		"-- quota.my_q. Safe to run again: each statement creates only what is missing.\n" +
+		"CREATE TABLE IF NOT EXISTS \"quota\".\"my_q\" (\n"
+	if out, err := runArgs(t, nil, "schema", "--store-table", "quota.my_q"); err != nil || !strings.HasPrefix(out, header) {
+		t.Errorf("schema for quota.my_q: got %v and\n%s\nwant it to start\n%s", err, out, header)
 	}
 	if _, err := runArgs(t, nil, "schema", "--store-table", "Bad-Name"); err == nil || !strings.Contains(err.Error(), `--store-table "Bad-Name"`) {
 		t.Errorf("schema with a bad table: got %v, want an error naming it", err)

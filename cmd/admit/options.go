@@ -92,9 +92,35 @@ func (s *optionSet) parse(prefix string, args []string) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return fmt.Errorf("%s: %w", prefix, err)
+		return s.flagError(prefix, err)
 	}
 	return nil
+}
+
+// flagError words the flag package's error, which spells flags with one dash
+// and says nothing of --help, as the rest of the command line's errors are.
+// Its messages are stable strings; one it does not know is kept.
+func (s *optionSet) flagError(prefix string, err error) error {
+	msg := err.Error()
+	dashed := func(name string) string {
+		if len(name) == 1 {
+			return "-" + name
+		}
+		return "--" + name
+	}
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return fmt.Errorf("%s: unknown flag %s; %s --help lists the flags", prefix, dashed(name), prefix)
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		if i := slices.IndexFunc(s.options, func(o option) bool { return o.name == name || slices.Contains(o.aliases, name) }); i >= 0 {
+			return fmt.Errorf("%s: %s needs a value (%s %s)", prefix, dashed(name), dashed(name), s.options[i].arg)
+		}
+		return fmt.Errorf("%s: %s needs a value", prefix, dashed(name))
+	}
+	if arg, ok := strings.CutPrefix(msg, "bad flag syntax: "); ok {
+		return fmt.Errorf("%s: bad flag syntax %q; %s --help lists the flags", prefix, arg, prefix)
+	}
+	return fmt.Errorf("%s: %w", prefix, err)
 }
 
 // apply applies every option onto c, from its flags, else its variable, else

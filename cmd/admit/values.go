@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net"
 	"net/http"
@@ -87,7 +88,7 @@ func parseStore(v string) (store, error) {
 	}
 	scheme, _, ok := strings.Cut(v, "://")
 	if !ok || kind[scheme] == "" {
-		return store{}, errors.New("want memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://...")
+		return store{}, errors.New("want memory or a postgres://, redis://, redis+cluster:// or redis+sentinel:// URL")
 	}
 	if _, err := url.Parse(v); err != nil {
 		// Not url.Parse's error itself: it would print the password.
@@ -191,15 +192,38 @@ func parseLogFormat(v string) (string, error) {
 	return v, nil
 }
 
+// parseLogLevel reads a level as slog names them; slog's own error names
+// its package and repeats the value.
+func parseLogLevel(v string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(v)); err != nil {
+		return 0, errors.New("want debug, info, warn or error")
+	}
+	return l, nil
+}
+
 // appendPrefixes parses a list of trusted peers onto dst with clientip's
 // rules (comma or space separated, a bare address is one host, /0 refused);
 // an empty list adds nothing, so an empty flag overrides its variable.
 func appendPrefixes(dst *[]netip.Prefix, v string) error {
-	ps, err := clientip.ParseTrustedProxies(v)
-	if err != nil {
-		return err
+	// Entry by entry, so that an error names the entry only in a list:
+	// the caller names the whole value.
+	entries := strings.FieldsFunc(v, func(r rune) bool {
+		return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r'
+	})
+	for _, e := range entries {
+		ps, err := clientip.ParseTrustedProxies(e)
+		if err != nil {
+			if why := errors.Unwrap(err); why != nil {
+				err = why // without clientip's prefix, which names e
+			}
+			if len(entries) > 1 {
+				return fmt.Errorf("%q: %w", e, err)
+			}
+			return err
+		}
+		*dst = append(*dst, ps...)
 	}
-	*dst = append(*dst, ps...)
 	return nil
 }
 
@@ -238,7 +262,7 @@ func (c *config) addRoute(r route) error {
 		}
 	}
 	if err := register(http.NewServeMux(), r.Pattern, http.NotFoundHandler()); err != nil {
-		return err
+		return patternError(r.Pattern, err)
 	}
 	if claimsGRPCHealth(r.Pattern) {
 		return fmt.Errorf("claims the path of the gRPC health service (%s...), which admit serves itself", grpcHealthPath)
@@ -247,11 +271,39 @@ func (c *config) addRoute(r route) error {
 		mux := http.NewServeMux()
 		mux.Handle(earlier.Pattern, http.NotFoundHandler())
 		if err := register(mux, r.Pattern, http.NotFoundHandler()); err != nil {
-			return fmt.Errorf("conflicts with route %s: %s", earlier, conflict(err))
+			return fmt.Errorf("conflicts with route %s: %s", earlier.named(r), conflict(err))
+		}
+		if !c.RouteFolding {
+			continue
+		}
+		// The route table would refuse these too, but could name neither
+		// route as written nor say where the file gives it.
+		_, before := patternForms(earlier.Pattern)
+		_, folded := patternForms(r.Pattern)
+		mux = http.NewServeMux()
+		mux.Handle(before, http.NotFoundHandler())
+		if err := register(mux, folded, http.NotFoundHandler()); err != nil {
+			why := "lower-cased, " + conflict(err)
+			if before == folded {
+				why = "lower-cased, both are " + folded
+			}
+			return fmt.Errorf("conflicts with route %s once case is folded, as upstreams that ignore case route them (%s); remove one of them, or set --route-folding=false", earlier.named(r), why)
 		}
 	}
 	c.Routes = append(c.Routes, r)
 	return nil
+}
+
+// named returns the route as an error about route r names it: as written,
+// with its line when the config file gives it.
+func (r route) named(about route) string {
+	switch {
+	case !r.inFile:
+		return r.String()
+	case about.inFile:
+		return fmt.Sprintf("%s (%s)", r, r.from)
+	}
+	return fmt.Sprintf("%s (%s of the config file)", r, r.from)
 }
 
 // claimsGRPCHealth reports a pattern that names the gRPC health service's

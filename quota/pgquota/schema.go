@@ -90,10 +90,16 @@ func Schema(table string) (string, error) {
 }
 
 func (t table) schema() string {
-	return strings.NewReplacer(
+	// The file's opening comment is about the file; what is printed for a
+	// table gets one about the table, so the name is never replaced in
+	// prose.
+	body := schemaSQL[strings.Index(schemaSQL, "\nCREATE ")+1:]
+	header := fmt.Sprintf("-- The table and index of the admit PostgreSQL quota store, for the table\n"+
+		"-- %s. Safe to run again: each statement creates only what is missing.\n", t.name)
+	return header + strings.NewReplacer(
 		"admit_quota_expires_at_idx", t.index,
 		"admit_quota", t.quoted,
-	).Replace(schemaSQL)
+	).Replace(body)
 }
 
 // Migrate creates the store's table and index if they are missing. It is safe

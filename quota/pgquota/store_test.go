@@ -159,6 +159,27 @@ func TestMigrateSchemaQualified(t *testing.T) {
 	}
 }
 
+// TestSchemaHeader: the SQL printed for a table opens with a comment naming
+// it as configured; the name is replaced in the statements, never in prose.
+func TestSchemaHeader(t *testing.T) {
+	for _, table := range []string{"", "quota.my_q", "limits"} {
+		sql, err := pgquota.Schema(table)
+		if err != nil {
+			t.Fatalf("Schema(%q): %v", table, err)
+		}
+		name := table
+		if name == "" {
+			name = pgquota.DefaultTable
+		}
+		header, _, _ := strings.Cut(sql, "\nCREATE ")
+		want := "-- The table and index of the admit PostgreSQL quota store, for the table\n-- " + name +
+			". Safe to run again: each statement creates only what is missing."
+		if header != want {
+			t.Errorf("Schema(%q) opens with\n%s\nwant\n%s", table, header, want)
+		}
+	}
+}
+
 // TestStoredCount is four replicas, each with its own pool, racing 1,000
 // calls on one bucket: the row counts every one of them, refused ones too.
 // The decisions are the suite's (AcrossInstances).
