@@ -29,8 +29,9 @@ type Key struct {
 	// reads alike share a budget. A request that
 	// sends the header more than once is refused with 400: an app might
 	// read either line. Authorization is keyed by its credential whatever
-	// the scheme, a Basic one by the user:pass it decodes to; one that
-	// apps could read two ways is refused with 400 (see headerKey).
+	// the scheme, a Basic one by the user:pass it decodes to, and a Basic
+	// credential that is not canonical base64 is refused with 400 (see
+	// headerKey).
 	Header string
 	// PathValue keys by the value of the wildcard of this name in the
 	// matched route pattern (Request.PathValue), hashed like a header.
@@ -111,7 +112,7 @@ func (k Key) validate(g Group) error {
 var (
 	errMissingKey   = errors.New("the request lacks the value its limit is keyed by")
 	errAmbiguousKey = errors.New("the request sends the header its limit is keyed by more than once")
-	errMalformedKey = errors.New("the Authorization credential its limit is keyed by holds white space, or is Basic without canonical base64")
+	errMalformedKey = errors.New("the Basic credential its limit is keyed by is not canonical base64")
 )
 
 // clientKey is a request's client key, found once however many limits of
@@ -237,9 +238,10 @@ func hashBytes(b []byte) netip.Prefix {
 //     name one token. A Basic credential is keyed by the user:pass it
 //     decodes to, and must be canonical base64 (decoders that skip bytes
 //     outside the alphabet, or forgive missing padding, would otherwise
-//     read many spellings as one credential). A credential that holds
-//     white space is refused: apps that split at the first space and at
-//     every space read it differently.
+//     read many spellings as one credential), without white space inside,
+//     which decoders skip. Another credential holding white space is keyed
+//     by its first word: apps that split at every space read only that
+//     ("Digest username=...," keys by the user, "Bearer a b" as "a").
 //
 // It builds no string for a credential that needs no decoding, so that
 // hashing a token allocates nothing. false: the value is empty. The error
@@ -257,11 +259,17 @@ func headerKey(authorization bool, v string) (netip.Prefix, bool, error) {
 		return hashKey(v), true, nil // no scheme: the app reads it as it is
 	}
 	scheme, cred := v[:i], trimAppSpace(v[i:])
-	if indexAppSpace(cred) >= 0 {
-		return netip.Prefix{}, false, errMalformedKey
-	}
+	j := indexAppSpace(cred)
 	if !strings.EqualFold(scheme, "basic") {
+		if j >= 0 {
+			// Apps that split at every space read only the first word;
+			// the others read it all. Both hold it: key by it.
+			cred = cred[:j]
+		}
 		return hashKey(cred), true, nil
+	}
+	if j >= 0 {
+		return netip.Prefix{}, false, errMalformedKey // base64 decoders skip the space
 	}
 	var buf [192]byte
 	n := base64.StdEncoding.DecodedLen(len(cred))
