@@ -18,6 +18,17 @@ type bypassSpelling struct {
 	body          string // sent after the head; the request gives its length
 }
 
+// form is a POST of /l/abc with a body of type contentType.
+func form(name, contentType, body string) bypassSpelling {
+	return bypassSpelling{name: name, body: body,
+		request: fmt.Sprintf("POST /l/abc HTTP/1.1\r\nContent-Type: %s\r\nContent-Length: %d", contentType, len(body))}
+}
+
+const (
+	urlencoded        = "application/x-www-form-urlencoded"
+	multipartMethod = "--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nDELETE\r\n--b--\r\n"
+)
+
 var bypassSpellings = []bypassSpelling{
 	{name: "as routed", request: "GET /l/abc HTTP/1.1"},
 	{name: "HEAD", request: "HEAD /l/abc HTTP/1.1"},
@@ -65,6 +76,39 @@ var bypassSpellings = []bypassSpelling{
 	{name: "_method, form untyped", request: "POST /l/abc HTTP/1.1\r\nContent-Length: 14", body: "_method=delete"},
 	{name: "_method, multipart", request: "POST /l/abc HTTP/1.1\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 64",
 		body: "--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nDELETE\r\n--b--\r\n"},
+	// Frameworks respell the parameter's name and read media types
+	// loosely: Rack strips brackets, PHP turns '.' and ' ' into '_' and
+	// stops at NUL, and each parses multipart its own way.
+	form("_method in brackets", urlencoded, "[_method]=DELETE"),
+	form("_method, one bracket", urlencoded, "_method]=DELETE"),
+	form(".method", urlencoded, ".method=DELETE"),
+	form("+_method", urlencoded, "+_method=DELETE"),
+	form("_method[]", urlencoded, "_method[]=DELETE"),
+	form("_method, NUL in the name", urlencoded, "_method%00x=DELETE"),
+	form("_method, spaces first", urlencoded, "%20%20_method=DELETE"),
+	form("form type, a list", urlencoded+", text/plain", "_method=DELETE"),
+	form("form type, a word after", urlencoded+" x", "_method=DELETE"),
+	form("form type, empty parameters", urlencoded+";;", "_method=DELETE"),
+	form("form type, EBCDIC", urlencoded+"; charset=ibm037", "\x6d\x94\x85\xa3\x88\x96\x84=\xc4\xc5\xd3\xc5\xe3\xc5"),
+	form("multipart/mixed", "multipart/mixed; boundary=b", multipartMethod),
+	form("multipart, a stray parameter", "multipart/form-data; boundary=b; foo", multipartMethod),
+	form("multipart, attachment", "multipart/form-data; boundary=b", strings.Replace(multipartMethod, "form-data;", "attachment;", 1)),
+	form("multipart, two names", "multipart/form-data; boundary=b", strings.Replace(multipartMethod, `name="_method"`, `name="x"; name="_method"`, 1)),
+	form("multipart, two boundaries", "multipart/form-data; xboundary=c; boundary=b; yboundary=c",
+		"--c\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nDELETE\r\n--c--\r\n--b\r\nContent-Disposition: form-data; name=\"x\"\r\n\r\n1\r\n--b--\r\n"),
+	form("JSON", "application/json", `{"_method":"DELETE"}`),
+	{name: "_method escaped in the query", request: "POST /l/abc?_%6Dethod=DELETE HTTP/1.1\r\nContent-Length: 0"},
+	{name: ".method in the query", request: "POST /l/abc?.method=DELETE HTTP/1.1\r\nContent-Length: 0"},
+	{name: "two content types", request: "POST /l/abc HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 14", body: "_method=DELETE"},
+	{name: "chunked form", request: "POST /l/abc HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked", body: "e\r\n_method=DELETE\r\n0\r\n\r\n"},
+	// A decoding hop sends %3F, %23 and spaces on raw, and %25 as '%'.
+	{name: "encoded ?", request: "GET /l/abc%3F/zzz HTTP/1.1"},
+	{name: "encoded #", request: "GET /l/abc%23/zzz HTTP/1.1"},
+	{name: "encoded space", request: "GET /l/abc%20/zzz HTTP/1.1"},
+	{name: "encoded tab", request: "GET /l/abc%09/zzz HTTP/1.1"},
+	{name: "double-encoded, a % last", request: "GET /l%252Fabc%25 HTTP/1.1"},
+	{name: "double-encoded, a bad escape", request: "GET /l%252Fabc%25zz HTTP/1.1"},
+	{name: "double-encoded NUL", request: "GET /l%252Fabc%2500 HTTP/1.1"},
 	// Frameworks disagree on which part of a listed Host they read.
 	{name: "comma in Host", request: "GET /l/abc HTTP/1.1\r\nHost: x,127.0.0.1"},
 	// A decoding hop sends CR LF as it is, splitting the request.
@@ -81,10 +125,10 @@ var bypassSettings = []struct {
 }{
 	{"strict", func(testrouter.Kind) []string { return nil }},
 	{"generic, allowing", func(testrouter.Kind) []string {
-		return []string{"--allow-spellings", "path_parameter,encoded_percent"}
+		return []string{"--allow-spellings", "path_parameter,encoded_percent,encoded_delimiter"}
 	}},
 	{"its profile, allowing", func(k testrouter.Kind) []string {
-		return []string{"--allow-spellings", "path_parameter,encoded_percent", "--upstream-profile", kindProfile(k).String()}
+		return []string{"--allow-spellings", "path_parameter,encoded_percent,encoded_delimiter", "--upstream-profile", kindProfile(k).String()}
 	}},
 }
 
@@ -170,12 +214,12 @@ budgets:
 	}
 	for s, setting := range bypassSettings {
 		var table strings.Builder
-		fmt.Fprintf(&table, "%-29s", "spelling")
+		fmt.Fprintf(&table, "%-33s", "spelling")
 		for _, kind := range kinds {
 			fmt.Fprintf(&table, " %-19s", kind)
 		}
 		for i, sp := range bypassSpellings {
-			fmt.Fprintf(&table, "\n%-29s", sp.name)
+			fmt.Fprintf(&table, "\n%-33s", sp.name)
 			for _, cell := range rows[s][i] {
 				fmt.Fprintf(&table, " %-19s", cell)
 			}

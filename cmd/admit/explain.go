@@ -81,13 +81,10 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 			return nil
 		}
 	}
-	params, err := paramMethods(nil, canonical, table.maps, table.others) // the query's: explain sends no body
-	if err != nil {
-		fmt.Fprintf(out, "request  %s %s (host %s)\n", req.Method, req.RequestURI, req.Host)
-		fmt.Fprintf(out, "refused  400 Bad Request: %v; admit answers it before routing, and it never reaches the upstream\n", err)
-		return nil
+	if canonical.Method == http.MethodPost && table.overridable(canonical) {
+		params, _ := paramMethods(nil, canonical, table.maps, table.others) // the query's: explain sends no body
+		overrides = appendNew(overrides, params...)
 	}
-	overrides = append(overrides, params...)
 	door, err := admit.New(admit.Config{Budgets: c.Budgets, Key: resolver.Key, MeterProvider: noop.NewMeterProvider(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

@@ -113,8 +113,8 @@ func (c *config) readAllowSpellings(n *yaml.Node) error {
 			where = fmt.Sprintf("allow_spellings[%d]", i)
 		}
 		err := scalar(where, func(v string) error {
-			cl, err := canon.ParseClass(v)
-			allow |= canon.Classes(cl)
+			cl, err := canon.ParseClasses(v) // as the flag reads it: "none", or names separated by commas
+			allow |= cl
 			return err
 		})(item)
 		if err != nil {

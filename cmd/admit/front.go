@@ -79,11 +79,13 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if params, err := paramMethods(w, c, f.table.maps, f.table.others); err != nil {
-		f.refuse(w, r, err)
-		return
-	} else if len(params) > 0 {
-		overrides = append(overrides, params...)
+	if c.Method == http.MethodPost && f.table.overridable(c) {
+		params, err := paramMethods(w, c, f.table.maps, f.table.others)
+		if err != nil {
+			f.refuse(w, r, err)
+			return
+		}
+		overrides = appendNew(overrides, params...)
 	}
 	var found [maxSpellings]routeMatch
 	matched := f.table.matchAll(c, overrides, found[:0])
@@ -263,6 +265,7 @@ var malformedReasons = [...]struct {
 	{canon.ErrEncodedPercent, canon.EncodedPercent.String()},
 	{canon.ErrControl, canon.Control.String()},
 	{canon.ErrNonASCII, canon.NonASCII.String()},
+	{canon.ErrDelimiter, canon.EncodedDelimiter.String()},
 	{canon.ErrHost, canon.BadHost.String()},
 }
 

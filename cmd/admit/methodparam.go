@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"mime"
-	"mime/multipart"
 	"net/http"
 	"net/url"
 	"slices"
@@ -38,68 +36,92 @@ const (
 var errFormBody = errors.New("the form body, which may name the method the app runs, could not be read")
 
 // paramMethods returns the methods a POST's "_method" parameters name, in
-// its query and its form body as maps say the framework reads them. A body
-// it reads is handed on unchanged: r.Body is replaced by what was read,
-// followed by the rest. A body it cannot read whole within formScanBytes
-// (a multipart form it cannot parse, or a longer one) could name any
-// method, so every method of others is returned; others are the methods
-// the routes name besides POST. Values that are not one method are
-// errAmbiguousOverride, as for the method override headers.
+// its query and its body as maps say the framework reads them. A body it
+// reads is handed on unchanged: r.Body is replaced by what was read,
+// followed by the rest.
+//
+// Frameworks respell the parameter's name before they look it up (Rack
+// strips brackets, PHP turns '.' and ' ' into '_' and stops at NUL, qs
+// reads _method[]), so every parameter whose decoded name holds "method",
+// in any case, counts; a value that is not a token names no method. Only a
+// form body in its one plain form (URL-encoded, ASCII-compatible) is read
+// pair by pair: a multipart, JSON or any other body that Rack, PHP,
+// Laravel or body-parser might parse is searched for "method" instead, and
+// one that holds it or escapes that could spell it, one longer than
+// formScanBytes, or an encoded one could name any method, so every method
+// of others is returned. others are the methods the routes name besides
+// POST; more names than maxOverrides give others too.
 func paramMethods(w http.ResponseWriter, r *http.Request, maps mapping, others []string) ([]string, error) {
 	if r.Method != http.MethodPost || len(others) == 0 {
 		return nil, nil
 	}
 	var ms []string
-	add := func(v string) error {
+	all := false
+	add := func(v string) {
 		m := strings.ToUpper(strings.TrimSpace(v))
 		switch {
-		case m == "":
-		case !isToken(m) || len(ms) == maxOverrides:
-			return errAmbiguousOverride
-		case !slices.Contains(ms, m):
+		case m == "" || !isToken(m) || m == http.MethodPost || slices.Contains(ms, m):
+		case len(ms) == maxOverrides:
+			all = true
+		default:
 			ms = append(ms, m)
 		}
-		return nil
 	}
-	if maps&mapQueryMethod != 0 && strings.Contains(r.URL.RawQuery, "method") {
-		if err := formValues(r.URL.RawQuery, add); err != nil {
-			return nil, err
-		}
+	if maps&mapQueryMethod != 0 && r.URL.RawQuery != "" {
+		formValues(r.URL.RawQuery, add)
 	}
-	if maps&mapBodyMethod == 0 || r.Body == nil || r.Body == http.NoBody {
-		return ms, nil
-	}
-	kind, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	switch {
-	case r.Header.Get("Content-Type") == "":
-		kind = "application/x-www-form-urlencoded" // Rack parses a POST without a type as a form
-	case err != nil:
-		return ms, nil // no framework parses it as a form
-	}
-	if kind != "application/x-www-form-urlencoded" && kind != "multipart/form-data" {
-		return ms, nil
-	}
-	body, whole, err := readAtMost(w, r, formScanBytes)
-	if err != nil {
-		return nil, errFormBody
-	}
-	if whole && kind == "application/x-www-form-urlencoded" {
-		if err := formValues(string(body), add); err != nil {
-			return nil, err
-		}
-		return ms, nil
-	}
-	if whole {
-		if names, ok := multipartMethods(body, params["boundary"]); ok {
-			for _, v := range names {
-				if err := add(v); err != nil {
-					return nil, err
-				}
+	if maps&mapBodyMethod != 0 && r.Body != nil && r.Body != http.NoBody {
+		body, whole, err := readAtMost(w, r, formScanBytes)
+		switch {
+		case err != nil:
+			return nil, errFormBody
+		case !whole || r.Header.Get("Content-Encoding") != "":
+			all = true
+		default:
+			switch form, ascii := formType(r.Header.Get("Content-Type")); {
+			case form && ascii:
+				formValues(string(body), add)
+			case form, mayNameMethod(body):
+				all = true // a charset whose bytes for "method" no search can know
 			}
-			return ms, nil
 		}
 	}
-	return others, nil
+	if all {
+		return others, nil
+	}
+	return ms, nil
+}
+
+// formType reports a body type every framework reads as URL-encoded
+// pairs: none (Rack parses a POST without one as a form), or
+// application/x-www-form-urlencoded read as loosely as Rack and PHP read
+// it (cut at the first ';', ',' or space, in any case); and whether its
+// charset, if it names one, is a superset of ASCII.
+func formType(contentType string) (form, ascii bool) {
+	kind, params, _ := strings.Cut(contentType, ";")
+	if i := strings.IndexAny(kind, ", \t"); i >= 0 {
+		kind = kind[:i]
+	}
+	if kind != "" && !strings.EqualFold(kind, "application/x-www-form-urlencoded") {
+		return false, false
+	}
+	params = strings.ToLower(params)
+	i := strings.Index(params, "charset")
+	if i < 0 {
+		return true, true
+	}
+	cs := strings.Trim(strings.TrimLeft(params[i+len("charset"):], " \t="), "\" ")
+	if j := strings.IndexAny(cs, "; ,\""); j >= 0 {
+		cs = cs[:j]
+	}
+	return true, cs == "utf-8" || cs == "us-ascii" || cs == "iso-8859-1"
+}
+
+// mayNameMethod reports a body that might name a method parameter however
+// its framework parses it: it holds "method" in any case, or an escape
+// ('%' or '\', as URL and JSON encodings write them) that could spell it.
+func mayNameMethod(body []byte) bool {
+	return bytes.Contains(bytes.ToLower(body), []byte("method")) || bytes.IndexAny(body, `%\`) >= 0
 }
 
 // readAtMost reads up to limit bytes of r's body under formScanTimeout and
@@ -127,48 +149,22 @@ type readCloser struct {
 	io.Closer
 }
 
-// formValues calls add with every value of "_method" in a query or form
-// body. It splits on ';' as well as '&', as older Rack does, and decodes
-// keys and values, '+' as a space, as every framework does; a pair it
-// cannot decode is skipped, as they skip it.
-func formValues(s string, add func(string) error) error {
+// formValues calls add with the value of every parameter of a query or
+// URL-encoded body whose decoded name holds "method" in any case. It
+// splits on ';' as well as '&', as older Rack does, and decodes names and
+// values, '+' as a space; a name it cannot decode is read as it is, a
+// value it cannot decode is skipped.
+func formValues(s string, add func(string)) {
 	for _, pair := range strings.FieldsFunc(s, func(r rune) bool { return r == '&' || r == ';' }) {
-		k, v, _ := strings.Cut(strings.TrimLeft(pair, " "), "=")
-		key, err := url.QueryUnescape(k)
-		if err != nil || key != methodParam {
+		k, v, _ := strings.Cut(pair, "=")
+		if key, err := url.QueryUnescape(k); err == nil {
+			k = key
+		}
+		if !strings.Contains(strings.ToLower(k), "method") {
 			continue
 		}
 		if value, err := url.QueryUnescape(v); err == nil {
-			if err := add(value); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// multipartMethods returns the values of "_method" fields in a whole
-// multipart body. false: it does not parse.
-func multipartMethods(body []byte, boundary string) ([]string, bool) {
-	if boundary == "" {
-		return nil, false
-	}
-	mr := multipart.NewReader(bytes.NewReader(body), boundary)
-	var vs []string
-	for {
-		p, err := mr.NextPart()
-		if err == io.EOF {
-			return vs, true
-		}
-		if err != nil {
-			return nil, false
-		}
-		if p.FormName() == methodParam {
-			v, err := io.ReadAll(p)
-			if err != nil {
-				return nil, false
-			}
-			vs = append(vs, string(v))
+			add(value)
 		}
 	}
 }

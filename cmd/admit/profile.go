@@ -106,9 +106,10 @@ type variant struct {
 	path, how string
 }
 
-// maxVariants bounds the variants of one path: the path itself, once more
-// decoded by a hop, and each of three mappings of both.
-const maxVariants = 2 * 4
+// maxVariants bounds the variants of one path: the path itself and once
+// more decoded by a hop, and of both, cut at an encoded delimiter, without
+// parameters, without a format, and after two front controllers.
+const maxVariants = 2 * 6
 
 // variants appends to dst the paths a canonical path is routed as: path
 // itself first, then, when encoded percent signs are allowed through, the
@@ -125,6 +126,13 @@ func variants(path string, maps mapping, allow canon.Classes, slashes canon.Slas
 		}
 	}
 	for _, base := range dst {
+		if allow.Has(canon.EncodedDelimiter) {
+			// A decoding hop sends %3F and %23 on raw: the app routes
+			// what comes before them.
+			if i := indexDelimiter(base.path); i >= 0 {
+				dst = appendVariant(dst, base.path[:i], join(base.how, "cut at an encoded ? or #, as a decoding hop passes it on"))
+			}
+		}
 		if maps&mapParams != 0 {
 			if p, ok := stripParams(base.path, slashes); ok {
 				dst = appendVariant(dst, p, join(base.how, "path parameters removed, as servlet containers map it"))
@@ -240,4 +248,15 @@ func containsPHP(path string) bool {
 		}
 	}
 	return false
+}
+
+// indexDelimiter returns the index of the first %3F or %23 in a canonical
+// path, or -1.
+func indexDelimiter(path string) int {
+	for i := 0; i+2 < len(path); i++ {
+		if path[i] == '%' && (path[i+1] == '3' && path[i+2] == 'F' || path[i+1] == '2' && path[i+2] == '3') {
+			return i
+		}
+	}
+	return -1
 }

@@ -79,14 +79,38 @@ func phpPath(raw string) (string, bool) {
 }
 
 // hopPath is Flask behind nginx's proxy_pass $uri: decoded and resolved by
-// nginx, then decoded again by Werkzeug.
+// nginx, sent on raw up to a decoded '?' or '#', then decoded again by
+// Werkzeug, which leaves an escape it cannot read as it is.
 func hopPath(raw string) (string, bool) {
 	p, err := url.PathUnescape(raw)
 	if err != nil {
 		return "", false
 	}
-	p, err = url.PathUnescape(removeDots(p))
-	return p, err == nil
+	p = removeDots(p)
+	if i := strings.IndexAny(p, "?#"); i >= 0 {
+		p = p[:i]
+	}
+	return lenientUnescape(p), true
+}
+
+// lenientUnescape decodes every escape of two hex digits and leaves any
+// other '%' as it is, as Python's urllib.parse.unquote does.
+func lenientUnescape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && ishex(s[i+1]) && ishex(s[i+2]) {
+			v, _ := url.PathUnescape(s[i : i+3])
+			b.WriteString(v)
+			i += 2
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func ishex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // limitedID reports a decoded path that /l/{id} routes.
@@ -108,13 +132,15 @@ func FuzzProfiles(f *testing.F) {
 		"/a.php/b.php/l/abc",  // two of them
 		"/x/../index.php/l/x", // dots before it
 		"/L/abc/",             // case and slash
+		"/l%252Fabc%25",       // a % the hop leaves alone
+		"/l/abc%3F/x",         // a ? the hop sends raw
 	} {
 		f.Add(seed, uint8(0))
 		f.Add(seed, uint8(3))
 	}
 	link := []admit.Group{admit.GroupLink}
 	tables := make(map[canon.Classes]*routeTable)
-	for _, allow := range []canon.Classes{0, canon.Classes(canon.PathParameter | canon.EncodedPercent)} {
+	for _, allow := range []canon.Classes{0, canon.Classes(canon.PathParameter | canon.EncodedPercent | canon.EncodedDelimiter)} {
 		t, err := newRouteTable([]route{{Groups: link, Pattern: "GET /l/{id}"}}, matching{fold: true, allow: allow})
 		if err != nil {
 			f.Fatal(err)
@@ -124,7 +150,7 @@ func FuzzProfiles(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw string, allowBits uint8) {
 		allow := canon.Classes(0)
 		if allowBits&1 != 0 {
-			allow = canon.Classes(canon.PathParameter | canon.EncodedPercent)
+			allow = canon.Classes(canon.PathParameter | canon.EncodedPercent | canon.EncodedDelimiter)
 		}
 		if !strings.HasPrefix(raw, "/") || strings.ContainsAny(raw, "?# \t\r\n") {
 			return

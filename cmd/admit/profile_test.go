@@ -39,6 +39,8 @@ func TestVariants(t *testing.T) {
 		{"/l%252Fabc", all, pct, []string{"/l%252Fabc", "/l/abc"}},
 		{"/%256c/abc", all, pct, []string{"/%256c/abc", "/l/abc"}},
 		{"/l%253Bx/abc", mapParams, pct, []string{"/l%253Bx/abc", "/l%3Bx/abc", "/l/abc"}},
+		{"/l/abc%3F/zzz", all, canon.Classes(canon.EncodedDelimiter), []string{"/l/abc%3F/zzz", "/l/abc"}},
+		{"/l/abc%23/zzz", all, canon.Classes(canon.EncodedDelimiter), []string{"/l/abc%23/zzz", "/l/abc"}},
 	} {
 		var got []string
 		for _, v := range variants(tc.path, tc.maps, tc.allow, canon.Reject, nil) {

@@ -32,6 +32,10 @@ const (
 	// not decode to UTF-8: decoders replace such bytes, or stop, each its
 	// own way, so that two spellings become one path value.
 	NonASCII
+	// EncodedDelimiter is an encoded '?' or '#' (%3F, %23) in the path. A
+	// hop that decodes the path (nginx's proxy_pass with $uri) sends it on
+	// raw, so that the app routes /l/abc%3F/x as /l/abc with a query.
+	EncodedDelimiter
 	// BadHost is a Host header (or the authority of an absolute-form target)
 	// that is not one host name or address with an optional port:
 	// "x,example.com" is "x" to one framework and "example.com" to another.
@@ -39,7 +43,7 @@ const (
 )
 
 // classes lists every class in the order of their names.
-var classes = [...]Class{PathParameter, EncodedPercent, Control, NonASCII, BadHost}
+var classes = [...]Class{PathParameter, EncodedPercent, Control, NonASCII, EncodedDelimiter, BadHost}
 
 // String returns the class as flags, the config file and metrics name it.
 func (c Class) String() string {
@@ -52,6 +56,8 @@ func (c Class) String() string {
 		return "control"
 	case NonASCII:
 		return "non_ascii"
+	case EncodedDelimiter:
+		return "encoded_delimiter"
 	case BadHost:
 		return "host"
 	}
@@ -117,6 +123,7 @@ var (
 	ErrControl        = errors.New("the path holds an escaped control character")
 	ErrNonASCII       = errors.New("the path holds a raw byte above 0x7F, or escapes that are not UTF-8")
 	ErrHost           = errors.New("the Host is not one host name or address with an optional port")
+	ErrDelimiter      = errors.New("the path holds an encoded '?' or '#' (%3F, %23), which a decoding hop would send on as a query or fragment")
 )
 
 // classErr is the error of each class.
@@ -130,6 +137,8 @@ func classErr(c Class) error {
 		return ErrControl
 	case NonASCII:
 		return ErrNonASCII
+	case EncodedDelimiter:
+		return ErrDelimiter
 	}
 	return ErrHost
 }
@@ -141,6 +150,8 @@ func escapeClass(d byte) Class {
 		return PathParameter
 	case d == '%':
 		return EncodedPercent
+	case d == '?' || d == '#':
+		return EncodedDelimiter
 	case d < 0x20 || d == 0x7f:
 		return Control
 	case d >= 0x80:
@@ -170,6 +181,10 @@ func checkPath(raw string, allow Classes) error {
 				multibyte = true
 			} else if cl != 0 && !allow.Has(cl) {
 				return classErr(cl)
+			} else if cl == EncodedPercent {
+				if err := checkHop(raw[i+1:], allow); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -195,6 +210,27 @@ func checkPath(raw string, allow Classes) error {
 	}
 	if !utf8.Valid(decoded) {
 		return ErrNonASCII
+	}
+	return nil
+}
+
+// checkHop checks what follows an allowed %25, which a decoding hop passes
+// on as a '%': it must start an escape that the app's decoder reads one
+// way (Werkzeug leaves "%zz" as it is, others refuse it), of a byte whose
+// class allow lets through, since the hop sends that byte on decoded: a
+// %250D%250A is a CR LF to the app.
+func checkHop(rest string, allow Classes) error {
+	if len(rest) < 2 || !isHex(rest[0]) || !isHex(rest[1]) {
+		return ErrEncodedPercent
+	}
+	d := unhex(rest[0])<<4 | unhex(rest[1])
+	switch cl := escapeClass(d); {
+	case d == 0:
+		return ErrNUL
+	case cl == EncodedPercent: // a second hop's
+		return ErrEncodedPercent
+	case cl != 0 && !allow.Has(cl):
+		return classErr(cl)
 	}
 	return nil
 }

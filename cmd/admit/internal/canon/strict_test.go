@@ -25,6 +25,16 @@ func TestStrictClasses(t *testing.T) {
 		{"/l%252Fabc", "a", 0, ErrEncodedPercent, ""},
 		{"/%256c/abc", "a", 0, ErrEncodedPercent, ""},
 		{"/l%252Fabc", "a", Classes(EncodedPercent), nil, "/l%252Fabc"},
+		{"/l%252Fabc%25", "a", Classes(EncodedPercent), ErrEncodedPercent, ""},
+		{"/l%252Fabc%25zz", "a", Classes(EncodedPercent), ErrEncodedPercent, ""},
+		{"/l%252Fabc%2500", "a", Classes(EncodedPercent), ErrNUL, ""},
+		{"/l/abc%250D%250A", "a", Classes(EncodedPercent), ErrControl, ""},
+		{"/l/abc%250D%250A", "a", Classes(EncodedPercent | Control), nil, "/l/abc%250D%250A"},
+		{"/l/abc%253F/x", "a", Classes(EncodedPercent), ErrDelimiter, ""},
+		{"/l/abc%25253F", "a", Classes(EncodedPercent), ErrEncodedPercent, ""},
+		{"/l/abc%3F/zzz", "a", 0, ErrDelimiter, ""},
+		{"/l/abc%23/zzz", "a", 0, ErrDelimiter, ""},
+		{"/l/abc%3f/zzz", "a", Classes(EncodedDelimiter), nil, "/l/abc%3F/zzz"},
 		{"/l/abc%0A", "a", 0, ErrControl, ""},
 		{"/l/abc%09", "a", 0, ErrControl, ""},
 		{"/l/abc%7f", "a", 0, ErrControl, ""},
@@ -79,8 +89,8 @@ func TestParseClasses(t *testing.T) {
 			t.Errorf("ParseClasses(%q) = %v, %v; want %v", c.String(), got, err, c)
 		}
 	}
-	all, err := ParseClasses("path_parameter, encoded_percent,control non_ascii,host")
-	if err != nil || all.String() != "path_parameter,encoded_percent,control,non_ascii,host" {
+	all, err := ParseClasses("path_parameter, encoded_percent,control non_ascii,encoded_delimiter,host")
+	if err != nil || all.String() != "path_parameter,encoded_percent,control,non_ascii,encoded_delimiter,host" {
 		t.Errorf("ParseClasses of every class: got %v, %v", all, err)
 	}
 	if s, err := ParseClasses("none"); err != nil || s != 0 || s.String() != "none" {
