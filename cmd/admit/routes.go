@@ -175,9 +175,11 @@ type routeMatch struct {
 	sp    spelling
 }
 
-// maxSpellings bounds how many route indices a request can match: four
-// spellings of its path under its method and under each override method
-// considered.
+// maxOverrides bounds the methods one source of overrides may name (the
+// override headers, or _method parameters). maxSpellings is the room the
+// front gives matchAll on its stack: four spellings of a path under its
+// method and each override; a request that matches more routes, through
+// the profile's variants, grows it.
 const (
 	maxOverrides = 3
 	maxSpellings = 4 * (1 + maxOverrides)
