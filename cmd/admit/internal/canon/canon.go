@@ -75,8 +75,7 @@ func Request(r *http.Request, o Options) (*http.Request, error) {
 	if err := Method(r.Method); err != nil {
 		return nil, err
 	}
-	if canonicalTarget(r.RequestURI, o) && Host(r.Host, r.TLS != nil) == r.Host && r.URL.Host == "" &&
-		(o.Allow.Has(BadHost) || ValidHost(r.Host)) {
+	if canonicalTarget(r.RequestURI, o) && r.URL.Host == "" && canonicalValidHost(r.Host, r.TLS != nil, o) {
 		return r, nil
 	}
 	raw, query, err := target(r)
@@ -222,6 +221,28 @@ func Host(host string, tls bool) string {
 	}
 	return host
 }
+
+// canonicalValidHost reports that host is its own canonical form and, unless
+// o allows BadHost, valid. A name of lower-case letters, digits, '-', '.'
+// and '_' without a trailing dot, the usual Host, is both in one scan.
+func canonicalValidHost(host string, tls bool, o Options) bool {
+	plain := host != "" && host[len(host)-1] != '.'
+	for i := 0; plain && i < len(host); i++ {
+		plain = plainHost[host[i]]
+	}
+	if plain {
+		return true
+	}
+	return Host(host, tls) == host && (o.Allow.Has(BadHost) || ValidHost(host))
+}
+
+// plainHost marks the bytes of a host name already canonical and valid.
+var plainHost = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = hostChars[c] && (c < 'A' || c > 'Z')
+	}
+	return t
+}()
 
 // hostSpecial marks the bytes Host's scan stops at: upper-case letters, ':'
 // and ']'.
