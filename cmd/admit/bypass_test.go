@@ -25,7 +25,7 @@ func form(name, contentType, body string) bypassSpelling {
 }
 
 const (
-	urlencoded        = "application/x-www-form-urlencoded"
+	urlencoded      = "application/x-www-form-urlencoded"
 	multipartMethod = "--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nDELETE\r\n--b--\r\n"
 )
 
