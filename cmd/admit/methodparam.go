@@ -20,9 +20,7 @@ import (
 // matches the request under each method they name as well.
 
 const (
-	// methodParam is the parameter the frameworks read.
-	methodParam = "_method"
-	// formScanBytes bounds the form body read for it: the default body cap
+	// formScanBytes bounds the form body read for "_method": the default body cap
 	// of the link and webhook groups. A longer body is not read; the
 	// request is then limited under every method a route names.
 	formScanBytes = 64 << 10
@@ -121,7 +119,7 @@ func formType(contentType string) (form, ascii bool) {
 // its framework parses it: it holds "method" in any case, or an escape
 // ('%' or '\', as URL and JSON encodings write them) that could spell it.
 func mayNameMethod(body []byte) bool {
-	return bytes.Contains(bytes.ToLower(body), []byte("method")) || bytes.IndexAny(body, `%\`) >= 0
+	return bytes.Contains(bytes.ToLower(body), []byte("method")) || bytes.ContainsAny(body, `%\`)
 }
 
 // readAtMost reads up to limit bytes of r's body under formScanTimeout and
