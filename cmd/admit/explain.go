@@ -81,17 +81,13 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 			return nil
 		}
 	}
-	if canonical.Method == http.MethodPost && table.overridable(canonical) {
-		params, _ := paramMethods(nil, canonical, table.maps, table.others) // the query's: explain sends no body
-		overrides = appendNew(overrides, params...)
-	}
 	door, err := admit.New(admit.Config{Budgets: c.Budgets, Key: resolver.Key, MeterProvider: noop.NewMeterProvider(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return usageError{fmt.Errorf("admit explain: %w", err)}
 	}
 	defer door.Close()
-	matched := table.matchAll(canonical, overrides, nil)
+	matched, _ := table.matchWithParams(nil, canonical, overrides, nil) // the query's _method: explain sends no body
 	// As the front does: each route's limits key by its own wildcards.
 	for i, m := range matched {
 		var names []string

@@ -79,16 +79,12 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if c.Method == http.MethodPost && f.table.overridable(c) {
-		params, err := paramMethods(w, c, f.table.maps, f.table.others)
-		if err != nil {
-			f.refuse(w, r, err)
-			return
-		}
-		overrides = appendNew(overrides, params...)
-	}
 	var found [maxSpellings]routeMatch
-	matched := f.table.matchAll(c, overrides, found[:0])
+	matched, err := f.table.matchWithParams(w, c, overrides, found[:0])
+	if err != nil {
+		f.refuse(w, r, err)
+		return
+	}
 	if len(matched) == 0 {
 		f.rest.ServeHTTP(w, c)
 		return

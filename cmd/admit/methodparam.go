@@ -33,6 +33,48 @@ const (
 // formScanTimeout, or broke off.
 var errFormBody = errors.New("the form body, which may name the method the app runs, could not be read")
 
+// matchWithParams is matchAll of r under overrides and, when a "_method"
+// parameter could take the POST to a route that it does not match yet,
+// under the methods its parameters name as well. Only then is a parameter
+// read, and a form body waited for; its error refuses the request.
+func (t *routeTable) matchWithParams(w http.ResponseWriter, r *http.Request, overrides []string, dst []routeMatch) ([]routeMatch, error) {
+	matched := t.matchAll(r, overrides, dst)
+	if !t.overridable(r, overrides, len(matched)) {
+		return matched, nil
+	}
+	params, err := paramMethods(w, r, t.maps, t.others)
+	if err != nil {
+		return nil, err
+	}
+	if more := appendNew(slices.Clip(overrides), params...); len(more) > len(overrides) {
+		matched = t.matchAll(r, more, dst[:0])
+	}
+	return matched, nil
+}
+
+// overridable reports whether a "_method" parameter could take r, a POST
+// matching n routes under overrides, to another route: r carries a query or
+// a body the profile reads, and some route matches a spelling of r under a
+// method of t.others that none matches under r's own methods.
+func (t *routeTable) overridable(r *http.Request, overrides []string, n int) bool {
+	query := t.maps&mapQueryMethod != 0 && r.URL.RawQuery != ""
+	body := t.maps&mapBodyMethod != 0 && r.Body != nil && r.Body != http.NoBody
+	if r.Method != http.MethodPost || len(t.others) == 0 || !query && !body {
+		return false
+	}
+	return len(t.matchAll(r, appendNew(slices.Clip(overrides), t.others...), nil)) > n
+}
+
+// appendNew appends to list the methods of more it does not hold yet.
+func appendNew(list []string, more ...string) []string {
+	for _, m := range more {
+		if !slices.Contains(list, m) {
+			list = append(list, m)
+		}
+	}
+	return list
+}
+
 // paramMethods returns the methods a POST's "_method" parameters name, in
 // its query and its body as maps say the framework reads them. A body it
 // reads is handed on unchanged: r.Body is replaced by what was read,

@@ -233,27 +233,6 @@ func (t *routeTable) matchAll(r *http.Request, overrides []string, dst []routeMa
 	return dst
 }
 
-// overridable reports whether a "_method" parameter could take a POST to
-// a route that r, as it is, does not match: some route matches a spelling
-// of r under a method of t.others that none matches under r's own. Only
-// then is a parameter worth reading, and a form body worth waiting for.
-func (t *routeTable) overridable(r *http.Request) bool {
-	if t.maps&(mapQueryMethod|mapBodyMethod) == 0 || len(t.others) == 0 {
-		return false
-	}
-	return len(t.matchAll(r, t.others, nil)) > len(t.matchAll(r, nil, nil))
-}
-
-// appendNew appends to list the methods of more it does not hold yet.
-func appendNew(list []string, more ...string) []string {
-	for _, m := range more {
-		if !slices.Contains(list, m) {
-			list = append(list, m)
-		}
-	}
-	return list
-}
-
 // mayMatch reports whether some route might match a spelling of path: no
 // route does when the first segment of path is none of the routes' first
 // segments.
