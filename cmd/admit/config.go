@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/admitgo/admit"
-	"github.com/admitgo/admit/cmd/admit/internal/canon"
+	"github.com/admitgo/admit/internal/canon"
 )
 
 // demoRoutes are the routes of --demo when neither flags nor the config file

@@ -17,7 +17,7 @@ import (
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
-	"github.com/admitgo/admit/cmd/admit/internal/canon"
+	"github.com/admitgo/admit/internal/canon"
 )
 
 // explainOptions are the server's settings that explain reads, with their

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/admitgo/admit/cmd/admit/internal/upstream"
+	"github.com/admitgo/admit/internal/upstream"
 )
 
 // fileReserve is what the process holds open beside its connections: the

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/admitgo/admit"
-	"github.com/admitgo/admit/cmd/admit/internal/canon"
+	"github.com/admitgo/admit/internal/canon"
 )
 
 // readFile reads the YAML config file at path: its routes come before those

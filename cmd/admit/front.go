@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/admitgo/admit"
-	"github.com/admitgo/admit/cmd/admit/internal/canon"
+	"github.com/admitgo/admit/internal/canon"
 )
 
 // front is the proxy's handler. Every request passes it before routing: it

@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/admitgo/admit"
-	"github.com/admitgo/admit/cmd/admit/internal/canon"
+	"github.com/admitgo/admit/internal/canon"
 	"github.com/admitgo/admit/health"
 )
 

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/admitgo/admit/cmd/admit/internal/canon"
+	"github.com/admitgo/admit/internal/canon"
 )
 
 // profile says how the app behind admit maps a request to a handler, beyond

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/admitgo/admit"
-	"github.com/admitgo/admit/cmd/admit/internal/canon"
+	"github.com/admitgo/admit/internal/canon"
 )
 
 // The frameworks' readings of a raw path, written apart from admit's

@@ -14,8 +14,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/admitgo/admit/clientip"
-	"github.com/admitgo/admit/cmd/admit/internal/canon"
-	"github.com/admitgo/admit/cmd/admit/internal/upstream"
+	"github.com/admitgo/admit/internal/canon"
+	"github.com/admitgo/admit/internal/upstream"
 )
 
 // forwarder builds the reverse proxy to the upstream.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/admitgo/admit/cmd/admit/internal/canon"
+	"github.com/admitgo/admit/internal/canon"
 )
 
 // routeTable finds the routes a canonical request is limited by. It uses

@@ -21,7 +21,7 @@ import (
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
-	"github.com/admitgo/admit/cmd/admit/internal/upstream"
+	"github.com/admitgo/admit/internal/upstream"
 	"github.com/admitgo/admit/health"
 	"github.com/admitgo/admit/internal/meter"
 )

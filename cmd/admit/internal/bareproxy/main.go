@@ -18,7 +18,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/admitgo/admit/cmd/admit/internal/upstream"
+	"github.com/admitgo/admit/internal/upstream"
 )
 
 func main() {
