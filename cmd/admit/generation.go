@@ -14,8 +14,8 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/admitgo/admit"
-	"github.com/admitgo/admit/internal/canon"
 	"github.com/admitgo/admit/health"
+	"github.com/admitgo/admit/internal/canon"
 )
 
 // generation is what one reading of the configuration builds: the door

@@ -21,9 +21,9 @@ import (
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
-	"github.com/admitgo/admit/internal/upstream"
 	"github.com/admitgo/admit/health"
 	"github.com/admitgo/admit/internal/meter"
+	"github.com/admitgo/admit/internal/upstream"
 )
 
 // Limits of the proxy's HTTP server.
