@@ -68,6 +68,8 @@ func (a Algorithm) String() string {
 // default (see [DefaultBudgets]), or the defaults of the group it is Like;
 // a group that is neither built in nor Like one takes GroupLink's, but must
 // give its Rate and Burst (or, for FixedWindow, its Limit and Window). A
+// group that is not built in never takes the in-flight caps of the group it
+// is Like: its PerClient and Inflight default to 256 each. A
 // budget that changes one figure names one field; the zero Budget is every
 // default.
 type Budget struct {
@@ -97,11 +99,11 @@ type Budget struct {
 	SharedRate  rate.Limit
 	SharedBurst int
 	// PerClient is how many requests one client may have in flight. 0: the
-	// default.
+	// default (256 for a group that is not built in, Like one or not).
 	PerClient int
 	// Inflight is how many requests the whole group may have in flight;
 	// over-budget requests served by an overflow handler have as many slots
-	// of their own. 0: the default.
+	// of their own. 0: the default (256 for a group that is not built in).
 	Inflight int
 	// MaxClients is the size of the group's client table. Memory for the
 	// table is bounded by it whatever the number of addresses seen. 0: the
@@ -186,9 +188,19 @@ func DefaultBudgets() map[Group]Budget {
 	return m
 }
 
+// namedInflight is the in-flight cap, for the group and for each client, of
+// a group that is not built in, unless it gives its own. The built-in
+// groups' caps are sized for what they guard (a link's two requests per
+// client), so a group named for an API does not inherit them through Like:
+// 256 is as many requests as the upstream transport keeps connections for,
+// and it bounds what the group buffers at twice 256 times its body cap.
+const namedInflight = 256
+
 // resolve returns b with its zero fields taken from the defaults of the
 // group it is Like, or of g itself, or, for a group that is neither, from
-// GroupLink's; such a group must give its own amounts.
+// GroupLink's; such a group must give its own amounts. A group that is not
+// built in takes its in-flight caps from namedInflight, never from the
+// group it is Like.
 func (b Budget) resolve(g Group) (Budget, error) {
 	base, builtIn := defaults[g]
 	switch like, ok := defaults[b.Like]; {
@@ -198,6 +210,9 @@ func (b Budget) resolve(g Group) (Budget, error) {
 		base, builtIn = like, true
 	case !builtIn:
 		base = defaults[GroupLink]
+	}
+	if _, own := defaults[g]; !own {
+		base.PerClient, base.Inflight = namedInflight, namedInflight
 	}
 	switch {
 	case b.Algorithm == FixedWindow && (b.Limit < 1 || b.Window <= 0):

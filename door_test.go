@@ -207,7 +207,7 @@ func TestBadConfiguration(t *testing.T) {
 
 // TestZeroFieldsTakeTheDefaults checks that a budget names only what it
 // changes: zero fields keep the group's default (the link group's for a new
-// group), the shared bucket follows the client bucket, and a negative
+// group, but for its in-flight caps), the shared bucket follows the client bucket, and a negative
 // timeout or cap means none.
 func TestZeroFieldsTakeTheDefaults(t *testing.T) {
 	d := newDoor(t, newClock(), Config{Budgets: map[Group]Budget{
@@ -223,6 +223,7 @@ func TestZeroFieldsTakeTheDefaults(t *testing.T) {
 	signup, _ := d.Budget("signup")
 	want = DefaultBudgets()[GroupLink]
 	want.Rate, want.Burst, want.SharedRate, want.SharedBurst, want.MaxBodyBytes, want.HoldTimeout = 2, 3, 2, 3, -1, -1
+	want.PerClient, want.Inflight = namedInflight, namedInflight
 	if signup != want {
 		t.Errorf("signup: got %+v, want %+v", signup, want)
 	}

@@ -361,3 +361,46 @@ func TestShadowModeAdmitsUnkeyedRequests(t *testing.T) {
 	assertIdle(t, d.groups["apikey"])
 	assertIdle(t, d.groups["per-address"])
 }
+
+// TestLikeCopiesHandlingNotCaps pins what like copies: a group named for an
+// API that starts from link's or webhook's budget takes its handling (how a
+// token is charged, the body cap, the deadlines) and the amounts it leaves
+// out, but not the in-flight caps sized for those built-in uses, so 64
+// callers of one API behind a slow app are never refused for concurrency
+// they never asked to cap.
+func TestLikeCopiesHandlingNotCaps(t *testing.T) {
+	d, err := New(Config{Budgets: map[Group]Budget{
+		"api":    {Like: GroupLink, Rate: 100, Burst: 200},
+		"hooks":  {Like: GroupWebhook},
+		"plain":  {Rate: 10, Burst: 20},
+		"capped": {Like: GroupLink, Rate: 10, Burst: 20, PerClient: 3, Inflight: 7},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, webhook := defaults[GroupLink], defaults[GroupWebhook]
+	for _, tc := range []struct {
+		group               Group
+		perClient, inflight int
+		charge              Charge
+		maxBody             int64
+		hold                time.Duration
+	}{
+		{"api", namedInflight, namedInflight, link.Charge, link.MaxBodyBytes, link.HoldTimeout},
+		{"hooks", namedInflight, namedInflight, webhook.Charge, webhook.MaxBodyBytes, webhook.HoldTimeout},
+		{"plain", namedInflight, namedInflight, link.Charge, link.MaxBodyBytes, link.HoldTimeout},
+		{"capped", 3, 7, link.Charge, link.MaxBodyBytes, link.HoldTimeout},
+		{GroupLink, link.PerClient, link.Inflight, link.Charge, link.MaxBodyBytes, link.HoldTimeout},
+	} {
+		b, _ := d.Budget(tc.group)
+		if b.PerClient != tc.perClient || b.Inflight != tc.inflight {
+			t.Errorf("%s: per client %d, in flight %d; want %d, %d", tc.group, b.PerClient, b.Inflight, tc.perClient, tc.inflight)
+		}
+		if b.Charge != tc.charge || b.MaxBodyBytes != tc.maxBody || b.HoldTimeout != tc.hold {
+			t.Errorf("%s: charge %v, body cap %d, hold %v; want %v, %d, %v", tc.group, b.Charge, b.MaxBodyBytes, b.HoldTimeout, tc.charge, tc.maxBody, tc.hold)
+		}
+	}
+	if b, _ := d.Budget("hooks"); b.Rate != webhook.Rate || b.Burst != webhook.Burst {
+		t.Errorf("hooks: rate %v, burst %d; want webhook's %v, %d", b.Rate, b.Burst, webhook.Rate, webhook.Burst)
+	}
+}
