@@ -340,3 +340,34 @@ func TestFallbackClockStartsWithTheOutage(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupStateTellsTheFallback: a group on a shared store reports it, and
+// reports deciding on its local fallback from the first failed call until
+// a call reaches the store again.
+func TestGroupStateTellsTheFallback(t *testing.T) {
+	clk := newClock()
+	hs, doors, store := fallbackReplicas(t, clk, GroupLink, Budget{Rate: 10, Burst: 20}, 1)
+	state := func() GroupState {
+		st, _ := doors[0].GroupState(GroupLink)
+		return st
+	}
+	do(hs[0], "GET", "198.51.100.7:1000")
+	if st := state(); !st.Shared || st.OnFallback {
+		t.Fatalf("store up: got %+v, want Shared and not OnFallback", st)
+	}
+	store.down.Store(true)
+	do(hs[0], "GET", "198.51.100.7:1000")
+	if st := state(); !st.OnFallback {
+		t.Fatalf("store down: got %+v, want OnFallback", st)
+	}
+	store.down.Store(false)
+	clk.Advance(2 * time.Second) // past the probe interval
+	do(hs[0], "GET", "198.51.100.7:1000")
+	if st := state(); st.OnFallback {
+		t.Errorf("store back: got %+v, want not OnFallback", st)
+	}
+	local := newDoor(t, clk, Config{})
+	if st, _ := local.GroupState(GroupLink); st.Shared || st.OnFallback {
+		t.Errorf("memory: got %+v, want neither", st)
+	}
+}

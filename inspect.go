@@ -14,6 +14,11 @@ type GroupState struct {
 	Clients int
 	// Inflight is the number of requests admitted and not yet answered.
 	Inflight int
+	// Shared reports that a shared store decides the group's tokens.
+	Shared bool
+	// OnFallback reports that the group's shared store failed and the
+	// group decides on its local fallback until the store answers again.
+	OnFallback bool
 }
 
 // GroupState reports what group g holds now, and whether the door knows g.
@@ -30,6 +35,10 @@ func (d *Door) GroupState(g Group) (GroupState, bool) {
 		s.mu.Unlock()
 	}
 	st.Inflight = int(grp.inflight.Load())
+	if e, ok := grp.engine.(*shared); ok {
+		st.Shared = true
+		st.OnFallback = e.fallback != nil && e.down.Load() != 0
+	}
 	return st, true
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -26,12 +28,11 @@ func (s *server) reload() error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	err := s.reloadLocked()
+	s.reloads.add(s.clock(), err)
 	if err != nil {
-		s.reloads.add(false)
 		s.log.Error("admit: reload refused; serving the configuration loaded before", "err", err.Error())
 		return err
 	}
-	s.reloads.add(true)
 	return nil
 }
 
@@ -153,11 +154,19 @@ func optionIndex(name string) int {
 	return -1
 }
 
-// reloadCounter counts reloads by result in admit.config.reloads.
+// reloadCounter counts reloads by result in admit.config.reloads, and keeps
+// the last one for the status page.
 type reloadCounter struct {
 	counter          metric.Int64Counter
 	success, failure metric.AddOption
 	registered       bool
+	last             atomic.Pointer[reloadResult] // nil until the first reload
+}
+
+// reloadResult is how a reload ended: at when, and err its refusal, or nil.
+type reloadResult struct {
+	at  time.Time
+	err error
 }
 
 func (c *reloadCounter) register(m metric.Meter) error {
@@ -174,12 +183,13 @@ func (c *reloadCounter) register(m metric.Meter) error {
 	return nil
 }
 
-func (c *reloadCounter) add(ok bool) {
+func (c *reloadCounter) add(at time.Time, err error) {
+	c.last.Store(&reloadResult{at: at, err: err})
 	if !c.registered {
 		return
 	}
 	opt := c.failure
-	if ok {
+	if err == nil {
 		opt = c.success
 	}
 	c.counter.Add(context.Background(), 1, opt)

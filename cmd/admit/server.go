@@ -314,6 +314,7 @@ func (s *server) metricsServer(errorLog *log.Logger) *http.Server {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", s.tel.handler)
 	mux.Handle("GET /healthz", health.Handler(s.health))
+	mux.Handle("GET /admit/status", &statusPage{s: s, gather: s.tel.gatherer, now: s.clock})
 	s.adminRoutes(mux)
 	return &http.Server{
 		Handler:           mux,
@@ -324,6 +325,14 @@ func (s *server) metricsServer(errorLog *log.Logger) *http.Server {
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          errorLog,
 	}
+}
+
+// clock is the door's clock: the configuration's, or time.Now.
+func (s *server) clock() time.Time {
+	if s.cfg.Now != nil {
+		return s.cfg.Now()
+	}
+	return time.Now()
 }
 
 // close releases what newServer opened. It is safe on a partly built server.

@@ -17,6 +17,7 @@ import (
 type telemetry struct {
 	provider *sdkmetric.MeterProvider
 	handler  http.Handler
+	gatherer prometheus.Gatherer // what handler exports
 }
 
 // newTelemetry creates a meter provider with its own Prometheus registry, so
@@ -34,7 +35,7 @@ func newTelemetry() (*telemetry, error) {
 		return nil, fmt.Errorf("admit: runtime metrics: %w", err)
 	}
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
-	return &telemetry{provider: mp, handler: h}, nil
+	return &telemetry{provider: mp, handler: h, gatherer: reg}, nil
 }
 
 func (t *telemetry) close() { t.provider.Shutdown(context.Background()) }
