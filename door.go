@@ -48,6 +48,13 @@ type Config struct {
 	// to in-flight refusals or overflow answers), for example
 	// `RateLimit-Policy: "link";q=20;w=20` and `RateLimit: "link";r=3;t=17`.
 	PolicyHeaders bool
+	// Decided, when set, is called once for each limit of each request the
+	// door decides, once the request is answered: with its group, its
+	// outcome as the admit.door.outcome attribute spells it, and the
+	// status of the answer (200 when the handler wrote none). It runs on the
+	// request's goroutine, so it must be quick; an access log is its use.
+	// nil: nothing is called.
+	Decided func(r *http.Request, g Group, outcome string, status int)
 }
 
 // Door admits requests to route groups. It is safe for concurrent use.
@@ -64,12 +71,13 @@ type settings struct {
 	logger  *slog.Logger
 	shadow  bool
 	headers bool
+	decided func(r *http.Request, g Group, outcome string, status int) // nil: none
 }
 
 // New validates cfg and returns a door. An error names the group and the field
 // at fault.
 func New(cfg Config) (*Door, error) {
-	set := &settings{key: cfg.Key, now: timeline(cfg.Now), logger: cfg.Logger, shadow: cfg.Shadow, headers: cfg.PolicyHeaders}
+	set := &settings{key: cfg.Key, now: timeline(cfg.Now), logger: cfg.Logger, shadow: cfg.Shadow, headers: cfg.PolicyHeaders, decided: cfg.Decided}
 	if set.logger == nil {
 		set.logger = slog.Default()
 	}
@@ -170,7 +178,7 @@ func (d *Door) Handler(rt Route, next http.Handler) (http.Handler, error) {
 	if rt.Cost < 0 {
 		return nil, fmt.Errorf("admit: route %v: Cost %d, want 1 or more (0: 1)", rt.Groups, rt.Cost)
 	}
-	h := &handler{cost: int32(cost), next: next, overflow: rt.Overflow, headers: d.set.headers, shadow: d.set.shadow, now: d.set.now}
+	h := &handler{cost: int32(cost), next: next, overflow: rt.Overflow, headers: d.set.headers, shadow: d.set.shadow, now: d.set.now, decided: d.set.decided}
 	chosen := true
 	var policies []string
 	for _, name := range rt.Groups {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -340,5 +341,42 @@ func TestInfiniteRateNeverLimits(t *testing.T) {
 		for range 5 {
 			allowed(t, d.Wrap(GroupWebhook, status(http.StatusBadRequest), nil), "192.0.2.1:1", http.StatusBadRequest)
 		}
+	}
+}
+
+// TestDecidedTellsEveryOutcome: the Decided hook hears each limit's outcome
+// and the answer's status, for admissions, refusals and a missing key,
+// once per limit of a request.
+func TestDecidedTellsEveryOutcome(t *testing.T) {
+	type call struct {
+		group   Group
+		outcome string
+		status  int
+	}
+	var calls []call
+	d := newDoor(t, newClock(), Config{
+		Budgets: map[Group]Budget{
+			GroupLink: {Burst: 1},
+			"token":   {Rate: 1, Burst: 5, Key: Key{Header: "Authorization", RejectMissing: true, Authenticated: true}},
+		},
+		Decided: func(r *http.Request, g Group, outcome string, status int) {
+			calls = append(calls, call{g, outcome, status})
+		},
+	})
+	link := d.Wrap(GroupLink, status(http.StatusNotFound), nil)
+	do(link, "GET", "192.0.2.1:1")
+	do(link, "GET", "192.0.2.1:1")
+	token, err := d.Handler(Route{Groups: []Group{GroupLink, "token"}}, status(http.StatusOK))
+	if err != nil {
+		t.Fatal(err)
+	}
+	do(token, "GET", "192.0.2.2:1")
+	want := []call{
+		{GroupLink, "client_error", 404},
+		{GroupLink, "rate_limited", 429},
+		{"token", "missing_key", 401},
+	}
+	if !slices.Equal(calls, want) {
+		t.Errorf("Decided heard %v, want %v", calls, want)
 	}
 }

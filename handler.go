@@ -23,6 +23,7 @@ type handler struct {
 	policy            string // RateLimit-Policy: every limit's
 	shadow            bool
 	now               func() int64
+	decided           func(r *http.Request, g Group, outcome string, status int) // nil: none
 }
 
 // ServeHTTP reads as the door works: key the request and admit it under
@@ -133,7 +134,7 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, g *group, t *ti
 	if h.overflow != nil {
 		if g.takeOverflow() {
 			g.count(t, outcomeCached)
-			h.serveOverflow(w, r, g)
+			h.tell(r, g, outcomeCached, h.serveOverflow(w, r, g))
 			return
 		}
 		v.outcome, v.retry = outcomeGroupConcurrency, 1 // the overflow is at the group's cap
@@ -147,6 +148,7 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, g *group, t *ti
 		setRefusalHeaders(w.Header(), g, v.retry)
 	}
 	rejectWith(w, r, g, status, v.retry)
+	h.tell(r, g, v.outcome, status)
 }
 
 // refuseKey answers a request a limit cannot key: 401 when its key is the
@@ -158,18 +160,28 @@ func (h *handler) refuseKey(w http.ResponseWriter, r *http.Request, g *group, er
 		status = http.StatusUnauthorized
 	}
 	refuse(w, r, g, status)
+	h.tell(r, g, outcomeMissingKey, status)
+}
+
+// tell calls the door's Decided hook, if it has one.
+func (h *handler) tell(r *http.Request, g *group, o outcome, status int) {
+	if h.decided != nil {
+		h.decided(r, g.name, o.String(), status)
+	}
 }
 
 // serveOverflow serves a request over budget with the overflow handler,
 // under the same body cap, deadlines and hold bound as an admitted request,
-// in one of the refusing limit's overflow slots.
-func (h *handler) serveOverflow(w http.ResponseWriter, r *http.Request, g *group) {
+// in one of the refusing limit's overflow slots, and returns the status it
+// answered.
+func (h *handler) serveOverflow(w http.ResponseWriter, r *http.Request, g *group) int {
 	ww := &writer{ResponseWriter: w}
 	defer g.overflow.Add(-1)
 	defer ww.release()
 	if h.prepare(ww, r) {
 		h.overflow.ServeHTTP(ww, r)
 	}
+	return ww.answered()
 }
 
 // prepare applies the route's body deadline and cap and its hold bound. The
@@ -236,5 +248,6 @@ func (h *handler) settle(r *http.Request, tickets []ticket, verdicts []verdict, 
 			}
 		}
 		g.count(t, o)
+		h.tell(r, g, o, status)
 	}
 }

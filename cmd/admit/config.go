@@ -62,6 +62,8 @@ type config struct {
 	DrainTimeout      time.Duration                // how long in-flight requests may run after SIGTERM; > 0
 	LogFormat         string                       // "text" or "json"
 	LogLevel          slog.Level                   // the least severe level logged
+	AccessLog         string                       // where the access log goes: "-" for stderr; empty: off
+	AccessLogRefusals int                          // refusals the access log writes per second at most
 	ConfigFile        string                       // the YAML file read, if any
 	AdminTokenFile    string                       // the file adminToken was read from; empty: admin writes are off
 	adminToken        string                       // the bearer token admin writes need; never logged
@@ -190,6 +192,10 @@ var options = []option{
 		set: func(c *config, v string) (err error) { c.LogFormat, err = parseLogFormat(v); return err }},
 	{name: "log-level", arg: "LEVEL", def: "info", usage: "debug, info, warn or error",
 		set: func(c *config, v string) (err error) { c.LogLevel, err = parseLogLevel(v); return err }},
+	{name: "access-log", arg: "FILE", usage: "write a JSON line for every request a limit decides, and for every request refused as malformed, to FILE (appended to) or to stderr for -; off by default",
+		set: func(c *config, v string) error { c.AccessLog = v; return nil }},
+	{name: "access-log-refusals", arg: "N", def: "100", usage: "refused requests the access log writes per second at most, so that a flood cannot fill a disk; the next line written counts those left out in \"suppressed\"; 0: none",
+		set: func(c *config, v string) (err error) { c.AccessLogRefusals, err = parseCount(v, 0); return err }},
 	{name: "config", arg: "FILE", usage: "YAML file with routes and budgets per group",
 		set: func(c *config, v string) error { c.ConfigFile = v; return nil }},
 	{name: "admin-token-file", arg: "FILE", usage: "file holding the bearer token that reading and resetting a client on the metrics listener (GET and DELETE /admit/groups/GROUP/clients/KEY) require; read again on reload; without it resets are refused and client reads are answered to loopback peers only",

@@ -39,6 +39,7 @@ type front struct {
 	// serve a limited host's route to a request admit matched elsewhere.
 	matchedHost bool
 	malformed   *malformedCounts
+	access      *accessLog // nil: off
 
 	keyHeadersOnce sync.Once
 	keyHeaders     spellings // the headers the door's groups are keyed by
@@ -116,7 +117,10 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // turn Connection: close into a GOAWAY for every stream on it, which a
 // balancer may multiplex for many clients.
 func (f *front) refuse(w http.ResponseWriter, r *http.Request, err error) {
-	f.malformed.add(err)
+	reason := f.malformed.add(err)
+	if f.access != nil {
+		f.access.malformed(r, reason)
+	}
 	if r.ProtoMajor == 1 {
 		w.Header()["Connection"] = closeValue
 	}
@@ -271,13 +275,15 @@ type malformedCounts struct {
 	n [len(malformedReasons)]atomic.Int64 // indexed like malformedReasons
 }
 
-func (m *malformedCounts) add(err error) {
+// add counts err under its reason, and returns the reason.
+func (m *malformedCounts) add(err error) string {
 	for i, r := range malformedReasons {
 		if errors.Is(err, r.err) {
 			m.n[i].Add(1)
-			return
+			return r.reason
 		}
 	}
+	return "other"
 }
 
 // register reports the counts as admit.server.malformed.

@@ -41,9 +41,12 @@ func (s *server) build(cfg config, prev *admit.Door) (*generation, error) {
 		MeterProvider: s.tel.provider,
 		PolicyHeaders: cfg.PolicyHeaders,
 	}
+	if s.access != nil {
+		dc.Decided = s.access.decided
+	}
 	if prev != nil {
 		trial := dc
-		trial.MeterProvider, trial.Logger = noop.NewMeterProvider(), slog.New(slog.DiscardHandler)
+		trial.MeterProvider, trial.Logger, trial.Decided = noop.NewMeterProvider(), slog.New(slog.DiscardHandler), nil
 		door, err := admit.New(trial)
 		if err != nil {
 			return nil, usageError{cfg.budgetsError(err)}
@@ -117,7 +120,7 @@ func (s *server) routes(cfg config, door *admit.Door) (*front, error) {
 		return nil, err
 	}
 	f := &front{table: table, rest: proxy, canon: canon.Options{Slashes: cfg.EscapedSlashes, Allow: cfg.AllowSpellings}, overrides: cfg.MethodOverride,
-		malformed: &s.malformed, door: door, matchedHost: namesAHost(cfg.Routes)}
+		malformed: &s.malformed, access: s.access, door: door, matchedHost: namesAHost(cfg.Routes)}
 	for _, r := range table.routes {
 		rt := admit.Route{Groups: r.Groups, Cost: r.Cost}
 		var next http.Handler = proxy

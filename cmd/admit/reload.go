@@ -125,6 +125,8 @@ var restartOnly = []struct {
 	{"drain-timeout", func(c config) any { return c.DrainTimeout }},
 	{"log-format", func(c config) any { return c.LogFormat }},
 	{"log-level", func(c config) any { return c.LogLevel }},
+	{"access-log", func(c config) any { return c.AccessLog }},
+	{"access-log-refusals", func(c config) any { return c.AccessLogRefusals }},
 	{"config", func(c config) any { return c.ConfigFile }},
 	{"admin-token-file", func(c config) any { return c.AdminTokenFile }},
 }

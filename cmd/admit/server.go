@@ -57,6 +57,7 @@ type server struct {
 	cfg      config
 	log      *slog.Logger
 	tel      *telemetry
+	access   *accessLog // nil: off
 	demo     *demoApp     // the demo upstream; nil unless --demo without --upstream
 	store    *sharedStore // nil for the memory store
 	resolver *clientip.Resolver
@@ -120,6 +121,9 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	}
 	if s.tel, err = newTelemetry(); err != nil {
 		return nil, err
+	}
+	if s.access, err = openAccessLog(cfg, os.Stderr, func() *admit.Door { return s.gen.Load().door }, s.clock); err != nil {
+		return nil, usageError{err}
 	}
 	target := cfg.Upstream
 	if target == nil {
@@ -337,6 +341,7 @@ func (s *server) clock() time.Time {
 
 // close releases what newServer opened. It is safe on a partly built server.
 func (s *server) close() {
+	s.access.close()
 	if s.ln != nil {
 		s.ln.Close()
 		s.metricsLn.Close()
