@@ -57,7 +57,7 @@ type server struct {
 	cfg      config
 	log      *slog.Logger
 	tel      *telemetry
-	access   *accessLog // nil: off
+	access   *accessLog   // nil: off
 	demo     *demoApp     // the demo upstream; nil unless --demo without --upstream
 	store    *sharedStore // nil for the memory store
 	resolver *clientip.Resolver
