@@ -3,7 +3,17 @@
 //
 // Routes are wired to a [Group] (webhook, link, health, or your own), each with
 // a [Budget], through [Door.Wrap] or, in middleware chains such as chi's
-// r.With, [Door.Middleware]:
+// r.With, [Door.Middleware]. [New] makes a door from a [Config], whose zero
+// value enforces [DefaultBudgets] on the TCP peer's address:
+//
+//	door, err := admit.New(admit.Config{})
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	mux.Handle("POST /hooks/github", door.Wrap(admit.GroupWebhook, hooks, nil))
+//	mux.Handle("GET /s/{token}", door.Wrap(admit.GroupLink, links, nil))
+//
+// What a group enforces:
 //
 //   - Token buckets per client, refilled continuously at Rate up to Burst. A
 //     request spends one token on entry, or, for a ChargeOnFailure group such

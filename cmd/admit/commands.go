@@ -32,8 +32,10 @@ import (
 var errVersion = errors.New("version printed")
 
 // version returns what admit --version prints: the module version (the tag
-// go install fetched, or "(devel)" for a build from a checkout) and the
-// revision the binary was built from.
+// go install fetched, or for a build from a checkout the pseudo-version Go
+// stamps from its commit), the revision and its time when the build
+// recorded them, and the Go version. A build from a source tree that
+// records no revision says so, since its version then names no source.
 func version() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -53,8 +55,11 @@ func version() string {
 			}
 		}
 	}
-	if rev != "" {
+	switch {
+	case rev != "":
 		v += fmt.Sprintf(" (revision %s, %s%s)", rev, when, modified)
+	case info.Main.Version == "" || info.Main.Version == "(devel)":
+		v += " (revision unknown: built without version control information)"
 	}
 	return v + " " + info.GoVersion
 }
