@@ -138,7 +138,7 @@ var options = []option{
 		set: func(c *config, v string) (err error) { c.Demo, err = parseBool(v); return err }},
 	{name: "route", arg: "GROUP[,GROUP...]=PATTERN", multi: true, noEnv: true, usage: "put requests matching a ServeMux pattern under a group's limit (webhook, link, health or one the config file names), or several, checked in order; repeatable; with --demo and no routes, the demo routes",
 		set: func(c *config, v string) error { return c.addFlagRoute(v) }},
-	{name: "trusted-proxy", arg: "CIDRS", multi: true, env: "ADMIT_TRUSTED_PROXIES", usage: "proxies whose forwarding headers are believed: CIDRs or addresses, comma or space separated; repeatable; /0 refused",
+	{name: "trusted-proxy", arg: "CIDRS", multi: true, oldEnv: []string{"ADMIT_TRUSTED_PROXIES"}, usage: "proxies whose forwarding headers are believed: CIDRs or addresses, comma or space separated; repeatable; /0 refused",
 		set: func(c *config, v string) error { return appendPrefixes(&c.TrustedProxies, v) }},
 	{name: "proxy-protocol-from", arg: "CIDRS", multi: true, usage: "peers that must send a PROXY protocol header: CIDRs or addresses, comma or space separated; repeatable",
 		set: func(c *config, v string) error { return appendPrefixes(&c.ProxyProtocolFrom, v) }},

@@ -140,8 +140,14 @@ func TestParseConfig(t *testing.T) {
 		{"trusted proxies repeated", []string{"--trusted-proxy", "127.0.0.1/32", "--trusted-proxy", "::1/128"}, nil, func(c *config) {
 			c.TrustedProxies = prefixes("127.0.0.1/32", "::1/128")
 		}},
-		{"trusted proxies env", nil, map[string]string{"ADMIT_TRUSTED_PROXIES": "172.16.0.0/12"}, func(c *config) {
+		{"trusted proxies env", nil, map[string]string{"ADMIT_TRUSTED_PROXY": "172.16.0.0/12"}, func(c *config) {
 			c.TrustedProxies = prefixes("172.16.0.0/12")
+		}},
+		{"trusted proxies, the older variable", nil, map[string]string{"ADMIT_TRUSTED_PROXIES": "172.16.0.0/12"}, func(c *config) {
+			c.TrustedProxies = prefixes("172.16.0.0/12")
+		}},
+		{"trusted proxies, the variable over the older one", nil, map[string]string{"ADMIT_TRUSTED_PROXY": "10.2.0.0/16", "ADMIT_TRUSTED_PROXIES": "172.16.0.0/12"}, func(c *config) {
+			c.TrustedProxies = prefixes("10.2.0.0/16")
 		}},
 		{"trusted proxies flag over env", []string{"--trusted-proxy=10.1.0.0/16"}, map[string]string{"ADMIT_TRUSTED_PROXIES": "172.16.0.0/12"}, func(c *config) {
 			c.TrustedProxies = prefixes("10.1.0.0/16")

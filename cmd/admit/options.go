@@ -20,7 +20,7 @@ type option struct {
 	def     string   // the default, as a value; empty: none
 	multi   bool     // repeatable: each value adds to the others
 	noEnv   bool     // no environment variable
-	env     string   // the variable, when it is not ADMIT_ and the name in capitals
+	oldEnv  []string // variables an earlier release read for it, still read after its own
 	usage   string
 	set     func(c *config, v string) error
 }
@@ -33,15 +33,11 @@ func (o option) envs() []string {
 	if o.noEnv {
 		return nil
 	}
-	env := o.env
-	if env == "" {
-		env = envName(o.name)
-	}
-	list := []string{env}
+	list := []string{envName(o.name)}
 	for _, a := range o.aliases {
 		list = append(list, envName(a))
 	}
-	return list
+	return append(list, o.oldEnv...)
 }
 
 // envName returns the environment variable of a flag: ADMIT_ and the flag's
@@ -191,6 +187,9 @@ func printOptions(w io.Writer, options []option) {
 		}
 		for _, a := range o.aliases {
 			notes = append(notes, fmt.Sprintf("also --%s and %s", a, envName(a)))
+		}
+		for _, e := range o.oldEnv {
+			notes = append(notes, "also "+e)
 		}
 		if len(notes) > 0 {
 			fmt.Fprintf(w, " (%s)", strings.Join(notes, "; "))
