@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,11 +19,12 @@ import (
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
 	"github.com/admitgo/admit/internal/canon"
+	"github.com/admitgo/admit/quota"
 )
 
 // explainOptions are the server's settings that explain reads, with their
 // environment variables, so that it runs against the server's configuration.
-var explainOptions = pick(options, "demo", "route", "trusted-proxy", "config", "escaped-slashes", "route-folding", "method-override", "upstream-profile", "allow-spellings")
+var explainOptions = pick(options, "demo", "route", "trusted-proxy", "config", "escaped-slashes", "route-folding", "method-override", "upstream-profile", "allow-spellings", "store", "store-fail", "replicas")
 
 // explain is the explain subcommand: it prints the group a request would be
 // admitted under, its client key, and how the key was derived. It sends
@@ -81,7 +83,11 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 			return nil
 		}
 	}
-	door, err := admit.New(admit.Config{Budgets: c.Budgets, Key: resolver.Key, MeterProvider: noop.NewMeterProvider(),
+	var charger quota.Charger
+	if c.Store.Kind != storeMemory {
+		charger = unasked{}
+	}
+	door, err := admit.New(admit.Config{Budgets: doorBudgets(c, charger), Key: resolver.Key, MeterProvider: noop.NewMeterProvider(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return usageError{fmt.Errorf("admit explain: %w", err)}
@@ -105,6 +111,22 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 	printExplanation(out, req, canonical, explained{table: table, matched: matched, door: door}, resolver.Explain(canonical))
 	return nil
 }
+
+// unasked stands for a shared store in explain, which sends nothing: a
+// door on it checks routes as the server's does, and is never asked.
+type unasked struct{}
+
+var errUnasked = errors.New("admit explain: the store is not asked")
+
+func (unasked) Allow(context.Context, quota.Rule, string) (quota.Decision, error) {
+	return quota.Decision{}, errUnasked
+}
+
+func (unasked) AllowN(context.Context, quota.Rule, string, int) (quota.Decision, error) {
+	return quota.Decision{}, errUnasked
+}
+
+func (unasked) Refund(context.Context, quota.Rule, string, int) error { return errUnasked }
 
 // explained is what explain found for a request: the routes it matched and
 // the door that would admit it.

@@ -16,6 +16,7 @@ import (
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/health"
 	"github.com/admitgo/admit/internal/canon"
+	"github.com/admitgo/admit/quota"
 )
 
 // generation is what one reading of the configuration builds: the door
@@ -79,14 +80,27 @@ func (s *server) build(cfg config, prev *admit.Door) (*generation, error) {
 // field (the door fills the rest with each group's default), on the shared
 // store when there is one.
 func (s *server) budgets(cfg config) map[admit.Group]admit.Budget {
+	var charger quota.Charger
+	if s.store != nil {
+		charger = s.store.charger
+	}
+	return doorBudgets(cfg, charger)
+}
+
+// doorBudgets returns the budgets a door enforces for cfg: every built-in
+// group and the file's, each decided on charger when it is not nil (a
+// shared store), with its local fallback under --store-fail local. explain
+// calls it with a store that answers nothing, so that a route's cost is
+// checked as the server checks it.
+func doorBudgets(cfg config, charger quota.Charger) map[admit.Group]admit.Budget {
 	budgets := make(map[admit.Group]admit.Budget)
 	for _, g := range builtInGroups {
 		budgets[g] = admit.Budget{}
 	}
 	maps.Copy(budgets, cfg.Budgets)
-	if s.store != nil {
+	if charger != nil {
 		for g, b := range budgets {
-			b.Store = s.store.charger
+			b.Store = charger
 			if cfg.StoreFail == storeFailLocal {
 				b.Replicas = cfg.Replicas
 			}

@@ -386,3 +386,41 @@ func TestHostRoutesForwardTheMatchedHost(t *testing.T) {
 		t.Errorf("Host example.com: answers %v, want %d admitted", answers, linkTestBurst)
 	}
 }
+
+// TestExplainCostWithTheStore: explain caps a combined cost by the rules of
+// the configured store, as the server does, without connecting to it: a
+// shared store decides past a small shared bucket, and a local fallback
+// holds only its share of the burst.
+func TestExplainCostWithTheStore(t *testing.T) {
+	cfg := writeConfig(t, `
+budgets:
+  small: {rate: 0.001, burst: 20, shared_burst: 5}
+  big: {rate: 0.001, burst: 100}
+routes:
+  - {group: small, pattern: "GET /b/{x}"}
+  - {group: big, pattern: "GET /b/{x}/", cost: 10}
+`)
+	const store = "redis://127.0.0.1:1/0" // nothing listens: explain must not ask
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		cost  string
+	}{
+		{"memory: the shared bucket caps it", nil, "cost 5,"},
+		{"a store decides past the shared bucket", []string{"--store", store}, "cost 10,"},
+		// The fallback holds the smaller of burst and shared burst, 5, over
+		// 4 replicas.
+		{"a local fallback holds a quarter of it", []string{"--store", store, "--store-fail", "local", "--replicas", "4"}, "cost 1,"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"explain", "--peer", "192.0.2.1:1", "--config", cfg}, tc.flags...)
+			out, err := runArgs(t, nil, append(args, "GET", "/b/x")...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "limit    big: token-bucket 0.001/s, burst 100, " + tc.cost; !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		})
+	}
+}
