@@ -1,0 +1,329 @@
+package server
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/internal/canon"
+)
+
+// demoRoutes are the routes of --demo when neither flags nor the config file
+// give any.
+var demoRoutes = []route{
+	{Groups: []admit.Group{admit.GroupWebhook}, Pattern: "POST /hooks/{name}"},
+	{Groups: []admit.Group{admit.GroupLink}, Pattern: "GET /l/{id}"},
+	{Groups: []admit.Group{admit.GroupHealth}, Pattern: "GET /healthz"},
+}
+
+// demoHealthPath is the demo upstream's health endpoint, probed when --demo
+// runs without --upstream.
+const demoHealthPath = "/healthz"
+
+// config is the server's configuration, read from flags, the environment and
+// the optional config file, and checked: every field holds a usable value.
+type config struct {
+	Listen            string                       // address of the proxy, host:port
+	Upstream          *url.URL                     // nil only with Demo: the built-in demo upstream
+	UpstreamHealth    string                       // path of the upstream's health endpoint; empty: none
+	Demo              bool                         // demo routes (unless Routes are given) and, without Upstream, a demo upstream
+	Routes            []route                      // the config file's routes, then those of --route
+	TrustedProxies    []netip.Prefix               // peers whose forwarding headers are believed; never /0
+	ProxyProtocolFrom []netip.Prefix               // peers that must send a PROXY protocol header
+	Shadow            bool                         // count would_* outcomes, reject nothing
+	PolicyHeaders     bool                         // send RateLimit-Policy and RateLimit fields
+	EscapedSlashes    canon.Slashes                // what to do with %2F, %5C and \ in paths
+	RouteFolding      bool                         // also match lower-cased paths and a toggled trailing slash
+	MethodOverride    bool                         // forward method override headers and match their methods
+	UpstreamProfile   profile                      // how the upstream's framework routes; the file's upstream_profile unless given
+	AllowSpellings    canon.Classes                // spellings let through rather than refused; the file's allow_spellings unless given
+	Store             store                        // where per-client tokens are decided
+	StorePrefix       string                       // Redis key prefix; empty: the store's default
+	StoreTable        string                       // PostgreSQL table, may be schema-qualified; empty: the store's default
+	StoreMigrate      bool                         // create the PostgreSQL table at startup when missing
+	StoreFail         storeFail                    // what a request gets while the store cannot decide
+	Replicas          int                          // replicas sharing the store, for --store-fail local; 0 otherwise
+	MaxConns          int                          // open connections on the proxy's listener; at least 1
+	MaxConnsPerClient int                          // open connections per client key; 0: no cap
+	MetricsListen     string                       // address of /metrics, host:port
+	MetricsMaxConns   int                          // open connections on the metrics listener; at least 1
+	MetricsPerClient  int                          // open connections on the metrics listener per client key; 0: no cap
+	TLSCert, TLSKey   string                       // both set or both empty
+	H2C               bool                         // serve cleartext HTTP/2 with prior knowledge too; never with TLS
+	DrainDelay        time.Duration                // how long health reports draining before the listener closes
+	DrainTimeout      time.Duration                // how long in-flight requests may run after SIGTERM; > 0
+	LogFormat         string                       // "text" or "json"
+	LogLevel          slog.Level                   // the least severe level logged
+	AccessLog         string                       // where the access log goes: "-" for stderr; empty: off
+	AccessLogRefusals int                          // refusals the access log writes per second at most
+	ConfigFile        string                       // the YAML file read, if any
+	AdminTokenFile    string                       // the file adminToken was read from; empty: admin writes are off
+	adminToken        string                       // the bearer token admin writes need; never logged
+	allowNoRoutes     bool                         // validate only: a configuration without routes passes
+	Budgets           map[admit.Group]admit.Budget // the config file's, field by field; nil when it gives none
+	Likes             map[admit.Group]admit.Group  // the built-in group each group is, or is like
+
+	flagRoutes []route // those of --route, appended to the file's once it is read
+	// The file's upstream_profile and allow_spellings, which apply unless
+	// a flag or variable gives them; nil when the file does not.
+	fileProfile *profile
+	fileAllow   *canon.Classes
+
+	file        string              // the config file as errors name it: --config "admit.yaml"
+	budgetLines map[admit.Group]int // the line of each group under the file's budgets
+
+	// Not settings: tests and benchmarks set them.
+	Now       func() time.Time  // the door's clock; nil: time.Now
+	Transport http.RoundTripper // to the upstream; nil: upstream.Transport()
+}
+
+// route puts requests matching a ServeMux pattern under one or more groups'
+// limits, checked in order, each spending Cost.
+type route struct {
+	Groups  []admit.Group
+	Pattern string
+	Cost    int    // 0: 1
+	from    string // where it was given, for errors: --route "...", or the file's line and index
+	inFile  bool   // from the config file, whose name from leaves out
+}
+
+// String returns the route as --route takes it, quoted:
+// "per-address,tenant=GET /t/{tenant}".
+func (r route) String() string { return fmt.Sprintf("%q", r.spec()) }
+
+// spec is the route as --route takes it.
+func (r route) spec() string {
+	names := make([]string, len(r.Groups))
+	for i, g := range r.Groups {
+		names[i] = string(g)
+	}
+	return strings.Join(names, ",") + "=" + r.Pattern
+}
+
+// cost returns what a request of the route spends in each limit.
+func (r route) cost() int { return max(r.Cost, 1) }
+
+type storeKind string
+
+const (
+	storeMemory   storeKind = "memory"
+	storePostgres storeKind = "postgres"
+	storeRedis    storeKind = "redis"
+)
+
+// store is where token decisions are made. URL is the connection string as
+// given (it may hold a password: print it only through redactURL).
+type store struct {
+	Kind storeKind
+	URL  string // empty for memory
+}
+
+// options are the server's settings, in the order of its usage.
+var options = []option{
+	{name: "listen", arg: "ADDR", def: ":8080", usage: "address of the proxy; port 0 picks a free port",
+		set: func(c *config, v string) (err error) { c.Listen, err = parseAddr(v); return err }},
+	{name: "upstream", arg: "URL", usage: "the app to proxy to; required unless --demo",
+		set: func(c *config, v string) (err error) { c.Upstream, err = parseUpstream(v); return err }},
+	{name: "upstream-health", arg: "PATH", usage: "path of the upstream's health endpoint, probed at most once a second for health answers admit gives itself; without it admit answers serving while it runs",
+		set: func(c *config, v string) (err error) { c.UpstreamHealth, err = parsePath(v); return err }},
+	{name: "demo", def: "false", usage: "demo routes and, without --upstream, a built-in demo upstream",
+		set: func(c *config, v string) (err error) { c.Demo, err = parseBool(v); return err }},
+	{name: "route", arg: "GROUP[,GROUP...]=PATTERN", multi: true, noEnv: true, usage: "put requests matching a ServeMux pattern under a group's limit (webhook, link, health or one the config file names), or several, checked in order; repeatable; with --demo and no routes, the demo routes",
+		set: func(c *config, v string) error { return c.addFlagRoute(v) }},
+	{name: "trusted-proxy", arg: "CIDRS", multi: true, oldEnv: []string{"ADMIT_TRUSTED_PROXIES"}, usage: "proxies whose forwarding headers are believed: CIDRs or addresses, comma or space separated; repeatable; /0 refused",
+		set: func(c *config, v string) error { return appendPrefixes(&c.TrustedProxies, v) }},
+	{name: "proxy-protocol-from", arg: "CIDRS", multi: true, usage: "peers that must send a PROXY protocol header: CIDRs or addresses, comma or space separated; repeatable",
+		set: func(c *config, v string) error { return appendPrefixes(&c.ProxyProtocolFrom, v) }},
+	{name: "shadow", aliases: []string{"disable-anon-route-limits"}, def: "false", usage: "shadow mode: reject nothing, count what would have been rejected",
+		set: func(c *config, v string) (err error) { c.Shadow, err = parseBool(v); return err }},
+	{name: "policy-headers", def: "false", usage: "send the IETF draft RateLimit-Policy and RateLimit fields on the groups' answers",
+		set: func(c *config, v string) (err error) { c.PolicyHeaders, err = parseBool(v); return err }},
+	{name: "escaped-slashes", arg: "POLICY", def: "reject", usage: "paths with an encoded slash or backslash (%2F, %5C) or a backslash: reject (400), decode (into /, and forward decoded) or keep (forward as they are; only for upstreams that never decode them)",
+		set: func(c *config, v string) (err error) { c.EscapedSlashes, err = canon.ParseSlashes(v); return err }},
+	{name: "route-folding", def: "true", usage: "limit a request whose lower-cased path, or path with a trailing slash added or removed, matches a limited route, as upstreams that ignore case or trailing slashes route it; false for upstreams that route exactly",
+		set: func(c *config, v string) (err error) { c.RouteFolding, err = parseBool(v); return err }},
+	{name: "method-override", def: "false", usage: "forward X-HTTP-Method-Override, X-HTTP-Method and X-Method-Override, and limit a request as each method they name too; by default they are removed",
+		set: func(c *config, v string) (err error) { c.MethodOverride, err = parseBool(v); return err }},
+	{name: "upstream-profile", arg: "PROFILE", def: "generic", usage: "how the app's framework maps a request to a handler, so that admit limits every spelling it routes to a limited handler: servlet (path parameters, with --allow-spellings path_parameter; _method), rails (format suffixes, _method in forms), rack (_method in forms), php (front controllers, _method), express (_method), or generic, every one of them",
+		set: func(c *config, v string) (err error) { c.UpstreamProfile, err = parseProfile(v); return err }},
+	{name: "allow-spellings", arg: "CLASSES", def: "none", usage: "spellings to let through rather than refuse with 400, comma separated: path_parameter (; and %3B), encoded_percent (%25), control (escaped control characters), non_ascii (raw bytes above 0x7F, escapes that are not UTF-8), encoded_delimiter (%3F and %23), host (a Host that is not one host and port)",
+		set: func(c *config, v string) (err error) { c.AllowSpellings, err = canon.ParseClasses(v); return err }},
+	{name: "store", arg: "STORE", def: "memory", usage: "memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://... (rediss for TLS): where token decisions are shared",
+		set: func(c *config, v string) (err error) { c.Store, err = parseStore(v); return err }},
+	{name: "store-prefix", arg: "PREFIX", usage: "start of every Redis key; give each deployment sharing a Redis its own (default \"admit:quota:\")",
+		set: func(c *config, v string) error { c.StorePrefix = v; return nil }},
+	{name: "store-table", arg: "TABLE", usage: "PostgreSQL table, optionally schema-qualified (default \"admit_quota\")",
+		set: func(c *config, v string) error { c.StoreTable = v; return nil }},
+	{name: "store-migrate", def: "true", usage: "create the PostgreSQL table at startup when missing; false for roles without DDL rights",
+		set: func(c *config, v string) (err error) { c.StoreMigrate, err = parseBool(v); return err }},
+	{name: "store-fail", arg: "POLICY", def: "closed", usage: "what a request gets while the shared store cannot decide: closed (503), open (admitted without a limit) or local (this replica's own buckets at the budget divided by --replicas)",
+		set: func(c *config, v string) (err error) { c.StoreFail, err = parseStoreFail(v); return err }},
+	{name: "replicas", arg: "N", usage: "with --store-fail local, how many replicas share the store: each decides at 1/N of every budget while it is down",
+		set: func(c *config, v string) (err error) { c.Replicas, err = parseCount(v, 1); return err }},
+	{name: "max-conns", arg: "N", def: "4096", usage: "connections the proxy's listener keeps open at most; newer ones are closed on arrival",
+		set: func(c *config, v string) (err error) { c.MaxConns, err = parseCount(v, 1); return err }},
+	{name: "max-conns-per-client", arg: "N", def: "64", usage: "connections one client (an IPv4 address or IPv6 /64, after the PROXY protocol) keeps open at most; trusted proxies are exempt; 0: no cap (set it behind an L4 balancer without the PROXY protocol)",
+		set: func(c *config, v string) (err error) { c.MaxConnsPerClient, err = parseCount(v, 0); return err }},
+	{name: "metrics-listen", arg: "ADDR", def: "127.0.0.1:9464", usage: "address of /metrics (and of a /healthz that no budget limits)",
+		set: func(c *config, v string) (err error) { c.MetricsListen, err = parseAddr(v); return err }},
+	{name: "metrics-max-conns", arg: "N", def: "64", usage: "connections the metrics listener keeps open at most; newer ones are closed on arrival",
+		set: func(c *config, v string) (err error) { c.MetricsMaxConns, err = parseCount(v, 1); return err }},
+	{name: "metrics-max-conns-per-client", arg: "N", def: "8", usage: "connections one client (an IPv4 address or IPv6 /64, loopback included) keeps open on the metrics listener at most; the default leaves a scraper and a probe on one address room; 0: no cap",
+		set: func(c *config, v string) (err error) { c.MetricsPerClient, err = parseCount(v, 0); return err }},
+	{name: "tls-cert", arg: "FILE", usage: "TLS certificate (PEM); with --tls-key, serves HTTPS and HTTP/2",
+		set: func(c *config, v string) error { c.TLSCert = v; return nil }},
+	{name: "tls-key", arg: "FILE", usage: "TLS private key (PEM)",
+		set: func(c *config, v string) error { c.TLSKey = v; return nil }},
+	{name: "h2c", def: "false", usage: "also serve cleartext HTTP/2 with prior knowledge on the proxy's listener, for gRPC clients and probes without TLS (Kubernetes gRPC probes, grpc-health-probe); not with --tls-cert, which serves HTTP/2 over TLS",
+		set: func(c *config, v string) (err error) { c.H2C, err = parseBool(v); return err }},
+	{name: "drain-delay", arg: "DURATION", def: "0s", usage: "after SIGTERM, how long health reports draining while new connections are still served, so load balancers notice first",
+		set: func(c *config, v string) (err error) { c.DrainDelay, err = parseDuration(v, false); return err }},
+	{name: "drain-timeout", arg: "DURATION", def: "25s", usage: "how long in-flight requests may finish after the listener closes",
+		set: func(c *config, v string) (err error) { c.DrainTimeout, err = parseDuration(v, true); return err }},
+	{name: "log-format", arg: "FORMAT", def: "text", usage: "text or json",
+		set: func(c *config, v string) (err error) { c.LogFormat, err = parseLogFormat(v); return err }},
+	{name: "log-level", arg: "LEVEL", def: "info", usage: "debug, info, warn or error",
+		set: func(c *config, v string) (err error) { c.LogLevel, err = parseLogLevel(v); return err }},
+	{name: "access-log", arg: "FILE", usage: "write a JSON line for every request a limit decides, and for every request refused as malformed, to FILE (appended to) or to stderr for -; off by default",
+		set: func(c *config, v string) error { c.AccessLog = v; return nil }},
+	{name: "access-log-refusals", arg: "N", def: "100", usage: "refused requests the access log writes per second at most, so that a flood cannot fill a disk; the next line written counts those left out in \"suppressed\"; 0: none",
+		set: func(c *config, v string) (err error) { c.AccessLogRefusals, err = parseCount(v, 0); return err }},
+	{name: "config", arg: "FILE", usage: "YAML file with routes and budgets per group",
+		set: func(c *config, v string) error { c.ConfigFile = v; return nil }},
+	{name: "admin-token-file", arg: "FILE", usage: "file holding the bearer token that reading and resetting a client on the metrics listener (GET and DELETE /admit/groups/GROUP/clients/KEY) require; read again on reload; without it resets are refused and client reads are answered to loopback peers only",
+		set: func(c *config, v string) error { c.AdminTokenFile = v; return nil }},
+	{name: "version", def: "false", noEnv: true, usage: "print the version and exit",
+		set: func(c *config, v string) error { return nil }},
+}
+
+// parseConfig reads the configuration from args (without the program name),
+// with getenv as the environment: a flag wins over its variable, a variable
+// over the default, and an empty variable counts as unset. With -h it writes
+// the usage to out and returns flag.ErrHelp; otherwise it writes nothing, and
+// every error starts with "admit: " and names the flag, variable or config
+// file and the value it rejects.
+func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
+	c, err := parseConfigWith("admit", options, args, getenv, out, printUsage)
+	if err == nil && c.Upstream == nil && !c.Demo {
+		return config{}, errors.New("admit: --upstream (or ADMIT_UPSTREAM) is required unless --demo is set")
+	}
+	return c, err
+}
+
+// parseConfigWith is parseConfig for a command named name, which takes opts
+// and prints usage for -h, without requiring an upstream, which validate
+// never connects to. After --version it prints the version and returns
+// errVersion.
+func parseConfigWith(name string, opts []option, args []string, getenv func(string) string, out io.Writer, usage func(io.Writer)) (config, error) {
+	set := newOptionSet(name, opts)
+	if err := set.parse(name, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			usage(out)
+		}
+		return config{}, err
+	}
+	if v := set.given["version"]; len(v) > 0 {
+		on, err := parseBool(v[len(v)-1])
+		if err != nil {
+			from, _ := set.from("version")
+			return config{}, fmt.Errorf("admit: %s %q: %w", from, v[len(v)-1], err)
+		}
+		if on {
+			fmt.Fprintln(out, version())
+			return config{}, errVersion
+		}
+	}
+	if set.fs.NArg() > 0 {
+		return config{}, set.unexpected(args, set.fs.Args())
+	}
+	var c config
+	if err := set.apply(getenv, &c); err != nil {
+		return config{}, err
+	}
+	if err := c.finish(set); err != nil {
+		return config{}, err
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		given, missing := "tls-cert", "tls-key"
+		if c.TLSCert == "" {
+			given, missing = missing, given
+		}
+		from, _ := set.from(given)
+		return config{}, fmt.Errorf("admit: %s is set but --%s (%s) is not: give both or neither", from, missing, envName(missing))
+	}
+	if c.H2C && c.TLSCert != "" {
+		from, _ := set.from("h2c")
+		return config{}, fmt.Errorf("admit: %s is set with --tls-cert: h2c is HTTP/2 without TLS, and with TLS admit serves HTTP/2 already; give one or the other", from)
+	}
+	if c.AdminTokenFile != "" {
+		var err error
+		if c.adminToken, err = readToken(c.AdminTokenFile); err != nil {
+			from, _ := set.from("admin-token-file")
+			return config{}, fmt.Errorf("admit: %s %q: %w", from, c.AdminTokenFile, err)
+		}
+	}
+	if err := checkStoreFail(&c, set); err != nil {
+		return config{}, err
+	}
+	for _, only := range []struct {
+		name string
+		kind storeKind
+	}{{"store-prefix", storeRedis}, {"store-table", storePostgres}} {
+		if from, ok := set.from(only.name); ok && c.Store.Kind != only.kind {
+			return config{}, fmt.Errorf("admit: %s is set but the store is %s: it applies to a %s store only", from, c.Store.Kind, only.kind)
+		}
+	}
+	if c.Demo && c.Upstream == nil && c.UpstreamHealth == "" {
+		c.UpstreamHealth = demoHealthPath
+	}
+	return c, nil
+}
+
+// finish reads the config file, if any, and puts its routes before those of
+// --route, so that a conflict is reported on the flag; with --demo and no
+// routes at all, the demo routes apply.
+func (c *config) finish(set *optionSet) error {
+	file := ""
+	if c.ConfigFile != "" {
+		from, _ := set.from("config")
+		file = fmt.Sprintf("%s %q", from, c.ConfigFile)
+		c.file = file
+		if err := c.readFile(c.ConfigFile); err != nil {
+			return fmt.Errorf("admit: %s: %w", file, err)
+		}
+	}
+	if _, given := set.from("upstream-profile"); !given && c.fileProfile != nil {
+		c.UpstreamProfile = *c.fileProfile
+	}
+	if _, given := set.from("allow-spellings"); !given && c.fileAllow != nil {
+		c.AllowSpellings = *c.fileAllow
+	}
+	for _, r := range c.flagRoutes {
+		if err := c.addRoute(r); err != nil {
+			return fmt.Errorf("admit: %s: %w", r.from, err)
+		}
+	}
+	c.flagRoutes = nil
+	if c.Demo && len(c.Routes) == 0 {
+		c.Routes = demoRoutes
+	}
+	return c.checkRoutes(file)
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, "Usage: admit [flags]\n"+
+		"       admit explain [flags] METHOD PATH   (admit explain -h for its flags)\n"+
+		"       admit validate [flags]              check a configuration and print what it enforces\n"+
+		"       admit schema [--store-table TABLE]  print the PostgreSQL store's SQL\n\n"+
+		"admit is a rate-limiting reverse proxy for the anonymous routes of an app.\n"+
+		"Each flag may also be set by the environment variable shown; the flag wins.\n\n")
+	printOptions(w, options)
+}

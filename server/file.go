@@ -1,0 +1,333 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/time/rate"
+
+	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/internal/canon"
+)
+
+// readFile reads the YAML config file at path: its routes come before those
+// of --route, and its budgets set each group's figures field by field onto
+// the door's budgets. Errors name the line and the field as the file spells
+// them, never a Go type. Unknown and repeated fields are errors, so a typo
+// never silently keeps a default.
+func (c *config) readFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		var perr *os.PathError
+		if errors.As(err, &perr) {
+			return perr.Err // the path is in the message already
+		}
+		return err
+	}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err == io.EOF {
+		return nil // an empty file, or comments only
+	} else if err != nil {
+		return syntaxError(data, err)
+	}
+	if err := dec.Decode(new(yaml.Node)); err != io.EOF {
+		return errors.New("more than one YAML document")
+	}
+	root := doc.Content[0]
+	if isNull(root) {
+		return nil
+	}
+	// Budgets name the groups routes may join, so they are read first,
+	// wherever they stand in the file.
+	var routes, budgets *yaml.Node
+	err = eachField(root, "", map[string]func(*yaml.Node) error{
+		"routes":  func(n *yaml.Node) error { routes = n; return nil },
+		"budgets": func(n *yaml.Node) error { budgets = n; return nil },
+		"upstream_profile": scalar("upstream_profile", func(v string) error {
+			p, err := parseProfile(v)
+			c.fileProfile = &p
+			return err
+		}),
+		"allow_spellings": c.readAllowSpellings,
+	})
+	if err == nil && budgets != nil {
+		err = c.readBudgets(budgets)
+	}
+	if err == nil && routes != nil {
+		err = c.readRoutes(routes)
+	}
+	return err
+}
+
+// syntaxError words yaml's syntax error with the line it is on. yaml names
+// the line where the construct around the error began, counted from 0 for
+// some errors and from 1 for others, so the line is found again: the first
+// whose prefix of the file fails with the same problem.
+func syntaxError(data []byte, err error) error {
+	problem := strings.TrimPrefix(err.Error(), "yaml: ")
+	if n, rest, ok := strings.Cut(strings.TrimPrefix(problem, "line "), ": "); ok && strings.HasPrefix(problem, "line ") && strings.Trim(n, "0123456789") == "" {
+		problem = rest
+	}
+	hint := ""
+	switch {
+	case strings.Contains(problem, "tab character"):
+		hint = "; YAML indents with spaces only"
+	case problem == "did not find expected ',' or '}'":
+		hint = `; in {...}, quote a value that holds braces, such as pattern: "GET /l/{id}"`
+	}
+	end := 0
+	for line := 1; end < len(data); line++ {
+		if i := bytes.IndexByte(data[end:], '\n'); i >= 0 {
+			end += i + 1
+		} else {
+			end = len(data)
+		}
+		err := yaml.NewDecoder(bytes.NewReader(data[:end])).Decode(new(yaml.Node))
+		if err != nil && err != io.EOF && strings.HasSuffix(err.Error(), problem) {
+			return fmt.Errorf("line %d: not valid YAML: %s%s", line, problem, hint)
+		}
+	}
+	return fmt.Errorf("not valid YAML: %s%s", problem, hint)
+}
+
+// readAllowSpellings reads the classes of spellings to let through: a list
+// of class names, or one name.
+func (c *config) readAllowSpellings(n *yaml.Node) error {
+	items := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		items = n.Content
+	}
+	var allow canon.Classes
+	for i, item := range items {
+		where := "allow_spellings"
+		if n.Kind == yaml.SequenceNode {
+			where = fmt.Sprintf("allow_spellings[%d]", i)
+		}
+		err := scalar(where, func(v string) error {
+			cl, err := canon.ParseClasses(v) // as the flag reads it: "none", or names separated by commas
+			allow |= cl
+			return err
+		})(item)
+		if err != nil {
+			return err
+		}
+	}
+	c.fileAllow = &allow
+	return nil
+}
+
+// readRoutes reads a list of routes, each a group (or a list of groups),
+// a pattern and an optional cost.
+func (c *config) readRoutes(list *yaml.Node) error {
+	if list.Kind != yaml.SequenceNode {
+		return at(list, "routes", "want a list of routes, each with a group and a pattern")
+	}
+	for i, n := range list.Content {
+		where := fmt.Sprintf("routes[%d]", i)
+		r := route{from: fmt.Sprintf("line %d: %s", n.Line, where), inFile: true}
+		err := eachField(n, where, map[string]func(*yaml.Node) error{
+			"group":   func(g *yaml.Node) error { return readGroups(g, where+".group", &r.Groups) },
+			"pattern": scalar(where+".pattern", func(v string) error { r.Pattern = v; return nil }),
+			"cost":    scalar(where+".cost", func(v string) (err error) { r.Cost, err = parseFileCount(v); return err }),
+		})
+		switch {
+		case err != nil:
+			return err
+		case len(r.Groups) == 0 || r.Pattern == "":
+			return at(n, where, "want a group and a pattern")
+		}
+		if err := c.addRoute(r); err != nil {
+			for _, g := range r.Groups {
+				if c.checkGroup(g) != nil {
+					return at(n, where, "%v", err)
+				}
+			}
+			return at(n, fmt.Sprintf("%s %q", where, r.Pattern), "%v", err)
+		}
+	}
+	return nil
+}
+
+// readGroups reads a route's group: one name, or a list of names whose
+// limits stack in order.
+func readGroups(n *yaml.Node, where string, dst *[]admit.Group) error {
+	items := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		items = n.Content
+	}
+	for i, item := range items {
+		at := where
+		if n.Kind == yaml.SequenceNode {
+			at = fmt.Sprintf("%s[%d]", where, i)
+		}
+		if err := scalar(at, func(v string) error { *dst = append(*dst, admit.Group(v)); return nil })(item); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readBudgets reads each group's budget fields onto an admit.Budget.
+func (c *config) readBudgets(m *yaml.Node) error {
+	if m.Kind != yaml.MappingNode {
+		return at(m, "budgets", "want a map from group names to their budgets")
+	}
+	fields := make(map[string]func(*yaml.Node) error)
+	for i := 0; i < len(m.Content); i += 2 {
+		name := m.Content[i].Value
+		fields[name] = func(n *yaml.Node) error {
+			if err := checkGroupName(name); err != nil {
+				return at(m.Content[i], "budgets", "%v", err)
+			}
+			b, like, err := readBudget(n, "budgets."+name, admit.Group(name))
+			if err != nil {
+				return err
+			}
+			if c.Budgets == nil {
+				c.Budgets, c.Likes = make(map[admit.Group]admit.Budget), make(map[admit.Group]admit.Group)
+			}
+			c.Budgets[admit.Group(name)] = b
+			c.Likes[admit.Group(name)] = like
+			if c.budgetLines == nil {
+				c.budgetLines = make(map[admit.Group]int)
+			}
+			c.budgetLines[admit.Group(name)] = m.Content[i].Line
+			return nil
+		}
+	}
+	return eachField(m, "budgets", fields)
+}
+
+// checkGroupName refuses a group name a metric attribute or a route could
+// not carry plainly.
+func checkGroupName(name string) error {
+	if name == "" || len(name) > 64 {
+		return fmt.Errorf("group name %q: want 1 to 64 characters", name)
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' && c != '_' {
+			return fmt.Errorf("group name %q: want lowercase letters, digits, - and _", name)
+		}
+	}
+	return nil
+}
+
+// readBudget reads one group's fields, and returns the built-in group it is
+// (or is like; "" for neither). A field left out keeps the group's default.
+// In the file, as in nginx, a 0 timeout or body cap means none.
+func readBudget(n *yaml.Node, where string, g admit.Group) (admit.Budget, admit.Group, error) {
+	var b admit.Budget
+	like := admit.Group("")
+	if slices.Contains(builtInGroups, g) {
+		like = g
+	}
+	if isNull(n) {
+		return b, like, checkAmounts(n, where, b, like)
+	}
+	count := func(name string, dst *int) func(*yaml.Node) error {
+		return scalar(where+"."+name, func(v string) (err error) { *dst, err = parseFileCount(v); return err })
+	}
+	limit := func(name string, dst *rate.Limit) func(*yaml.Node) error {
+		return scalar(where+"."+name, func(v string) (err error) { *dst, err = parseFileRate(v); return err })
+	}
+	timeout := func(name string, dst *time.Duration) func(*yaml.Node) error {
+		return scalar(where+"."+name, func(v string) (err error) { *dst, err = parseFileTimeout(v); return err })
+	}
+	err := eachField(n, where, map[string]func(*yaml.Node) error{
+		"rate":         limit("rate", &b.Rate),
+		"burst":        count("burst", &b.Burst),
+		"shared_rate":  limit("shared_rate", &b.SharedRate),
+		"shared_burst": count("shared_burst", &b.SharedBurst),
+		"per_client":   count("per_client", &b.PerClient),
+		"inflight":     count("inflight", &b.Inflight),
+		"max_clients":  count("max_clients", &b.MaxClients),
+		"read_timeout": timeout("read_timeout", &b.ReadTimeout),
+		"hold_timeout": timeout("hold_timeout", &b.HoldTimeout),
+		"max_body_bytes": scalar(where+".max_body_bytes", func(v string) (err error) {
+			b.MaxBodyBytes, err = parseFileBytes(v)
+			return err
+		}),
+		"charge_on_failure": scalar(where+".charge_on_failure", func(v string) error {
+			on, err := parseBool(v)
+			b.Charge = admit.ChargeAlways
+			if on {
+				b.Charge = admit.ChargeOnFailure
+			}
+			return err
+		}),
+		"like": scalar(where+".like", func(v string) error {
+			if !slices.Contains(builtInGroups, admit.Group(v)) {
+				return fmt.Errorf("unknown group %q: want webhook, link or health", v)
+			}
+			if slices.Contains(builtInGroups, g) && admit.Group(v) != g {
+				return errors.New("a built-in group cannot be like another")
+			}
+			like, b.Like = admit.Group(v), admit.Group(v)
+			return nil
+		}),
+		"algorithm": scalar(where+".algorithm", func(v string) error {
+			switch v {
+			case "token-bucket":
+				b.Algorithm = admit.TokenBucket
+			case "fixed-window":
+				b.Algorithm = admit.FixedWindow
+			default:
+				return fmt.Errorf("unknown algorithm %q: want token-bucket or fixed-window", v)
+			}
+			return nil
+		}),
+		"limit": count("limit", &b.Limit),
+		"window": scalar(where+".window", func(v string) (err error) {
+			b.Window, err = parseDuration(v, true)
+			return err
+		}),
+		"key":               scalar(where+".key", func(v string) error { return parseKey(v, &b.Key) }),
+		"ipv4_prefix":       scalar(where+".ipv4_prefix", func(v string) (err error) { b.Key.IPv4Prefix, err = parsePrefixBits(v, 32); return err }),
+		"ipv6_prefix":       scalar(where+".ipv6_prefix", func(v string) (err error) { b.Key.IPv6Prefix, err = parsePrefixBits(v, 128); return err }),
+		"key_authenticated": scalar(where+".key_authenticated", func(v string) (err error) { b.Key.Authenticated, err = parseBool(v); return err }),
+		"on_missing": scalar(where+".on_missing", func(v string) error {
+			switch v {
+			case "peer":
+				b.Key.RejectMissing = false
+			case "reject":
+				b.Key.RejectMissing = true
+			default:
+				return fmt.Errorf("%q: want peer or reject", v)
+			}
+			return nil
+		}),
+	})
+	if err == nil {
+		err = checkAmounts(n, where, b, like)
+	}
+	return b, like, err
+}
+
+// checkAmounts refuses a budget whose fields do not make one algorithm's
+// budget, in the file's words; the door checks the same in its own.
+func checkAmounts(n *yaml.Node, where string, b admit.Budget, like admit.Group) error {
+	k := b.Key
+	switch {
+	case b.Algorithm == admit.FixedWindow && (b.Limit == 0 || b.Window == 0):
+		return at(n, where, "a fixed-window group needs its limit and window")
+	case b.Algorithm == admit.FixedWindow && (b.Rate != 0 || b.Burst != 0 || b.SharedRate != 0):
+		return at(n, where, "rate, burst and shared_rate belong to a token bucket; a fixed-window group has a limit per window")
+	case b.Algorithm == admit.TokenBucket && (b.Limit != 0 || b.Window != 0):
+		return at(n, where, "limit and window belong to algorithm: fixed-window")
+	case b.Algorithm == admit.TokenBucket && like == "" && (b.Rate == 0 || b.Burst == 0):
+		return at(n, where, "a group of its own needs its rate and burst (or algorithm: fixed-window with a limit and window), or like: webhook, link or health")
+	case (k.IPv4Prefix != 0 || k.IPv6Prefix != 0) && (k.Header != "" || k.PathValue != "" || k.Global):
+		return at(n, where, "ipv4_prefix and ipv6_prefix widen key: peer, not key: %s", keyText(k))
+	case (k.RejectMissing || k.Authenticated) && k.Header == "" && k.PathValue == "":
+		return at(n, where, "on_missing and key_authenticated apply to key: header:NAME or path:NAME, not key: %s", keyText(k))
+	}
+	return nil
+}

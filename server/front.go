@@ -1,0 +1,307 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/internal/canon"
+)
+
+// front is the proxy's handler. Every request passes it before routing: it
+// closes the connection after a request whose framing RFC 9112 calls faulty,
+// puts the request into its canonical form (refusing, with 400, one that
+// has none, or whose method overrides admit cannot read as one method
+// each), and sends it through the door of the route it matches, or
+// unlimited to the upstream. What the upstream receives is the canonical
+// request the route was matched on.
+type front struct {
+	table     *routeTable
+	handlers  []http.Handler // per route of table: the route's door in front of its handler
+	routes    []frontRoute   // per route of table: what its handler is made of
+	door      *admit.Door
+	rest      http.Handler // the proxy, unlimited
+	canon     canon.Options
+	overrides bool // read method override headers as further methods to match
+	// matchedHost drops a trusted proxy's X-Forwarded-Host when a route
+	// names a host, so that the upstream is told the host admit matched
+	// (see the proxy's rewrite): fronts pass a client's X-Forwarded-Host on
+	// unless told otherwise, and an upstream routing by it would otherwise
+	// serve a limited host's route to a request admit matched elsewhere.
+	matchedHost bool
+	malformed   *malformedCounts
+	access      *accessLog // nil: off
+
+	keyHeadersOnce sync.Once
+	keyHeaders     spellings // the headers the door's groups are keyed by
+}
+
+func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if faultyFraming(r) {
+		w.Header()["Connection"] = closeValue
+	}
+	c, err := canon.Request(r, f.canon)
+	if err != nil {
+		f.refuse(w, r, err)
+		return
+	}
+	// A key header's underscore spelling would reach a CGI or WSGI app as
+	// the header itself, a value admit never keyed by; it is dropped, as
+	// nginx drops every header with an underscore by default.
+	if h := f.keySpellings().strip(c.Header); h != nil {
+		if c == r {
+			c = new(http.Request)
+			*c = *r
+		}
+		c.Header = h
+	}
+	if f.matchedHost && len(c.Header["X-Forwarded-Host"]) > 0 {
+		h := c.Header.Clone()
+		delete(h, "X-Forwarded-Host")
+		if c == r {
+			c = new(http.Request)
+			*c = *r
+		}
+		c.Header = h
+	}
+	var overrides []string
+	if f.overrides {
+		if overrides, err = overrideMethods(c.Header); err != nil {
+			f.refuse(w, r, err)
+			return
+		}
+	}
+	var found [maxSpellings]routeMatch
+	matched, err := f.table.matchWithParams(w, c, overrides, found[:0])
+	if err != nil {
+		f.refuse(w, r, err)
+		return
+	}
+	if len(matched) == 0 {
+		f.rest.ServeHTTP(w, c)
+		return
+	}
+	// The limits of every route matched key by that route's own
+	// wildcards, as its spelling matched them; a name an earlier route
+	// set keeps the earlier value.
+	for i, m := range matched {
+		names := f.routes[m.index].pathKeys
+		if len(names) == 0 {
+			continue
+		}
+		for j, v := range f.table.pathValues(c.Host, m, names) {
+			if i == 0 || c.PathValue(names[j]) == "" {
+				c.SetPathValue(names[j], v)
+			}
+		}
+	}
+	first := matched[0]
+	if len(matched) == 1 {
+		f.handlers[first.index].ServeHTTP(w, c)
+		return
+	}
+	f.combined(matched).ServeHTTP(w, c)
+}
+
+// refuse answers 400 to a request admit cannot read one way, and closes an
+// HTTP/1 connection after it. An HTTP/2 connection stays: net/http would
+// turn Connection: close into a GOAWAY for every stream on it, which a
+// balancer may multiplex for many clients.
+func (f *front) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	reason := f.malformed.add(err)
+	if f.access != nil {
+		f.access.malformed(r, reason)
+	}
+	if r.ProtoMajor == 1 {
+		w.Header()["Connection"] = closeValue
+	}
+	http.Error(w, "Bad Request: "+err.Error(), http.StatusBadRequest)
+}
+
+// keySpellings returns the headers the door's groups are keyed by.
+func (f *front) keySpellings() spellings {
+	f.keyHeadersOnce.Do(func() {
+		var names []string
+		for _, g := range f.door.Groups() {
+			if b, _ := f.door.Budget(g); b.Key.Header != "" {
+				names = append(names, b.Key.Header)
+			}
+		}
+		f.keyHeaders = newSpellings(names)
+	})
+	return f.keyHeaders
+}
+
+// frontRoute is a route as the front serves it.
+type frontRoute struct {
+	rt       admit.Route
+	next     http.Handler
+	pathKeys []string // the wildcards its limits are keyed by
+}
+
+// combined returns a handler for a request whose spellings match several
+// routes, as upstreams that fold case or slashes may route it to any of
+// them: the first route's handler, under every limit of every route
+// matched, in order, at the highest cost, or the most every limit holds
+// when that is less. It is built per request, since
+// such requests are rare and caching every combination would let requests
+// grow memory.
+func (f *front) combined(matched []routeMatch) http.Handler {
+	first := f.routes[matched[0].index]
+	rt := admit.Route{Cost: first.rt.Cost, Overflow: first.rt.Overflow}
+	for _, m := range matched {
+		for _, g := range f.routes[m.index].rt.Groups {
+			if !slices.Contains(rt.Groups, g) && len(rt.Groups) < maxStacked {
+				rt.Groups = append(rt.Groups, g)
+			}
+		}
+		rt.Cost = max(rt.Cost, f.routes[m.index].rt.Cost)
+	}
+	h, err := f.door.Handler(rt, first.next)
+	if err != nil {
+		// The highest cost is more than some limit holds: charge the
+		// most that every limit holds rather than drop that limit. Each
+		// route was accepted alone, so one token always is.
+		rt.Cost = maxCost(func(cost int) bool {
+			rt := rt
+			rt.Cost = cost
+			_, err := f.door.Handler(rt, first.next)
+			return err == nil
+		}, rt.Cost)
+		h, _ = f.door.Handler(rt, first.next)
+	}
+	return h
+}
+
+// maxCost returns the highest cost from 1 to below over that accepts, which
+// accepts 1 and every cost below one it accepts.
+func maxCost(accepts func(int) bool, over int) int {
+	lo, hi := 1, over
+	for hi-lo > 1 {
+		if mid := lo + (hi-lo)/2; accepts(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// closeValue is a shared header value; handlers never modify it.
+var closeValue = []string{"close"}[:1:1]
+
+// faultyFraming reports a request after which the connection must close
+// (RFC 9112 §6.1, §6.3). net/http hides both signals: it deletes
+// Content-Length beside Transfer-Encoding, and ignores and deletes
+// Transfer-Encoding on HTTP/1.0. So every HTTP/1.0 request, and every
+// chunked HTTP/1.x request, closes its connection: a body framed two ways
+// can then never be read as a next request.
+func faultyFraming(r *http.Request) bool {
+	return r.ProtoMajor == 1 && (r.ProtoMinor == 0 || len(r.TransferEncoding) > 0)
+}
+
+// errAmbiguousOverride refuses method overrides admit cannot match as the
+// app would run them.
+var errAmbiguousOverride = fmt.Errorf("the method override headers must name one method a line, in at most %d lines", maxOverrides)
+
+// overrideMethods returns the methods the method override headers name,
+// upper-cased as the override middlewares of Express and others do; blank
+// lines name none. A value that is not one method admit serves (a list such
+// as "GET,POST", of which Express runs the first, or not a token), or more
+// lines than admit looks up, is errAmbiguousOverride: the app might run the
+// request as a method admit never matched.
+func overrideMethods(h http.Header) ([]string, error) {
+	var ms []string
+	for _, name := range methodOverrideHeaders {
+		for _, v := range h[name] {
+			m := strings.ToUpper(strings.TrimSpace(v))
+			switch {
+			case m == "":
+			case !isToken(m) || canon.Method(m) != nil || len(ms) == maxOverrides:
+				return nil, errAmbiguousOverride
+			default:
+				ms = append(ms, m)
+			}
+		}
+	}
+	return ms, nil
+}
+
+func isToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// malformedReasons names each canon error in the admit.server.malformed
+// counter.
+var malformedReasons = [...]struct {
+	err    error
+	reason string
+}{
+	{canon.ErrEncodedSlash, "encoded_slash"},
+	{canon.ErrBadEscape, "bad_escape"},
+	{canon.ErrNUL, "nul"},
+	{canon.ErrFragment, "fragment"},
+	{canon.ErrTarget, "target"},
+	{canon.ErrMethod, "method"},
+	{canon.ErrConnect, "connect"},
+	{errAmbiguousOverride, "method_override"},
+	{errFormBody, "form_body"},
+	{canon.ErrPathParameter, canon.PathParameter.String()},
+	{canon.ErrEncodedPercent, canon.EncodedPercent.String()},
+	{canon.ErrControl, canon.Control.String()},
+	{canon.ErrNonASCII, canon.NonASCII.String()},
+	{canon.ErrDelimiter, canon.EncodedDelimiter.String()},
+	{canon.ErrHost, canon.BadHost.String()},
+}
+
+// malformedCounts counts the requests refused for having no canonical
+// form, or an ambiguous method override, by reason.
+type malformedCounts struct {
+	n [len(malformedReasons)]atomic.Int64 // indexed like malformedReasons
+}
+
+// add counts err under its reason, and returns the reason.
+func (m *malformedCounts) add(err error) string {
+	for i, r := range malformedReasons {
+		if errors.Is(err, r.err) {
+			m.n[i].Add(1)
+			return r.reason
+		}
+	}
+	return "other"
+}
+
+// register reports the counts as admit.server.malformed.
+func (m *malformedCounts) register(meter metric.Meter) (metric.Registration, error) {
+	c, err := meter.Int64ObservableCounter("admit.server.malformed",
+		metric.WithDescription("Requests refused with 400 before routing because they have no canonical form or an ambiguous method override, by reason."),
+		metric.WithUnit("{request}"))
+	if err != nil {
+		return nil, err
+	}
+	opts := make([][]metric.ObserveOption, len(malformedReasons))
+	for i, r := range malformedReasons {
+		opts[i] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("admit.server.reason", r.reason)))}
+	}
+	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		for i := range malformedReasons {
+			o.ObserveInt64(c, m.n[i].Load(), opts[i]...)
+		}
+		return nil
+	}, c)
+}

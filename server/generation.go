@@ -1,0 +1,225 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+
+	"connectrpc.com/connect"
+	"connectrpc.com/grpchealth"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/health"
+	"github.com/admitgo/admit/internal/canon"
+	"github.com/admitgo/admit/quota"
+)
+
+// generation is what one reading of the configuration builds: the door
+// with the budgets of its groups, and the handler tree of its routes. A
+// reload builds the next generation and swaps it in for the last.
+type generation struct {
+	cfg   config
+	door  *admit.Door
+	front *front
+}
+
+// build returns the generation of cfg. Without prev its door is new; with
+// prev, it takes over prev's groups whose budget cfg leaves unchanged. The
+// routes are tried on a door whose metrics go nowhere first, so that a
+// configuration they refuse leaves prev as it was.
+func (s *server) build(cfg config, prev *admit.Door) (*generation, error) {
+	dc := admit.Config{
+		Budgets:       s.budgets(cfg),
+		Shadow:        cfg.Shadow,
+		Key:           s.resolver.Key,
+		Now:           cfg.Now,
+		Logger:        s.log,
+		MeterProvider: s.tel.provider,
+		PolicyHeaders: cfg.PolicyHeaders,
+	}
+	if s.access != nil {
+		dc.Decided = s.access.decided
+	}
+	if prev != nil {
+		trial := dc
+		trial.MeterProvider, trial.Logger, trial.Decided = noop.NewMeterProvider(), slog.New(slog.DiscardHandler), nil
+		door, err := admit.New(trial)
+		if err != nil {
+			return nil, usageError{cfg.budgetsError(err)}
+		}
+		_, err = s.routes(cfg, door)
+		door.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	var door *admit.Door
+	var err error
+	if prev == nil {
+		door, err = admit.New(dc)
+	} else {
+		door, err = prev.Reload(dc)
+	}
+	if err != nil {
+		return nil, usageError{cfg.budgetsError(err)}
+	}
+	f, err := s.routes(cfg, door)
+	if err != nil {
+		door.Close()
+		return nil, err
+	}
+	return &generation{cfg: cfg, door: door, front: f}, nil
+}
+
+// budgets returns the door's budgets for cfg: the config file's, field by
+// field (the door fills the rest with each group's default), on the shared
+// store when there is one.
+func (s *server) budgets(cfg config) map[admit.Group]admit.Budget {
+	var charger quota.Charger
+	if s.store != nil {
+		charger = s.store.charger
+	}
+	return doorBudgets(cfg, charger)
+}
+
+// doorBudgets returns the budgets a door enforces for cfg: every built-in
+// group and the file's, each decided on charger when it is not nil (a
+// shared store), with its local fallback under --store-fail local. explain
+// calls it with a store that answers nothing, so that a route's cost is
+// checked as the server checks it.
+func doorBudgets(cfg config, charger quota.Charger) map[admit.Group]admit.Budget {
+	budgets := make(map[admit.Group]admit.Budget)
+	for _, g := range builtInGroups {
+		budgets[g] = admit.Budget{}
+	}
+	maps.Copy(budgets, cfg.Budgets)
+	if charger != nil {
+		for g, b := range budgets {
+			b.Store = charger
+			if cfg.StoreFail == storeFailLocal {
+				b.Replicas = cfg.Replicas
+			}
+			budgets[g] = b
+		}
+	}
+	return budgets
+}
+
+// routes puts every route behind the door, the gRPC health service in the
+// health group, and the proxy, unlimited, for everything else, behind the
+// front that canonicalises requests.
+//
+// Health routes are proxied to the upstream while the server runs, and
+// answered from the health cache when they are over budget (which the door
+// counts as cached) or the server is draining, so a drain shows at once.
+func (s *server) routes(cfg config, door *admit.Door) (*front, error) {
+	proxy := s.proxy
+	status := health.Handler(s.health)
+	probe := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.draining.Load() {
+			status.ServeHTTP(w, r)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	})
+	healthBudget, _ := door.Budget(admit.GroupHealth)
+	_, grpc := grpchealth.NewHandler(s.health, grpcHealthOptions(healthBudget)...)
+	table, err := newRouteTable(withGRPCHealth(cfg.Routes), cfg.matching())
+	if err != nil {
+		return nil, err
+	}
+	f := &front{table: table, rest: proxy, canon: canon.Options{Slashes: cfg.EscapedSlashes, Allow: cfg.AllowSpellings}, overrides: cfg.MethodOverride,
+		malformed: &s.malformed, access: s.access, door: door, matchedHost: namesAHost(cfg.Routes)}
+	for _, r := range table.routes {
+		rt := admit.Route{Groups: r.Groups, Cost: r.Cost}
+		var next http.Handler = proxy
+		switch {
+		case r.Pattern == grpcHealthPattern:
+			next, rt.Overflow = grpc, grpc
+		case cfg.isProbe(r):
+			next, rt.Overflow = probe, status
+		}
+		h, err := door.Handler(rt, next)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("admit: route %s: %w", r, err)}
+		}
+		f.handlers = append(f.handlers, h)
+		fr := frontRoute{rt: rt, next: next}
+		for _, g := range r.Groups {
+			if b, _ := door.Budget(g); b.Key.PathValue != "" && !slices.Contains(fr.pathKeys, b.Key.PathValue) {
+				fr.pathKeys = append(fr.pathKeys, b.Key.PathValue)
+			}
+		}
+		f.routes = append(f.routes, fr)
+	}
+	return f, nil
+}
+
+// isProbe reports a route of health probes: one with a group that is, or is
+// like, the health group. Its over-budget probes are answered from the
+// health cache, never refused.
+func (c *config) isProbe(r route) bool {
+	for _, g := range r.Groups {
+		if g == admit.GroupHealth || c.Likes[g] == admit.GroupHealth {
+			return true
+		}
+	}
+	return false
+}
+
+// grpcHealthOptions bound what a gRPC or Connect health call may make the
+// process buffer: a message at most the health group's body cap, and no
+// compressed messages at all, since a small gzip body can inflate to
+// hundreds of megabytes and health checks are a few bytes anyway.
+func grpcHealthOptions(b admit.Budget) []connect.HandlerOption {
+	opts := []connect.HandlerOption{connect.WithCompression("gzip", nil, nil)}
+	if b.MaxBodyBytes > 0 {
+		opts = append(opts, connect.WithReadMaxBytes(int(min(b.MaxBodyBytes, math.MaxInt32))))
+	}
+	return opts
+}
+
+// grpcHealthPattern is where the gRPC health service is served: gRPC and
+// Connect calls are POSTs to /grpc.health.v1.Health/METHOD.
+const (
+	grpcHealthPath    = "/" + grpchealth.HealthV1ServiceName + "/"
+	grpcHealthPattern = "POST " + grpcHealthPath
+)
+
+// withGRPCHealth returns routes with the gRPC health service's route, in the
+// health group, after them.
+func withGRPCHealth(routes []route) []route {
+	return append(slices.Clip(routes), route{Groups: []admit.Group{admit.GroupHealth}, Pattern: grpcHealthPattern,
+		from: "the gRPC health service"})
+}
+
+// logRoutes logs what is protected: one line per route, with its pattern
+// and each of its limits' budget, and a warning when no route is
+// configured, since every request then passes through unlimited.
+func logRoutes(log *slog.Logger, cfg config, door *admit.Door) {
+	if len(cfg.Routes) == 0 {
+		log.Warn("admit: no route is configured, so every request passes through unlimited: add routes with --route or the config file's routes")
+	}
+	for _, r := range withGRPCHealth(cfg.Routes) {
+		names := make([]string, len(r.Groups))
+		for i, g := range r.Groups {
+			names[i] = string(g)
+		}
+		log.Info("admit: route", "pattern", r.Pattern, "groups", strings.Join(names, ","), "limits", routeLimits(door, r))
+	}
+}
+
+// namesAHost reports whether a route's pattern names a host.
+func namesAHost(routes []route) bool {
+	for _, r := range routes {
+		if parsePattern(r.Pattern).host != "" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,156 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/otel/metric/noop"
+	"golang.org/x/time/rate"
+
+	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/quota"
+)
+
+// checkRoutes refuses, in the configuration's words, routes whose limits
+// cannot work as written: a path key the pattern has no wildcard for, a
+// cost above what a limit ever holds, and a route whose every limit is keyed
+// by a value the client chooses. It resolves the budgets as the door will,
+// so a default counts as a given value would. file names the config file in
+// errors about its routes.
+func (c *config) checkRoutes(file string) error {
+	door, err := c.door()
+	if err != nil {
+		return c.budgetsError(err)
+	}
+	defer door.Close()
+	for _, r := range c.Routes {
+		where := r.from
+		if r.inFile {
+			where = file + ": " + where
+		}
+		chosen := true
+		for _, g := range r.Groups {
+			b, _ := door.Budget(g)
+			k := b.Key
+			if name := k.PathValue; name != "" && !hasWildcard(r.Pattern, name) {
+				return fmt.Errorf("admit: %s: group %q is keyed by path:%s, but pattern %q has no {%s} wildcard", where, g, name, r.Pattern, name)
+			}
+			if r.cost() > b.Burst {
+				holds := fmt.Sprintf("its burst is %d", b.Burst)
+				if b.Algorithm == admit.FixedWindow {
+					holds = fmt.Sprintf("its limit is %d", b.Limit)
+				}
+				return fmt.Errorf("admit: %s: cost %d is more than group %q ever admits (%s)", where, r.cost(), g, holds)
+			}
+			// Once the client table is full, newcomers spend from the
+			// shared bucket, so a cost above it would refuse them all. A
+			// group on a shared store keeps neither, as long as the store
+			// decides; an unlimited rate never asks the store.
+			onStore := c.Store.Kind != storeMemory && !(b.Algorithm == admit.TokenBucket && b.Rate == rate.Inf)
+			if !onStore && r.cost() > b.SharedBurst {
+				return fmt.Errorf("admit: %s: cost %d is more than group %q admits from its shared bucket, which serves clients once its table is full (its shared_burst is %d)", where, r.cost(), g, b.SharedBurst)
+			}
+			if onStore && c.StoreFail == storeFailLocal {
+				holds := b.Burst
+				if b.Algorithm == admit.FixedWindow {
+					holds = b.Limit
+				}
+				if share := max(1, holds/c.Replicas); r.cost() > share {
+					return fmt.Errorf("admit: %s: cost %d is more than group %q admits on one replica while the store is down (%d divided by --replicas %d is %d)", where, r.cost(), g, holds, c.Replicas, share)
+				}
+				if share := max(1, b.SharedBurst/c.Replicas); r.cost() > share {
+					return fmt.Errorf("admit: %s: cost %d is more than group %q admits from its shared bucket on one replica while the store is down (shared_burst %d divided by --replicas %d is %d)", where, r.cost(), g, b.SharedBurst, c.Replicas, share)
+				}
+			}
+			chosen = chosen && (k.Header != "" || k.PathValue != "") && !k.Authenticated
+		}
+		if chosen {
+			return fmt.Errorf("admit: %s: every limit of the route is keyed by a value the client chooses (%s), so a forger gets a fresh budget per value: stack a limit keyed by the peer, or set key_authenticated: true on a group whose value a layer in front of admit (a gateway, an authenticating proxy) checks first: a check in the app runs only after admit has admitted the request, so it needs the peer limit",
+				where, c.keysOf(door, r))
+		}
+	}
+	return nil
+}
+
+// door returns a door with the configuration's budgets, resolved as the
+// server's, whose metrics and logs go nowhere: for checks and for printing
+// what the server would enforce.
+func (c *config) door() (*admit.Door, error) { return c.doorOn(nil) }
+
+// doorOn is door with every group on the shared store st, as the server
+// puts them, so that the door refuses what only a store refuses; nil: the
+// door's own buckets.
+func (c *config) doorOn(st quota.Charger) (*admit.Door, error) {
+	budgets := c.Budgets
+	if st != nil {
+		budgets = make(map[admit.Group]admit.Budget)
+		for _, g := range builtInGroups {
+			budgets[g] = admit.Budget{}
+		}
+		maps.Copy(budgets, c.Budgets)
+		for g, b := range budgets {
+			b.Store = st
+			if c.StoreFail == storeFailLocal {
+				b.Replicas = c.Replicas
+			}
+			budgets[g] = b
+		}
+	}
+	return admit.New(admit.Config{Budgets: budgets, MeterProvider: noop.NewMeterProvider(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+}
+
+// budgetsError is err, from a door of the configuration's budgets, in the
+// config file's terms: a group the file gives is named by its field and
+// line, and a rule a store refuses by the store's reason alone, without
+// the rule's name, which the door makes up. An error about no group keeps
+// its words.
+func (c *config) budgetsError(err error) error {
+	rest, ok := strings.CutPrefix(err.Error(), "admit: group ")
+	quoted, qerr := strconv.QuotedPrefix(rest)
+	if !ok || qerr != nil {
+		return fmt.Errorf("admit: budgets: %w", err)
+	}
+	g, _ := strconv.Unquote(quoted)
+	why := strings.TrimPrefix(rest[len(quoted):], ": ")
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if errors.Unwrap(e) != quota.ErrRule {
+			continue
+		}
+		// quota's errors read "quota: invalid rule NAME: Field value, why".
+		rule := strings.TrimPrefix(e.Error(), quota.ErrRule.Error()+" ")
+		if name, err := strconv.QuotedPrefix(rule); err == nil {
+			reason := strings.TrimPrefix(rule[len(name):], ": ")
+			if reason != "" {
+				reason = strings.ToLower(reason[:1]) + reason[1:]
+			}
+			why = strings.Replace(why, e.Error(), reason, 1)
+		}
+		break
+	}
+	line, ok := c.budgetLines[admit.Group(g)]
+	if !ok {
+		return fmt.Errorf("admit: budgets: group %q: %s", g, why)
+	}
+	return fmt.Errorf("admit: %s: line %d: budgets.%s: %s", c.file, line, g, why)
+}
+
+// keysOf lists a route's keys, for errors.
+func (c *config) keysOf(door *admit.Door, r route) string {
+	var keys []string
+	for _, g := range r.Groups {
+		b, _ := door.Budget(g)
+		keys = append(keys, string(g)+": "+keyText(b.Key))
+	}
+	return strings.Join(keys, ", ")
+}
+
+// hasWildcard reports whether pattern has a wildcard named name.
+func hasWildcard(pattern, name string) bool {
+	return strings.Contains(pattern, "{"+name+"}") || strings.Contains(pattern, "{"+name+"...}")
+}

@@ -1,0 +1,169 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/admitgo/admit/clientip"
+	"github.com/admitgo/admit/internal/canon"
+	"github.com/admitgo/admit/internal/upstream"
+)
+
+// forwarder builds the reverse proxy to the upstream.
+type forwarder struct {
+	target   *url.URL
+	resolver *clientip.Resolver
+	trusted  []netip.Prefix // the resolver's trusted proxies, for X-Forwarded-Proto and -Host
+	// keepOverrides forwards method override headers (--method-override).
+	keepOverrides bool
+	log           *slog.Logger
+	failures      rate.Sometimes // throttles the log of upstream failures
+}
+
+// newProxy returns a reverse proxy to target over transport. The request it
+// sends carries:
+//
+//   - X-Forwarded-For: the client address the resolver found, alone. The
+//     client's own X-Forwarded-For, Forwarded, X-Real-IP and the other
+//     headers of stripHeaders are removed, so the upstream can trust the
+//     header as long as only admit reaches it.
+//   - X-Forwarded-Host and X-Forwarded-Proto: the right-most element of
+//     those a trusted proxy sent, the host canonical, when it is a host
+//     and a scheme; or else the request's Host and the scheme admit served
+//     it with. When a route names a host the front has removed the
+//     proxy's X-Forwarded-Host, so the request's Host, which routes
+//     matched, is sent.
+//
+// An upstream that cannot be reached or fails mid-answer gets the client a
+// plain 502 that names nothing internal; the cause is logged, at most once
+// every 10 seconds.
+func newProxy(target *url.URL, resolver *clientip.Resolver, trusted []netip.Prefix, keepOverrides bool, transport http.RoundTripper, log *slog.Logger) *httputil.ReverseProxy {
+	f := &forwarder{target: target, resolver: resolver, trusted: trusted, keepOverrides: keepOverrides, log: log,
+		failures: rate.Sometimes{Interval: 10 * time.Second}}
+	return &httputil.ReverseProxy{
+		Rewrite:      f.rewrite,
+		Transport:    transport,
+		BufferPool:   upstream.BufferPool(),
+		ErrorHandler: f.fail,
+		// The proxy's own log lines can name the client; keep them at Debug.
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+}
+
+func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
+	// Rewrite has removed X-Forwarded-For, -Host, -Proto and Forwarded from
+	// pr.Out already; the other managed headers are left to us.
+	pr.SetURL(f.target)
+	h := pr.Out.Header
+	stripHeaders(h, f.keepOverrides)
+	if a := f.resolver.Addr(pr.In); a.IsValid() {
+		h["X-Forwarded-For"] = []string{a.String()}
+	}
+	host, proto := pr.In.Host, "http"
+	if pr.In.TLS != nil {
+		proto = "https"
+	}
+	if f.fromTrustedPeer(pr.In) {
+		// Proxies that do not set these headers pass the client's on, and
+		// those that append put their own last: only the right-most
+		// element can be the trusted proxy's.
+		if p := strings.ToLower(lastElement(pr.In.Header["X-Forwarded-Proto"])); p == "http" || p == "https" {
+			proto = p
+		}
+		if v := lastElement(pr.In.Header["X-Forwarded-Host"]); validHost(v) {
+			host = canon.Host(v, proto == "https")
+		}
+	}
+	h["X-Forwarded-Host"] = []string{host}
+	h["X-Forwarded-Proto"] = []string{proto}
+}
+
+// lastElement returns the right-most element of a comma-separated header,
+// across its lines, without surrounding white space.
+func lastElement(lines []string) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	v := lines[len(lines)-1]
+	if i := strings.LastIndexByte(v, ','); i >= 0 {
+		v = v[i+1:]
+	}
+	return strings.TrimSpace(v)
+}
+
+// validHost reports whether v is a host and optional port as a Host header
+// names them: a name of letters, digits, '-', '_' and dot-separated labels,
+// or an IP literal in brackets, then ':' and digits. Anything else (a path,
+// a user, an escape) is not passed on as the request's host.
+func validHost(v string) bool {
+	name, port := v, ""
+	if strings.HasPrefix(v, "[") {
+		end := strings.IndexByte(v, ']')
+		if end < 0 {
+			return false
+		}
+		a, err := netip.ParseAddr(v[1:end])
+		if err != nil || !a.Is6() || a.Zone() != "" {
+			return false
+		}
+		name, port = "", v[end+1:]
+	} else {
+		if i := strings.LastIndexByte(v, ':'); i >= 0 {
+			name, port = v[:i], v[i:]
+		}
+		for _, label := range strings.Split(strings.TrimSuffix(name, "."), ".") {
+			if label == "" || strings.TrimLeft(label, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" {
+				return false
+			}
+		}
+	}
+	if port == "" {
+		return true
+	}
+	return port[0] == ':' && len(port) <= 6 && strings.Trim(port[1:], "0123456789") == ""
+}
+
+// fromTrustedPeer reports whether the request's TCP peer is a trusted proxy.
+func (f *forwarder) fromTrustedPeer(r *http.Request) bool {
+	if len(f.trusted) == 0 {
+		return false
+	}
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	a := ap.Addr().Unmap().WithZone("")
+	for _, p := range f.trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *forwarder) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() == nil { // not the client hanging up
+		// The transport's error names the request's URL, whose path or
+		// query may hold a link's token: log only the cause.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		f.failures.Do(func() {
+			f.log.Warn("admit: upstream request failed; answering 502", "err", err)
+		})
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusBadGateway)
+	io.WriteString(w, "bad gateway\n")
+}

@@ -1,0 +1,198 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/quota"
+)
+
+// reload reads the configuration again, through the same parse as startup,
+// and swaps in the door and routes it builds: groups whose budget is
+// unchanged keep their clients' state, changed and new groups start afresh,
+// and requests in flight finish as they were admitted. A configuration
+// startup would refuse, or one that changes a setting only a restart can
+// apply, is refused: the last one goes on serving, and the refusal is
+// logged with startup's message. Every reload counts in
+// admit.config.reloads. It is safe for concurrent use.
+func (s *server) reload() error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	err := s.reloadLocked()
+	s.reloads.add(s.clock(), err)
+	if err != nil {
+		s.log.Error("admit: reload refused; serving the configuration loaded before", "err", err.Error())
+		return err
+	}
+	return nil
+}
+
+func (s *server) reloadLocked() error {
+	if s.reparse == nil {
+		return errors.New("admit: reload: this server has no command line to read again")
+	}
+	prev := s.gen.Load()
+	cfg, err := s.reparse()
+	if err != nil {
+		return err
+	}
+	cfg.Now, cfg.Transport = prev.cfg.Now, prev.cfg.Transport // not settings
+	if err := checkRestartOnly(prev.cfg, cfg); err != nil {
+		return err
+	}
+	g, err := s.build(cfg, prev.door)
+	if err != nil {
+		return err
+	}
+	s.gen.Store(g)
+	var kept, afresh []string
+	for _, name := range g.door.Groups() {
+		nb, _ := g.door.Budget(name)
+		if ob, ok := prev.door.Budget(name); ok && sameBudget(ob, nb) {
+			kept = append(kept, string(name))
+		} else {
+			afresh = append(afresh, string(name))
+		}
+	}
+	s.log.Info("admit: reloaded", "config", cfg.ConfigFile, "routes", len(cfg.Routes),
+		"kept", strings.Join(kept, ","), "afresh", strings.Join(afresh, ","))
+	logRoutes(s.log, cfg, g.door)
+	return nil
+}
+
+// sameBudget reports whether two resolved budgets decide alike, as the door
+// judges whether a reload keeps a group.
+func sameBudget(a, b admit.Budget) bool {
+	if !sameStore(a.Store, b.Store) {
+		return false
+	}
+	a.Store, b.Store = nil, nil
+	return a == b
+}
+
+func sameStore(a, b quota.Charger) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	t := reflect.TypeOf(a)
+	return t == reflect.TypeOf(b) && t.Comparable() && a == b
+}
+
+// restartOnly are the settings a reload cannot change, by flag: all but the
+// config file's routes and budgets, and the content of the admin token
+// file.
+// They come from flags and the environment, which a running process keeps
+// as they were at its start, so they differ only when those do.
+var restartOnly = []struct {
+	flag  string
+	value func(c config) any
+}{
+	{"listen", func(c config) any { return c.Listen }},
+	{"upstream", func(c config) any { return c.Upstream }},
+	{"upstream-health", func(c config) any { return c.UpstreamHealth }},
+	{"demo", func(c config) any { return c.Demo }},
+	{"trusted-proxy", func(c config) any { return c.TrustedProxies }},
+	{"proxy-protocol-from", func(c config) any { return c.ProxyProtocolFrom }},
+	{"shadow", func(c config) any { return c.Shadow }},
+	{"policy-headers", func(c config) any { return c.PolicyHeaders }},
+	{"escaped-slashes", func(c config) any { return c.EscapedSlashes }},
+	{"route-folding", func(c config) any { return c.RouteFolding }},
+	{"method-override", func(c config) any { return c.MethodOverride }},
+	{"store", func(c config) any { return c.Store }},
+	{"store-prefix", func(c config) any { return c.StorePrefix }},
+	{"store-table", func(c config) any { return c.StoreTable }},
+	{"store-migrate", func(c config) any { return c.StoreMigrate }},
+	{"store-fail", func(c config) any { return c.StoreFail }},
+	{"replicas", func(c config) any { return c.Replicas }},
+	{"max-conns", func(c config) any { return c.MaxConns }},
+	{"max-conns-per-client", func(c config) any { return c.MaxConnsPerClient }},
+	{"metrics-listen", func(c config) any { return c.MetricsListen }},
+	{"metrics-max-conns", func(c config) any { return c.MetricsMaxConns }},
+	{"metrics-max-conns-per-client", func(c config) any { return c.MetricsPerClient }},
+	{"tls-cert", func(c config) any { return c.TLSCert }},
+	{"tls-key", func(c config) any { return c.TLSKey }},
+	{"h2c", func(c config) any { return c.H2C }},
+	{"drain-delay", func(c config) any { return c.DrainDelay }},
+	{"drain-timeout", func(c config) any { return c.DrainTimeout }},
+	{"log-format", func(c config) any { return c.LogFormat }},
+	{"log-level", func(c config) any { return c.LogLevel }},
+	{"access-log", func(c config) any { return c.AccessLog }},
+	{"access-log-refusals", func(c config) any { return c.AccessLogRefusals }},
+	{"config", func(c config) any { return c.ConfigFile }},
+	{"admin-token-file", func(c config) any { return c.AdminTokenFile }},
+}
+
+// checkRestartOnly refuses a reload that changes a setting only a restart
+// applies, naming it; never its value, which may hold a password.
+func checkRestartOnly(old, c config) error {
+	for _, o := range restartOnly {
+		if !reflect.DeepEqual(o.value(old), o.value(c)) {
+			env := ""
+			if i := optionIndex(o.flag); i >= 0 && len(options[i].envs()) > 0 {
+				env = " (" + options[i].envs()[0] + ")"
+			}
+			return fmt.Errorf("admit: reload: --%s%s differs from what admit started with, and only a restart applies it; change it and restart, or change it back", o.flag, env)
+		}
+	}
+	return nil
+}
+
+// optionIndex returns the index of the option named name, or -1.
+func optionIndex(name string) int {
+	for i, o := range options {
+		if o.name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// reloadCounter counts reloads by result in admit.config.reloads, and keeps
+// the last one for the status page.
+type reloadCounter struct {
+	counter          metric.Int64Counter
+	success, failure metric.AddOption
+	registered       bool
+	last             atomic.Pointer[reloadResult] // nil until the first reload
+}
+
+// reloadResult is how a reload ended: at when, and err its refusal, or nil.
+type reloadResult struct {
+	at  time.Time
+	err error
+}
+
+func (c *reloadCounter) register(m metric.Meter) error {
+	var err error
+	c.counter, err = m.Int64Counter("admit.config.reloads",
+		metric.WithDescription("Configuration reloads (SIGHUP), by result: success, or failure when the configuration was refused and the last one kept serving."),
+		metric.WithUnit("{reload}"))
+	if err != nil {
+		return err
+	}
+	c.success = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "success")))
+	c.failure = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "failure")))
+	c.registered = true
+	return nil
+}
+
+func (c *reloadCounter) add(at time.Time, err error) {
+	c.last.Store(&reloadResult{at: at, err: err})
+	if !c.registered {
+		return
+	}
+	opt := c.failure
+	if err == nil {
+		opt = c.success
+	}
+	c.counter.Add(context.Background(), 1, opt)
+}

@@ -1,0 +1,396 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/admitgo/admit/internal/canon"
+)
+
+// routeTable finds the routes a canonical request is limited by. It uses
+// ServeMux's own matching and precedence, and, since upstream routers
+// commonly fold case and ignore a trailing slash (Express does both by
+// default), it also looks the request up with its path lower-cased and with
+// a trailing slash added or removed, so that a spelling the upstream routes
+// to a limited handler is limited too. Over-limiting is the safe direction
+// when routers disagree.
+type routeTable struct {
+	routes []route
+	exact  *http.ServeMux // the patterns as written, hosts lower-cased
+	folded *http.ServeMux // the patterns with their literal path lower-cased; nil without folding
+	// foldedSame is set when every pattern is lower-case already, so that a
+	// path without upper case needs no second look-up.
+	foldedSame bool
+	// overlaps[i] is set when a folded spelling of a path that route i
+	// matches might match another route; otherwise a request that matches
+	// route i as it is needs no other look-up.
+	overlaps []bool
+	// maps, allow and slashes are how the upstream's framework reads a
+	// path (see variants).
+	maps    mapping
+	allow   canon.Classes
+	slashes canon.Slashes
+	// others are the methods the routes name besides POST: what a POST
+	// might run as under a "_method" parameter.
+	others []string
+	// firsts are the routes' first path segments, lower-cased, when each
+	// route's is a literal: a path whose first segment is none of them, in
+	// any case, matches no route in any spelling, since folding changes only
+	// case and the trailing slash. nil when some route's is not a literal.
+	firsts []string
+}
+
+// routeMark is the handler a table registers for route i; a look-up finds
+// it to learn which route matched.
+type routeMark int
+
+func (routeMark) ServeHTTP(http.ResponseWriter, *http.Request) {}
+
+// matching is how a table finds the routes of a request: the server's
+// --route-folding, --upstream-profile, --allow-spellings and
+// --escaped-slashes.
+type matching struct {
+	fold    bool
+	profile profile
+	allow   canon.Classes
+	slashes canon.Slashes
+}
+
+// matching returns the configuration's matching.
+func (c *config) matching() matching {
+	return matching{fold: c.RouteFolding, profile: c.UpstreamProfile, allow: c.AllowSpellings, slashes: c.EscapedSlashes}
+}
+
+// newRouteTable registers routes, checking each against ServeMux's pattern
+// syntax and the routes before it. With folding, routes that only folding
+// makes conflict are refused too, naming both.
+func newRouteTable(routes []route, m matching) (*routeTable, error) {
+	t := &routeTable{routes: routes, exact: http.NewServeMux(), foldedSame: true,
+		maps: m.profile.mappings(), allow: m.allow, slashes: m.slashes}
+	if m.fold {
+		t.folded = http.NewServeMux()
+	}
+	for i, r := range routes {
+		exact, folded := patternForms(r.Pattern)
+		if err := register(t.exact, exact, routeMark(i)); err != nil {
+			return nil, fmt.Errorf("admit: route %s: %s", r, conflict(err))
+		}
+		if t.folded == nil {
+			continue
+		}
+		if folded != exact {
+			t.foldedSame = false
+		}
+		if err := register(t.folded, folded, routeMark(i)); err != nil {
+			return nil, fmt.Errorf("admit: route %s conflicts with an earlier route once case is folded, as upstreams that ignore case route them (%s); remove one of them, or set --route-folding=false", r, conflict(err))
+		}
+	}
+	// A pattern that matches every request, unless a route is one, so that
+	// a look-up that finds no route finds this instead of making ServeMux
+	// work out a 404 or the allowed methods of a 405, which allocates.
+	_ = register(t.exact, "/", routeMark(-1))
+	if t.folded != nil {
+		_ = register(t.folded, "/", routeMark(-1))
+	}
+	for _, r := range routes {
+		if m := parsePattern(r.Pattern).method; m != "" && m != http.MethodPost && !slices.Contains(t.others, m) {
+			t.others = append(t.others, m)
+		}
+	}
+	t.firsts = make([]string, 0, len(routes))
+	for _, r := range routes {
+		pt := parsePattern(r.Pattern)
+		if len(pt.segs) == 0 || pt.segs[0] == "{}" {
+			t.firsts = nil // "/", "/{x}", "/{x...}": any first segment
+			break
+		}
+		if !slices.Contains(t.firsts, pt.segs[0]) {
+			t.firsts = append(t.firsts, pt.segs[0])
+		}
+	}
+	t.overlaps = make([]bool, len(routes))
+	for i := range routes {
+		for j := range routes {
+			if i != j && t.folded != nil && mayFoldOverlap(parsePattern(routes[i].Pattern), parsePattern(routes[j].Pattern)) {
+				t.overlaps[i] = true
+			}
+		}
+	}
+	return t, nil
+}
+
+// patternForms returns a pattern with its host lower-cased (hosts compare
+// without case), and that form with the literal parts of its path
+// lower-cased too; wildcard names keep their case.
+func patternForms(p string) (exact, folded string) {
+	method, rest := "", p
+	if i := strings.IndexAny(p, " \t"); i >= 0 && !strings.Contains(p[:i], "/") {
+		method, rest = p[:i+1], strings.TrimLeft(p[i+1:], " \t")
+	}
+	host, path := rest, ""
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		host, path = rest[:i], rest[i:]
+	}
+	exact = method + strings.ToLower(host) + path
+	var b strings.Builder
+	depth := 0
+	for _, c := range path {
+		switch {
+		case c == '{':
+			depth++
+		case c == '}':
+			depth--
+		case depth == 0 && 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		b.WriteRune(c)
+	}
+	return exact, method + strings.ToLower(host) + b.String()
+}
+
+// spelling is one form of a request the table looks up.
+type spelling struct {
+	method, path string // path escaped, canonical apart from the folding
+	how          string // what was mapped and folded, for explain; empty for the request as sent
+	override     bool   // method comes from a method override
+	lower        bool   // path is lower-cased: look it up in the folded mux
+	cased        string // with lower, path before it was lower-cased, for the wildcards' values
+}
+
+// explained says how a spelling differs from the request as sent.
+func (sp spelling) explained() string {
+	if !sp.override {
+		return sp.how
+	}
+	return join(sp.how, "as "+sp.method+" (a method override)")
+}
+
+// routeMatch is a route a spelling of a request matched.
+type routeMatch struct {
+	index int // of the route in the table
+	sp    spelling
+}
+
+// maxOverrides bounds the methods one source of overrides may name (the
+// override headers, or _method parameters). maxSpellings is the room the
+// front gives matchAll on its stack: four spellings of a path under its
+// method and each override; a request that matches more routes, through
+// the profile's variants, grows it.
+const (
+	maxOverrides = 3
+	maxSpellings = 4 * (1 + maxOverrides)
+)
+
+// matchAll appends to dst every route some spelling of r matches, once
+// each, in the order the spellings are tried: under r's method, then under
+// each method of overrides (at most maxOverrides), the variants that the
+// upstream's framework maps r's path to (see variants), then the path as
+// it is, each as it is and then folded. The variants come first so that a
+// route they match keys by the wildcards' values as the framework reads
+// them. It allocates only to map or fold.
+func (t *routeTable) matchAll(r *http.Request, overrides []string, dst []routeMatch) []routeMatch {
+	path := r.URL.EscapedPath()
+	var buf [maxVariants]variant
+	vs := variants(path, t.maps, t.allow, t.slashes, buf[:0])
+	first := -1
+	if len(vs) == 1 {
+		if !t.mayMatch(path) {
+			return dst
+		}
+		first = find(t.exact, r.Host, spelling{method: r.Method, path: path})
+		if first >= 0 && len(overrides) == 0 && !t.overlaps[first] {
+			return append(dst, routeMatch{first, spelling{method: r.Method, path: path}}) // no other spelling finds another route
+		}
+	}
+	for i := -1; i < len(overrides); i++ {
+		method := r.Method
+		if i >= 0 {
+			method = overrides[i]
+		}
+		for j := range vs {
+			v := vs[(j+1)%len(vs)] // the variants, then the path as it is
+			if !t.mayMatch(v.path) {
+				continue
+			}
+			list, count := t.spellings(method, v.path)
+			for k, sp := range list[:count] {
+				sp.override = i >= 0
+				sp.how = join(v.how, sp.how)
+				idx := first
+				if first < 0 || i >= 0 || k > 0 {
+					idx = find(t.muxFor(sp), r.Host, sp)
+				}
+				if idx >= 0 && !slices.ContainsFunc(dst, func(m routeMatch) bool { return m.index == idx }) {
+					dst = append(dst, routeMatch{idx, sp})
+				}
+			}
+		}
+	}
+	return dst
+}
+
+// mayMatch reports whether some route might match a spelling of path: no
+// route does when the first segment of path is none of the routes' first
+// segments.
+func (t *routeTable) mayMatch(path string) bool {
+	if t.firsts == nil {
+		return true
+	}
+	seg := strings.TrimPrefix(path, "/")
+	if i := strings.IndexByte(seg, '/'); i >= 0 {
+		seg = seg[:i]
+	}
+	// A route's first segment compares with the path's escaped segment:
+	// canonical paths escape only what a literal in a pattern would too.
+	for _, f := range t.firsts {
+		if strings.EqualFold(f, seg) || strings.ContainsRune(f, '%') || strings.IndexByte(seg, '%') >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// pathValues returns the wildcard values of the route m matched, by name,
+// as ServeMux hands them to its handlers, and, for a lower-cased spelling,
+// in the case the request spelled them: an app that folds case to route
+// still hands its handler the value as sent, so /L/QQQ and /l/QQQ are one
+// value, and one budget.
+func (t *routeTable) pathValues(host string, m routeMatch, names []string) []string {
+	if m.sp.lower {
+		return casedValues(t.routes[m.index].Pattern, m.sp.cased, names)
+	}
+	s := scratches.Get().(*scratch)
+	defer scratches.Put(s)
+	s.set(host, m.sp)
+	t.muxFor(m.sp).ServeHTTP(discardWriter{}, &s.req)
+	values := make([]string, len(names))
+	for i, name := range names {
+		values[i] = s.req.PathValue(name)
+	}
+	return values
+}
+
+// casedValues returns the values of pattern's wildcards in path, which the
+// pattern matches but for case, by position: a {name} wildcard is its
+// segment, unescaped, and a {name...} wildcard the rest of path.
+func casedValues(pattern, path string, names []string) []string {
+	if i := strings.IndexAny(pattern, " \t"); i >= 0 && !strings.Contains(pattern[:i], "/") {
+		pattern = strings.TrimLeft(pattern[i+1:], " \t")
+	}
+	if i := strings.IndexByte(pattern, '/'); i >= 0 {
+		pattern = pattern[i:]
+	}
+	psegs := strings.Split(strings.TrimPrefix(pattern, "/"), "/")
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	values := make([]string, len(names))
+	for k, ps := range psegs {
+		if !strings.HasPrefix(ps, "{") || ps == "{$}" || k >= len(segs) {
+			continue
+		}
+		name, rest := strings.TrimSuffix(strings.Trim(ps, "{}"), "..."), strings.HasSuffix(ps, "...}")
+		v := segs[k]
+		if rest {
+			v = strings.Join(segs[k:], "/")
+		}
+		v, _ = url.PathUnescape(v) // canonical: cannot fail
+		for i, n := range names {
+			if n == name {
+				values[i] = v
+			}
+		}
+	}
+	return values
+}
+
+// discardWriter is the ResponseWriter of look-ups that run a mux: its
+// answer goes nowhere.
+type discardWriter struct{}
+
+func (discardWriter) Header() http.Header         { return http.Header{} }
+func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (discardWriter) WriteHeader(int)             {}
+
+// spellings returns the forms of a path the table looks up under method:
+// as it is, with its trailing slash toggled, lower-cased, and both; only
+// the first without folding, and no lower-case forms when they would be
+// the same look-ups.
+func (t *routeTable) spellings(method, path string) (list [4]spelling, n int) {
+	list[0] = spelling{method: method, path: path}
+	if t.folded == nil {
+		return list, 1
+	}
+	toggled, how := toggleSlash(path)
+	list[1] = spelling{method: method, path: toggled, how: how}
+	lower := strings.ToLower(path)
+	if lower == path && t.foldedSame {
+		return list, 2
+	}
+	lowerToggled, _ := toggleSlash(lower)
+	lowerHow := "lower-cased, " + slashAdded
+	if how == slashRemoved {
+		lowerHow = "lower-cased, " + slashRemoved
+	}
+	list[2] = spelling{method: method, path: lower, how: "lower-cased", lower: true, cased: path}
+	list[3] = spelling{method: method, path: lowerToggled, how: lowerHow, lower: true, cased: toggled}
+	return list, 4
+}
+
+// muxFor returns the mux a spelling is looked up in: lower-cased spellings
+// in the folded one.
+func (t *routeTable) muxFor(sp spelling) *http.ServeMux {
+	if sp.lower {
+		return t.folded
+	}
+	return t.exact
+}
+
+// What a toggled spelling changed, for explain.
+const (
+	slashAdded   = "trailing slash added"
+	slashRemoved = "trailing slash removed"
+)
+
+// toggleSlash adds a trailing slash to path, or removes it; "/" stays.
+func toggleSlash(path string) (string, string) {
+	if path == "/" {
+		return path, "as is"
+	}
+	if strings.HasSuffix(path, "/") {
+		return path[:len(path)-1], slashRemoved
+	}
+	return path + "/", slashAdded
+}
+
+// scratch is a request the table looks spellings up with, reused.
+type scratch struct {
+	req http.Request
+	url url.URL
+}
+
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
+
+// set points the scratch request at a spelling.
+func (s *scratch) set(host string, sp spelling) {
+	s.url = url.URL{Path: sp.path}
+	if strings.IndexByte(sp.path, '%') >= 0 {
+		s.url.Path, _ = url.PathUnescape(sp.path) // canonical: cannot fail
+		s.url.RawPath = sp.path
+	}
+	s.req = http.Request{Method: sp.method, Host: host, URL: &s.url, RequestURI: sp.path}
+}
+
+// find looks one spelling up in mux and returns its route's index, or -1.
+func find(mux *http.ServeMux, host string, sp spelling) int {
+	s := scratches.Get().(*scratch)
+	defer scratches.Put(s)
+	s.set(host, sp)
+	h, _ := mux.Handler(&s.req)
+	if m, ok := h.(routeMark); ok {
+		return int(m)
+	}
+	return -1
+}

@@ -1,0 +1,367 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"connectrpc.com/grpchealth"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/clientip"
+	"github.com/admitgo/admit/health"
+	"github.com/admitgo/admit/internal/meter"
+	"github.com/admitgo/admit/internal/upstream"
+)
+
+// Limits of the proxy's HTTP server.
+const (
+	// maxHeaderBytes bounds request headers: HTTP/1.1 answers 431 past it, and
+	// HTTP/2 derives its header list limit from it.
+	maxHeaderBytes = 64 << 10
+	// maxConcurrentStreams is how many requests one HTTP/2 connection may
+	// have in flight.
+	maxConcurrentStreams = 250
+	readHeaderTimeout    = 10 * time.Second
+	idleTimeout          = 2 * time.Minute
+	// The metrics listener's bounds: a scrape is one small request, sent
+	// at once by a client on the same host or network. Short header and
+	// idle timeouts give back a slot held by a client that sends nothing
+	// soon. A Prometheus whose interval is longer reconnects for each
+	// scrape: a handshake, not a held slot.
+	metricsReadHeaderTimeout = 5 * time.Second
+	metricsReadTimeout       = 10 * time.Second
+	metricsWriteTimeout      = 30 * time.Second
+	metricsIdleTimeout       = 15 * time.Second
+	// healthTTL is how long a health status is served from the cache.
+	healthTTL = time.Second
+)
+
+// server is the admit proxy built from a config: the door, the proxy behind
+// it, the health cache and the metrics endpoint. Build it with newServer,
+// bind its listeners with listen, run it with serve and release it with
+// close.
+type server struct {
+	cfg      config
+	log      *slog.Logger
+	tel      *telemetry
+	access   *accessLog   // nil: off
+	demo     *demoApp     // the demo upstream; nil unless --demo without --upstream
+	store    *sharedStore // nil for the memory store
+	resolver *clientip.Resolver
+	health   grpchealth.Checker // cached; reports draining at once
+	draining atomic.Bool
+	proxy    http.Handler // to the upstream, unlimited
+	// gen is what the configuration loaded last built: the door and the
+	// handler tree, which a reload replaces in one step. handler serves
+	// the proxy's listener from it.
+	gen     atomic.Pointer[generation]
+	handler http.Handler
+	// door is the door startup built, for what runs before serve; a reload
+	// leaves it behind, so anything that runs later reads gen.
+	door *admit.Door
+
+	// reparse reads the configuration again as startup read it (the same
+	// flags, the environment, the config file); nil: reloads are refused.
+	reparse  func() (config, error)
+	hangups  <-chan os.Signal // each one reloads; nil: none
+	reloadMu sync.Mutex       // serialises reloads
+	reloads  reloadCounter
+
+	malformed    malformedCounts
+	malformedReg metric.Registration
+	conns        connCounts // the proxy listener's
+	metricsConns connCounts // the metrics listener's
+	connsReg     metric.Registration
+	tlsCert      *tls.Certificate
+
+	ln, metricsLn net.Listener // set by listen
+
+	// Closed as the drain passes its steps, so that tests can follow it.
+	drainStarted   chan struct{} // health reports draining
+	listenerClosed chan struct{} // the proxy accepts no more connections
+}
+
+// newServer builds a server from cfg. It fails on configuration the parser
+// cannot check (a certificate that does not load, a store URL its driver
+// refuses), never because the upstream or the store is down.
+func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, err error) {
+	s := &server{cfg: cfg, log: log, drainStarted: make(chan struct{}), listenerClosed: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if err := cfg.checkOffline(); err != nil {
+		return nil, usageError{err}
+	}
+	if limit, ok := openFilesLimit(); ok {
+		if err := checkDescriptors(cfg, limit); err != nil {
+			return nil, usageError{err}
+		}
+	}
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("admit: --tls-cert %q, --tls-key %q: %w", cfg.TLSCert, cfg.TLSKey, err)
+		}
+		s.tlsCert = &cert
+	}
+	if s.tel, err = newTelemetry(); err != nil {
+		return nil, err
+	}
+	if s.access, err = openAccessLog(cfg, os.Stderr, func() *admit.Door { return s.gen.Load().door }, s.clock); err != nil {
+		return nil, usageError{err}
+	}
+	target := cfg.Upstream
+	if target == nil {
+		if s.demo, err = startDemo(); err != nil {
+			return nil, err
+		}
+		target, _ = url.Parse(s.demo.url)
+	}
+	if s.store, err = openStore(ctx, cfg, s.tel.provider, log); err != nil {
+		return nil, err
+	}
+
+	s.resolver, err = clientip.New(clientip.Config{
+		TrustedProxies: cfg.TrustedProxies,
+		MeterProvider:  s.tel.provider,
+		Logger:         log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("admit: %w", err)
+	}
+
+	transport := cfg.Transport
+	if transport == nil {
+		transport = upstream.Transport()
+	}
+	var inner grpchealth.Checker = grpchealth.NewStaticChecker()
+	if cfg.UpstreamHealth != "" {
+		// Joined as the proxy joins request paths to the upstream's.
+		path, query, _ := strings.Cut(cfg.UpstreamHealth, "?")
+		probe := target.JoinPath(path)
+		probe.RawQuery = query
+		if inner, err = health.HTTP(&http.Client{Transport: transport}, probe.String()); err != nil {
+			return nil, fmt.Errorf("admit: --upstream-health %q: %w", cfg.UpstreamHealth, err)
+		}
+	}
+	s.health = health.Cached(inner, s.draining.Load, healthTTL, nil)
+
+	s.proxy = newProxy(target, s.resolver, cfg.TrustedProxies, cfg.MethodOverride, transport, log)
+	g, err := s.build(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.gen.Store(g)
+	s.door = g.door
+	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.gen.Load().front.ServeHTTP(w, r) })
+	m := s.tel.provider.Meter(meter.Name)
+	if err := s.reloads.register(m); err != nil {
+		return nil, fmt.Errorf("admit: metrics: %w", err)
+	}
+	if s.malformedReg, err = s.malformed.register(m); err != nil {
+		return nil, fmt.Errorf("admit: metrics: %w", err)
+	}
+	if s.connsReg, err = registerConns(m, map[string]*connCounts{"proxy": &s.conns, "metrics": &s.metricsConns}); err != nil {
+		return nil, fmt.Errorf("admit: metrics: %w", err)
+	}
+	log.Info("admit: starting", "upstream", target.Redacted(), "upstream_health", cfg.UpstreamHealth,
+		"routes", len(cfg.Routes), "trusted_proxies", len(cfg.TrustedProxies),
+		"proxy_protocol_from", len(cfg.ProxyProtocolFrom), "shadow", cfg.Shadow,
+		"store", cfg.Store.Kind, "store_url", redactURL(cfg.Store.URL), "store_fail", cfg.StoreFail,
+		"config", cfg.ConfigFile)
+	logRoutes(log, cfg, s.door)
+	return s, nil
+}
+
+// listen binds the proxy's and the metrics listeners, each under its own
+// connection caps. The proxy's accepts PROXY protocol headers from the
+// configured peers.
+func (s *server) listen() error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("admit: --listen: %w", err)
+	}
+	mln, err := net.Listen("tcp", s.cfg.MetricsListen)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("admit: --metrics-listen: %w", err)
+	}
+	// Trusted proxies carry clients' requests to the proxy, not scrapes,
+	// so none is exempt here. Loopback peers are held to the per-client
+	// cap too: exempting them would let one local process take every
+	// slot from the address a local Prometheus and probe share, and the
+	// default per-client cap leaves those two room (a scraper keeps one
+	// connection, two while scrapes overlap; a probe one).
+	s.metricsLn = newConnLimit(mln, s.cfg.MetricsMaxConns, s.cfg.MetricsPerClient, 64, nil, &s.metricsConns)
+	s.ln = ln
+	if len(s.cfg.ProxyProtocolFrom) > 0 {
+		s.ln = clientip.ProxyProtocolListener(ln, s.cfg.ProxyProtocolFrom, 0)
+	}
+	s.ln = newConnLimit(s.ln, s.cfg.MaxConns, s.cfg.MaxConnsPerClient, 64, s.cfg.TrustedProxies, &s.conns)
+	return nil
+}
+
+// serve serves until ctx ends or a listener fails, then drains: health
+// reports draining, after DrainDelay the listener closes, and in-flight
+// requests get DrainTimeout to finish. It returns nil after a drain.
+func (s *server) serve(ctx context.Context) error {
+	errorLog := slog.NewLogLogger(s.log.Handler(), slog.LevelDebug) // its lines name clients
+	srv := &http.Server{
+		Handler:           s.handler,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: maxConcurrentStreams},
+		ErrorLog:          errorLog,
+	}
+	srv.RegisterOnShutdown(func() { close(s.listenerClosed) }) // runs once the listener is closed
+	if s.tlsCert != nil {
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{*s.tlsCert}, MinVersion: tls.VersionTLS12}
+	}
+	if s.cfg.H2C {
+		// HTTP/2 with prior knowledge beside HTTP/1.1, under the same
+		// header and stream limits as over TLS (MaxHeaderBytes, HTTP2).
+		var p http.Protocols
+		p.SetHTTP1(true)
+		p.SetUnencryptedHTTP2(true)
+		srv.Protocols = &p
+	}
+	msrv := s.metricsServer(errorLog)
+
+	bg, stopBG := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stopBG()
+	if s.store != nil && s.store.maintain != nil {
+		wg.Go(func() { s.store.maintain(bg) })
+	}
+	failed := make(chan error, 2)
+	wg.Go(func() {
+		var err error
+		if s.tlsCert != nil {
+			err = srv.ServeTLS(s.ln, "", "")
+		} else {
+			err = srv.Serve(s.ln)
+		}
+		if !errors.Is(err, http.ErrServerClosed) {
+			failed <- fmt.Errorf("admit: serving: %w", err)
+		}
+	})
+	wg.Go(func() {
+		if err := msrv.Serve(s.metricsLn); !errors.Is(err, http.ErrServerClosed) {
+			failed <- fmt.Errorf("admit: serving metrics: %w", err)
+		}
+	})
+	s.log.Info("admit: serving", "addr", s.ln.Addr().String(), "metrics_addr", s.metricsLn.Addr().String(),
+		"tls", s.tlsCert != nil, "h2c", s.cfg.H2C, "proxy_protocol", len(s.cfg.ProxyProtocolFrom) > 0)
+
+	var err error
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case err = <-failed:
+			break wait
+		case <-s.hangups:
+			s.reload()
+		}
+	}
+	s.draining.Store(true)
+	close(s.drainStarted)
+	s.log.Info("admit: draining", "delay", s.cfg.DrainDelay, "timeout", s.cfg.DrainTimeout)
+	if err == nil && s.cfg.DrainDelay > 0 {
+		t := time.NewTimer(s.cfg.DrainDelay)
+		select {
+		case <-t.C:
+		case err = <-failed:
+			t.Stop()
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
+	defer cancel()
+	if serr := srv.Shutdown(sctx); serr != nil {
+		s.log.Warn("admit: drain timed out; closing the connections left", "timeout", s.cfg.DrainTimeout)
+		srv.Close()
+	}
+	mctx, mcancel := context.WithTimeout(context.Background(), time.Second)
+	defer mcancel()
+	if msrv.Shutdown(mctx) != nil {
+		msrv.Close()
+	}
+	if err != nil {
+		return err
+	}
+	s.log.Info("admit: stopped")
+	return nil
+}
+
+// metricsServer returns the server of the metrics listener. Scrapes are
+// small and quick, so unlike the proxy it bounds every phase: a client that
+// holds a connection idle or stalls mid-request is cut.
+func (s *server) metricsServer(errorLog *log.Logger) *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.tel.handler)
+	mux.Handle("GET /healthz", health.Handler(s.health))
+	mux.Handle("GET /admit/status", &statusPage{s: s, gather: s.tel.gatherer, now: s.clock})
+	s.adminRoutes(mux)
+	return &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: metricsReadHeaderTimeout,
+		ReadTimeout:       metricsReadTimeout,
+		WriteTimeout:      metricsWriteTimeout,
+		IdleTimeout:       metricsIdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          errorLog,
+	}
+}
+
+// clock is the door's clock: the configuration's, or time.Now.
+func (s *server) clock() time.Time {
+	if s.cfg.Now != nil {
+		return s.cfg.Now()
+	}
+	return time.Now()
+}
+
+// close releases what newServer opened. It is safe on a partly built server.
+func (s *server) close() {
+	s.access.close()
+	if s.ln != nil {
+		s.ln.Close()
+		s.metricsLn.Close()
+	}
+	if g := s.gen.Load(); g != nil {
+		g.door.Close()
+	}
+	if s.malformedReg != nil {
+		s.malformedReg.Unregister()
+	}
+	if s.connsReg != nil {
+		s.connsReg.Unregister()
+	}
+	if s.store != nil {
+		s.store.close()
+	}
+	if s.demo != nil {
+		s.demo.close()
+	}
+	if s.tel != nil {
+		s.tel.close()
+	}
+}

@@ -1,0 +1,260 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/quota/pgquota"
+	"github.com/admitgo/admit/quota/redisquota"
+)
+
+// startupProbe bounds what startup waits for a shared store: creating the
+// PostgreSQL table, or a Redis ping. A store that does not answer in time is
+// logged and used anyway; its failure policy decides until it is back.
+const startupProbe = 3 * time.Second
+
+// migrateRetry is how often the PostgreSQL table is tried again when startup
+// could not create it.
+const migrateRetry = 10 * time.Second
+
+// redisBatch is how many concurrent decisions the Redis store sends in one
+// pipeline. A proxy under load has many requests deciding at once; measured
+// on one Redis, batching multiplied decisions per second 4 to 6 times at 256
+// concurrent callers, for a goroutine handoff on a lone call.
+const redisBatch = 64
+
+// postgresBatch is how many concurrent decisions the PostgreSQL store sends
+// in one round trip and one commit; calls on one bucket in it become one row
+// update. See docs/performance.md for what it buys.
+const postgresBatch = 64
+
+// sharedStore is an open shared quota store.
+type sharedStore struct {
+	charger  quota.Charger
+	maintain func(ctx context.Context) // runs until ctx ends; nil: nothing to do
+	close    func()
+}
+
+// openStore opens the store cfg names, or returns nil for the memory store,
+// whose decisions the door makes in its own buckets. It never fails because
+// the store is unreachable, only because the configuration is wrong.
+func openStore(ctx context.Context, cfg config, mp metric.MeterProvider, log *slog.Logger) (*sharedStore, error) {
+	switch cfg.Store.Kind {
+	case storePostgres:
+		return openPostgres(ctx, cfg, mp, log)
+	case storeRedis:
+		return openRedis(ctx, cfg, mp, log)
+	}
+	return nil, nil
+}
+
+// storeFailure is the stores' failure policy for --store-fail: closed unless
+// the operator asked to admit while the store cannot decide. With local the
+// door decides by its own buckets and ignores the store's decision.
+func storeFailure(cfg config) quota.Policy {
+	if cfg.StoreFail == storeFailOpen {
+		return quota.FailOpen
+	}
+	return quota.FailClosed
+}
+
+func openPostgres(ctx context.Context, cfg config, mp metric.MeterProvider, log *slog.Logger) (*sharedStore, error) {
+	// pgxpool.New parses the URL and connects lazily, on first use.
+	pool, err := pgxpool.New(ctx, cfg.Store.URL)
+	if err != nil {
+		// Its message holds the URL, redacted on a best-effort basis only.
+		var perr *pgconn.ParseConfigError
+		if errors.As(err, &perr) && perr.Unwrap() != nil {
+			err = perr.Unwrap()
+		}
+		return nil, usageError{fmt.Errorf("admit: --store %q: %w", redactURL(cfg.Store.URL), err)}
+	}
+	st, err := pgquota.New(pool, pgquota.Config{
+		Table: cfg.StoreTable, Failure: storeFailure(cfg), MeterProvider: mp, Logger: log, Batch: postgresBatch,
+	})
+	if err != nil {
+		pool.Close()
+		return nil, usageError{fmt.Errorf("admit: --store-table %q: %w", cfg.StoreTable, err)}
+	}
+	migrated := !cfg.StoreMigrate
+	if !migrated {
+		pctx, cancel := context.WithTimeout(ctx, startupProbe)
+		err := st.Migrate(pctx)
+		cancel()
+		if err == nil {
+			migrated = true
+		} else {
+			log.Warn("admit: cannot create the store's table yet; starting anyway and retrying in the background",
+				"table", tableName(cfg.StoreTable), "err", err)
+		}
+	} else {
+		pctx, cancel := context.WithTimeout(ctx, startupProbe)
+		if err := pool.Ping(pctx); err != nil {
+			log.Warn("admit: the store does not answer; starting anyway, its failure policy decides", "err", err)
+		}
+		cancel()
+	}
+	maintain := func(ctx context.Context) {
+		if !migrated && !migrate(ctx, st, log) {
+			return
+		}
+		st.SweepEvery(ctx, 0, 0)
+	}
+	return &sharedStore{charger: st, maintain: maintain, close: func() {
+		st.Close()
+		pool.Close()
+	}}, nil
+}
+
+// migrate creates the table, trying every migrateRetry until it works or ctx
+// ends, and reports whether it worked.
+func migrate(ctx context.Context, st *pgquota.Store, log *slog.Logger) bool {
+	tick := time.NewTicker(migrateRetry)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, startupProbe)
+		err := st.Migrate(pctx)
+		cancel()
+		if err == nil {
+			log.Info("admit: created the store's table")
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+	}
+}
+
+func tableName(t string) string {
+	if t == "" {
+		return pgquota.DefaultTable
+	}
+	return t
+}
+
+func openRedis(ctx context.Context, cfg config, mp metric.MeterProvider, log *slog.Logger) (*sharedStore, error) {
+	redisLogs.Do(func() { redis.SetLogger(redisLogger{}) })
+	redisLog.Store(log)
+	client, err := redisClient(cfg.Store.URL)
+	if err != nil {
+		var uerr *url.Error // url.Error repeats the URL, password included
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return nil, usageError{fmt.Errorf("admit: --store %q: %w", redactURL(cfg.Store.URL), err)}
+	}
+	st, err := redisquota.New(client, redisquota.Config{
+		Prefix: cfg.StorePrefix, Failure: storeFailure(cfg), MeterProvider: mp, Batch: redisBatch,
+	})
+	if err != nil {
+		client.Close()
+		return nil, usageError{fmt.Errorf("admit: --store-prefix %q: %w", cfg.StorePrefix, err)}
+	}
+	pctx, cancel := context.WithTimeout(ctx, startupProbe)
+	defer cancel()
+	if err := client.Ping(pctx).Err(); err != nil {
+		// Redis answered, with an error: a wrong password or database
+		// number, which waiting will not mend.
+		var rerr redis.Error
+		if errors.As(err, &rerr) {
+			st.Close()
+			client.Close()
+			return nil, usageError{fmt.Errorf("admit: --store %q: Redis refuses the connection: %w", redactURL(cfg.Store.URL), err)}
+		}
+		log.Warn("admit: the store does not answer; starting anyway, its failure policy decides", "err", err)
+	}
+	return &sharedStore{charger: st, close: func() {
+		st.Close()
+		client.Close()
+		redisLog.CompareAndSwap(log, nil) // the client's goroutines may outlive it
+	}}, nil
+}
+
+// redisClient builds the go-redis client a Redis store URL names: one
+// server (redis://, rediss://), a cluster (redis+cluster://, every node
+// after the first as an addr= parameter) or a Sentinel group
+// (redis+sentinel://, the sentinels as host and addr= parameters, the
+// master's name as master_name=). Each one is told never to send a command
+// twice (a retried script could count a request twice) and to honour
+// deadlines, so the store's timeout bounds a decision.
+func redisClient(raw string) (redis.UniversalClient, error) {
+	o, err := parseRedisURL(raw)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case o.cluster != nil:
+		o.cluster.MaxRetries, o.cluster.MaxRedirects, o.cluster.ContextTimeoutEnabled = -1, -1, true
+		return redis.NewClusterClient(o.cluster), nil
+	case o.failover != nil:
+		o.failover.MaxRetries, o.failover.ContextTimeoutEnabled = -1, true
+		return redis.NewFailoverClient(o.failover), nil
+	}
+	o.single.MaxRetries, o.single.ContextTimeoutEnabled = -1, true
+	return redis.NewClient(o.single), nil
+}
+
+// redisOptions are the parsed options of a Redis store URL; one is set.
+type redisOptions struct {
+	single   *redis.Options
+	cluster  *redis.ClusterOptions
+	failover *redis.FailoverOptions
+}
+
+// parseRedisURL parses a Redis store URL by the rules of go-redis's parser
+// for its topology, the +cluster or +sentinel suffix of the scheme removed.
+func parseRedisURL(raw string) (redisOptions, error) {
+	scheme, rest, _ := strings.Cut(raw, "://")
+	base, topology, _ := strings.Cut(scheme, "+")
+	plain := base + "://" + rest
+	var o redisOptions
+	var err error
+	switch topology {
+	case "cluster":
+		o.cluster, err = redis.ParseClusterURL(plain)
+	case "sentinel":
+		o.failover, err = redis.ParseFailoverURL(plain)
+		if err == nil && o.failover.MasterName == "" {
+			err = errors.New("a redis+sentinel URL needs master_name=, the name the sentinels know the master by")
+		}
+	default:
+		o.single, err = redis.ParseURL(plain)
+	}
+	return o, err
+}
+
+// go-redis logs through one process-wide logger, so the server's log is
+// kept where redisLogger finds it, and dropped when its store closes.
+var (
+	redisLogs sync.Once
+	redisLog  atomic.Pointer[slog.Logger]
+)
+
+// redisLogger sends go-redis's own messages (failed dials, a cluster's slot
+// map reloads, sentinel switches) to the server's log at Warn, instead of
+// to stderr in another format.
+type redisLogger struct{}
+
+func (redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	if l := redisLog.Load(); l != nil {
+		l.WarnContext(ctx, "admit: redis client: "+fmt.Sprintf(format, v...))
+	}
+}

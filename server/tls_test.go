@@ -1,0 +1,216 @@
+package server
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// selfSigned writes a certificate for 127.0.0.1 and its key into a
+// temporary directory and returns their paths and a pool that trusts it.
+func selfSigned(t *testing.T) (certFile, keyFile string, roots *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "admit test"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots = x509.NewCertPool()
+	roots.AddCert(cert)
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile, roots
+}
+
+// startTLS runs a server over TLS in front of a test upstream.
+func startTLS(t *testing.T) (r *running, roots *x509.CertPool) {
+	t.Helper()
+	cert, key, roots := selfSigned(t)
+	r = start(t, append(appRoutes(upstreamApp(t).URL), "--tls-cert", cert, "--tls-key", key)...)
+	return r, roots
+}
+
+// bigHeaders returns n header lines of size bytes each, values of 'a'.
+func bigHeaders(n, size int) []string {
+	var hs []string
+	for i := range n {
+		hs = append(hs, fmt.Sprintf("X-Big-%d: %s", i, strings.Repeat("a", size)))
+	}
+	return hs
+}
+
+func TestHeaderBoundHTTP1(t *testing.T) {
+	r, roots := startTLS(t)
+	r.client.Transport = &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: roots},
+		TLSNextProto:    map[string]func(string, *tls.Conn) http.RoundTripper{}, // HTTP/1.1 only
+	}
+	tests := []struct {
+		name    string
+		headers []string
+		want    int
+	}{
+		{"32 KiB pass", bigHeaders(8, 4<<10), http.StatusOK},
+		{"128 KiB get 431", bigHeaders(32, 4<<10), http.StatusRequestHeaderFieldsTooLarge},
+		{"one 128 KiB field gets 431", bigHeaders(1, 128<<10), http.StatusRequestHeaderFieldsTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := r.do(t, "GET", "/account", "", tt.headers...)
+			if resp.StatusCode != tt.want {
+				t.Errorf("got %d %q, want %d", resp.StatusCode, body, tt.want)
+			}
+			if resp.ProtoMajor != 1 {
+				t.Errorf("protocol: got %s, want HTTP/1.1", resp.Proto)
+			}
+		})
+	}
+}
+
+func TestHeaderBoundHTTP2(t *testing.T) {
+	r, roots := startTLS(t)
+	tests := []struct {
+		name       string
+		fields     []hpack.HeaderField
+		wantStatus string        // the stream's :status; empty: the connection ends
+		wantGoAway http2.ErrCode // when the connection ends
+	}{
+		{"32 KiB pass", fields(8, 4<<10), "200", 0},
+		{"32 fields of 4 KiB get 431", fields(32, 4<<10), "431", 0},
+		{"one 128 KiB field ends the connection", fields(1, 128<<10), "", http2.ErrCodeCompression},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, goAway := sendHeaders(t, r.url, roots, tt.fields)
+			if status != tt.wantStatus || goAway != tt.wantGoAway {
+				t.Errorf("got status %q, GOAWAY %v; want status %q, GOAWAY %v", status, goAway, tt.wantStatus, tt.wantGoAway)
+			}
+		})
+	}
+}
+
+// fields returns n header fields of size bytes each.
+func fields(n, size int) []hpack.HeaderField {
+	var fs []hpack.HeaderField
+	for i := range n {
+		fs = append(fs, hpack.HeaderField{Name: fmt.Sprintf("x-big-%d", i), Value: strings.Repeat("a", size)})
+	}
+	return fs
+}
+
+// sendHeaders opens an HTTP/2 connection to base, sends one HEADERS frame
+// for GET /account with extra, and returns the answer's :status, or the
+// GOAWAY code when the server ends the connection instead.
+func sendHeaders(t *testing.T, base string, roots *x509.CertPool, extra []hpack.HeaderField) (status string, goAway http2.ErrCode) {
+	t.Helper()
+	host := strings.TrimPrefix(base, "https://")
+	conn, err := tls.Dial("tcp", host, &tls.Config{RootCAs: roots, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if p := conn.ConnectionState().NegotiatedProtocol; p != "h2" {
+		t.Fatalf("ALPN: got %q, want h2", p)
+	}
+	conn.SetDeadline(time.Now().Add(testTimeout))
+	if _, err := conn.Write([]byte(http2.ClientPreface)); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(conn, conn)
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	var block bytes.Buffer
+	enc := hpack.NewEncoder(&block)
+	for _, f := range append([]hpack.HeaderField{
+		{Name: ":method", Value: "GET"}, {Name: ":scheme", Value: "https"},
+		{Name: ":authority", Value: host}, {Name: ":path", Value: "/account"},
+	}, extra...) {
+		if err := enc.WriteField(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("header block: %d bytes", block.Len())
+	if block.Len() >= 131712 {
+		t.Fatalf("header block of %d bytes: keep it under 131,712 so the server reads it", block.Len())
+	}
+	err = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block.Bytes(), EndStream: true, EndHeaders: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := hpack.NewDecoder(4096, nil)
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("reading frames: %v (no answer and no GOAWAY)", err)
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				if err := fr.WriteSettingsAck(); err != nil && !errors.Is(err, net.ErrClosed) {
+					t.Fatal(err)
+				}
+			}
+		case *http2.GoAwayFrame:
+			return "", f.ErrCode
+		case *http2.HeadersFrame:
+			if f.StreamID != 1 {
+				continue
+			}
+			hs, err := dec.DecodeFull(f.HeaderBlockFragment())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range hs {
+				if h.Name == ":status" {
+					return h.Value, 0
+				}
+			}
+			t.Fatal("an answer without :status")
+		}
+	}
+}

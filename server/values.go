@@ -1,0 +1,290 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/clientip"
+)
+
+// The parsers of single values. Their errors do not repeat the value: the
+// caller names the flag and the value in front of them.
+
+func parseBool(v string) (bool, error) {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, errors.New("not a boolean (use true or false)")
+	}
+	return b, nil
+}
+
+func parseAddr(v string) (string, error) {
+	_, port, err := net.SplitHostPort(v)
+	if err != nil {
+		var aerr *net.AddrError
+		if errors.As(err, &aerr) {
+			return "", errors.New(aerr.Err) // the whole error repeats the address
+		}
+		return "", err
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "", errors.New("port must be a number from 0 to 65535")
+	}
+	return v, nil
+}
+
+func parseUpstream(v string) (*url.URL, error) {
+	u, err := url.Parse(v)
+	if err != nil {
+		return nil, errors.Unwrap(err) // url.Parse's error repeats the URL
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, errors.New("scheme must be http or https")
+	case u.Host == "":
+		return nil, errors.New("no host")
+	case u.Fragment != "" || strings.HasSuffix(v, "#"):
+		return nil, errors.New("a fragment is never sent; remove it")
+	}
+	return u, nil
+}
+
+// parsePath accepts an absolute URL path with an optional query, such as
+// "/healthz" or "/status?full=1".
+func parsePath(v string) (string, error) {
+	u, err := url.Parse(v)
+	if err != nil {
+		return "", errors.Unwrap(err)
+	}
+	if u.Scheme != "" || u.Host != "" || !strings.HasPrefix(v, "/") || strings.HasPrefix(v, "//") {
+		return "", errors.New("want a path on the upstream, such as /healthz")
+	}
+	if u.Fragment != "" || strings.HasSuffix(v, "#") {
+		return "", errors.New("a fragment is never sent; remove it")
+	}
+	return v, nil
+}
+
+func parseStore(v string) (store, error) {
+	if v == string(storeMemory) {
+		return store{Kind: storeMemory}, nil
+	}
+	kind := map[string]storeKind{
+		"postgres": storePostgres, "postgresql": storePostgres,
+		"redis": storeRedis, "rediss": storeRedis,
+		"redis+cluster": storeRedis, "rediss+cluster": storeRedis,
+		"redis+sentinel": storeRedis, "rediss+sentinel": storeRedis,
+	}
+	scheme, _, ok := strings.Cut(v, "://")
+	if !ok || kind[scheme] == "" {
+		return store{}, errors.New("want memory or a postgres://, redis://, redis+cluster:// or redis+sentinel:// URL")
+	}
+	if _, err := url.Parse(v); err != nil {
+		// Not url.Parse's error itself: it would print the password.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			return store{}, uerr.Err
+		}
+		return store{}, errors.New("not a valid URL")
+	}
+	return store{Kind: kind[scheme], URL: v}, nil
+}
+
+// storeFail is what a request gets while the shared store cannot decide.
+type storeFail string
+
+const (
+	storeFailClosed storeFail = "closed" // refused with 503
+	storeFailOpen   storeFail = "open"   // admitted without a limit
+	storeFailLocal  storeFail = "local"  // decided by this replica's own buckets at 1/--replicas of the budget
+)
+
+func parseStoreFail(v string) (storeFail, error) {
+	switch f := storeFail(v); f {
+	case storeFailClosed, storeFailOpen, storeFailLocal:
+		return f, nil
+	}
+	return "", errors.New("want closed, open or local")
+}
+
+// checkStoreFail ties --store-fail and --replicas together: local needs
+// the number of replicas, since each then admits its share of the budget,
+// and --replicas means nothing otherwise.
+func checkStoreFail(c *config, set *optionSet) error {
+	if c.StoreFail == "" {
+		c.StoreFail = storeFailClosed
+	}
+	replicas, given := set.from("replicas")
+	switch from, set := set.from("store-fail"); {
+	case set && c.Store.Kind == storeMemory:
+		return fmt.Errorf("admit: %s is set but the store is memory: it applies to a shared store only", from)
+	case c.StoreFail == storeFailLocal && !given:
+		return fmt.Errorf("admit: %s needs --replicas (%s): how many replicas share the store, so that each admits its share while it is down", from, envName("replicas"))
+	case c.StoreFail != storeFailLocal && given:
+		return fmt.Errorf("admit: %s is set but --store-fail is %s: it applies to --store-fail local only", replicas, c.StoreFail)
+	}
+	return nil
+}
+
+// redactURL hides the password of a store URL for error messages and logs:
+// the user's password and any password query parameter (which pgx and
+// go-redis accept too). A URL that does not parse shows its scheme only,
+// since a password with an unescaped "/" or "#" is one way not to parse.
+func redactURL(v string) string {
+	scheme, _, ok := strings.Cut(v, "://")
+	if !ok {
+		return v // "memory", or not a URL at all: nothing to hide
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return scheme + "://(unparsable URL)"
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
+}
+
+// parseDuration reads a duration that must be positive, or with positive
+// false, not negative.
+func parseDuration(v string, positive bool) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, errors.New(`not a duration (such as "25s" or "1m")`)
+	}
+	switch {
+	case positive && d <= 0:
+		return 0, errors.New("must be positive")
+	case d < 0:
+		return 0, errors.New("must not be negative")
+	}
+	return d, nil
+}
+
+// parseCount reads a whole number of at least least.
+func parseCount(v string, least int) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, errors.New("not a whole number")
+	}
+	if n < least {
+		return 0, fmt.Errorf("must be at least %d", least)
+	}
+	return n, nil
+}
+
+func parseLogFormat(v string) (string, error) {
+	if v != "text" && v != "json" {
+		return "", errors.New("want text or json")
+	}
+	return v, nil
+}
+
+// parseLogLevel reads a level as slog names them; slog's own error names
+// its package and repeats the value.
+func parseLogLevel(v string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(v)); err != nil {
+		return 0, errors.New("want debug, info, warn or error")
+	}
+	return l, nil
+}
+
+// appendPrefixes parses a list of trusted peers onto dst with clientip's
+// rules (comma or space separated, a bare address is one host, /0 refused);
+// an empty list adds nothing, so an empty flag overrides its variable.
+func appendPrefixes(dst *[]netip.Prefix, v string) error {
+	// Entry by entry, so that an error names the entry only in a list:
+	// the caller names the whole value.
+	entries := strings.FieldsFunc(v, func(r rune) bool {
+		return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r'
+	})
+	for _, e := range entries {
+		ps, err := clientip.ParseTrustedProxies(e)
+		if err != nil {
+			if why := errors.Unwrap(err); why != nil {
+				err = why // without clientip's prefix, which names e
+			}
+			if len(entries) > 1 {
+				return fmt.Errorf("%q: %w", e, err)
+			}
+			return err
+		}
+		*dst = append(*dst, ps...)
+	}
+	return nil
+}
+
+// parseKey reads a group's key: peer, global, header:NAME or path:NAME.
+func parseKey(v string, k *admit.Key) error {
+	kind, name, _ := strings.Cut(v, ":")
+	switch {
+	case v == "peer":
+	case v == "global":
+		k.Global = true
+	case kind == "header" && name != "" && isToken(name):
+		k.Header = http.CanonicalHeaderKey(name)
+		if why, ok := unkeyableHeaders[k.Header]; ok {
+			return fmt.Errorf("%s is not a header admit can key by: %s", k.Header, why)
+		}
+	case kind == "path" && name != "":
+		k.PathValue = name
+	default:
+		return fmt.Errorf("unknown key %q: want peer, global, header:NAME or path:NAME", v)
+	}
+	return nil
+}
+
+// unkeyableHeaders are the headers the HTTP server takes out of a
+// request's headers before admit sees them, with why: a group keyed by one
+// would find it on no request, or only on those whose client chose to send
+// it.
+var unkeyableHeaders = map[string]string{
+	"Host": "the server moves it out of the request's headers, so no request would have it; " +
+		"to limit one host, put the host in the route pattern (GET example.com/path)",
+	"Transfer-Encoding": "the server takes it out of the request's headers to read the body, so no request would have it",
+	"Content-Length":    "the server takes it out of the request's headers when the body is chunked, so a client leaves it out at will",
+	"Trailer":           "the server takes it out of the request's headers when the body is chunked, so a client leaves it out at will",
+}
+
+// keyText returns a key as the config file spells it.
+func keyText(k admit.Key) string {
+	switch {
+	case k.Header != "":
+		return "header:" + k.Header
+	case k.PathValue != "":
+		return "path:" + k.PathValue
+	case k.Global:
+		return "global"
+	}
+	return "peer"
+}
+
+// parsePrefixBits reads a prefix length of 1 to most bits, most being the
+// address's length. An IPv6 client is keyed by its /64 already, since a
+// host picks the rest of its address at will, so a longer IPv6 prefix would
+// widen nothing and is refused.
+func parsePrefixBits(v string, most int) (int, error) {
+	most = min(most, clientIPv6Bits)
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > most {
+		if most == clientIPv6Bits {
+			return 0, fmt.Errorf("want a prefix length from 1 to %d: admit keys an IPv6 client by its /%d already", most, clientIPv6Bits)
+		}
+		return 0, fmt.Errorf("want a prefix length from 1 to %d", most)
+	}
+	return n, nil
+}
+
+// clientIPv6Bits is the prefix an IPv6 client is keyed by at the narrowest.
+const clientIPv6Bits = 64
