@@ -1,0 +1,79 @@
+package rls
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/admitgo/admit/quota/memquota"
+	"github.com/admitgo/admit/quota/pgquota"
+	"github.com/admitgo/admit/quota/redisquota"
+)
+
+// Hit is one addition to a counter. It is the type every store's counter
+// takes (memquota.Hit, redisquota.Hit and pgquota.Hit are the same type),
+// so their counters are Counters as they are.
+type Hit = struct {
+	// Key names the counter: the hash of the limit's domain and entries.
+	Key string
+	// Window is the limit's unit, whole seconds.
+	Window time.Duration
+	// N is what to add: the descriptor's hits_addend; 0 reads.
+	N uint64
+	// Count is set by the counter: the window's count after N was added.
+	Count uint64
+}
+
+// Counter counts hits in fixed windows aligned to the Unix epoch, adding
+// every hit whether or not it passes a limit, as envoyproxy/ratelimit's
+// Redis cache counts. Count adds each hit's N in order, sets its Count, and
+// returns the time it counted by; an error means the store could not count.
+// [memquota.Counter], [redisquota.Counter] and [pgquota.Counter] implement
+// it.
+type Counter interface {
+	Count(ctx context.Context, hits []Hit) (time.Time, error)
+}
+
+var (
+	_ Counter = (*memquota.Counter)(nil)
+	_ Counter = (*redisquota.Counter)(nil)
+	_ Counter = (*pgquota.Counter)(nil)
+)
+
+// Failure is what a descriptor gets while the counter cannot count. The
+// zero value is FailError.
+type Failure uint8
+
+const (
+	// FailError answers the request with gRPC's UNAVAILABLE, so that
+	// Envoy's failure_mode_deny decides, as it does when
+	// envoyproxy/ratelimit cannot reach Redis.
+	FailError Failure = iota
+	// FailClosed answers OVER_LIMIT for every limited descriptor.
+	FailClosed
+	// FailOpen answers OK for every limited descriptor.
+	FailOpen
+	// FailLocal counts in this process's memory instead ([Options].Fallback),
+	// so each replica enforces the limits on its own until the store is
+	// back.
+	FailLocal
+)
+
+var failureNames = [...]string{"error", "closed", "open", "local"}
+
+func (f Failure) String() string {
+	if int(f) < len(failureNames) {
+		return failureNames[f]
+	}
+	return fmt.Sprintf("Failure(%d)", f)
+}
+
+// ParseFailure returns the Failure that String spells s as.
+func ParseFailure(s string) (Failure, error) {
+	for i, n := range failureNames {
+		if s == n {
+			return Failure(i), nil
+		}
+	}
+	return 0, fmt.Errorf("rls: store failure %q: want error, closed, open or local", s)
+}

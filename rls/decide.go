@@ -1,0 +1,286 @@
+package rls
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/admitgo/admit/quota"
+)
+
+// A decision is the working state of one request, pooled.
+type decision struct {
+	matches []match
+	hits    []uint64
+	counted []int // per descriptor: its index in batch, or -1
+	batch   []Hit
+	key     strings.Builder
+}
+
+var decisions = sync.Pool{New: func() any { return new(decision) }}
+
+// ShouldRateLimit decides req as envoyproxy/ratelimit decides it: per
+// descriptor the most specific limit of req's domain, every limited
+// descriptor's hits counted in its unit's window (over the limit or not),
+// OVER_LIMIT for a descriptor whose count then passes its limit, and
+// OVER_LIMIT overall when any does; replaced, unlimited, shadow and quota
+// mode rules as there. The error is a *connect.Error: INVALID_ARGUMENT for
+// a request outside the bounds (see [MaxDescriptors]) or that
+// envoyproxy/ratelimit refuses, UNAVAILABLE when the counter fails under
+// [FailError].
+func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
+	if err := check(req); err != nil {
+		return nil, s.refuse(ctx, err)
+	}
+	cfg := s.config.Load()
+	d := decisions.Get().(*decision)
+	defer d.release()
+	var clamped bool
+	d.hits, clamped = hitsAddends(req, d.hits)
+	if clamped {
+		s.metrics.refused.Add(ctx, 1, s.metrics.reasons[reasonHitsClamped]...)
+	}
+	unlimited, err := d.lookup(cfg, req)
+	if err != nil {
+		return nil, s.refuse(ctx, err)
+	}
+	if unlimited < 0 {
+		s.metrics.refused.Add(ctx, 1, s.metrics.reasons[reasonUnknownDomain]...)
+	}
+	d.keys(req)
+	now := time.Now()
+	if len(d.batch) > 0 {
+		if now, err = s.count(ctx, d.batch); err != nil {
+			return nil, err
+		}
+	}
+	resp := s.respond(ctx, req, d, now.Unix())
+	if resp.OverallCode == pb.RateLimitResponse_OVER_LIMIT {
+		s.metrics.requests.Add(ctx, 1, s.metrics.overOpts...)
+	} else {
+		s.metrics.requests.Add(ctx, 1, s.metrics.okOpts...)
+	}
+	return resp, nil
+}
+
+func (d *decision) release() {
+	clear(d.matches)
+	clear(d.batch)
+	*d = decision{matches: d.matches[:0], hits: d.hits[:0], counted: d.counted[:0], batch: d.batch[:0]}
+	decisions.Put(d)
+}
+
+// refuse counts a malformed request and returns its answer.
+func (s *Service) refuse(ctx context.Context, err error) error {
+	var m *malformed
+	if errors.As(err, &m) {
+		s.metrics.refused.Add(ctx, 1, s.metrics.reasons[m.reason]...)
+	}
+	s.metrics.requests.Add(ctx, 1, s.metrics.errorOpts...)
+	return invalidArgument(err)
+}
+
+// lookup finds each descriptor's limit, then drops those another matched
+// limit replaces and those that are unlimited, as envoyproxy/ratelimit
+// does. It returns the count of unlimited descriptors, or -1 for an
+// unknown domain.
+func (d *decision) lookup(cfg *Config, req *pb.RateLimitRequest) (int, error) {
+	var replaced map[string]bool
+	known := true
+	for i, desc := range req.GetDescriptors() {
+		m, ok, err := cfg.lookup(req.GetDomain(), desc)
+		if err != nil {
+			return 0, &malformed{reasonLimitUnit, fmt.Sprintf("descriptor %d: %v", i, err)}
+		}
+		known = ok
+		if m.rule != nil && len(m.rule.replaces) > 0 {
+			if replaced == nil {
+				replaced = make(map[string]bool)
+			}
+			for _, r := range m.rule.replaces {
+				replaced[r] = true
+			}
+		}
+		d.matches = append(d.matches, m)
+	}
+	unlimited := 0
+	for i, m := range d.matches {
+		switch {
+		case m.rule == nil:
+		case m.rule.unlimited:
+			unlimited++
+		case m.rule.name != "" && replaced[m.rule.name]:
+			d.matches[i].rule = nil
+		}
+	}
+	if !known {
+		return -1, nil
+	}
+	return unlimited, nil
+}
+
+// keys builds the counter hit of every limited descriptor: the hash of
+// envoyproxy/ratelimit's cache key without its prefix and window (domain,
+// then each entry's key and value, a share_threshold wildcard in place of
+// the value), so that two descriptors share a count exactly when they
+// share one there, and no request value reaches a store.
+func (d *decision) keys(req *pb.RateLimitRequest) {
+	for i, m := range d.matches {
+		if m.rule == nil || m.rule.unlimited {
+			d.counted = append(d.counted, -1)
+			continue
+		}
+		d.key.Reset()
+		d.key.WriteString(req.GetDomain())
+		d.key.WriteByte('_')
+		for j, e := range req.GetDescriptors()[i].GetEntries() {
+			d.key.WriteString(e.GetKey())
+			d.key.WriteByte('_')
+			if j < len(m.patterns) && m.patterns[j] != "" {
+				d.key.WriteString(m.patterns[j])
+			} else {
+				d.key.WriteString(e.GetValue())
+			}
+			d.key.WriteByte('_')
+		}
+		d.counted = append(d.counted, len(d.batch))
+		d.batch = append(d.batch, Hit{Key: quota.Subject(d.key.String()), Window: m.rule.window, N: d.hits[i]})
+	}
+}
+
+// count counts batch, following the failure policy when the counter fails.
+func (s *Service) count(ctx context.Context, batch []Hit) (time.Time, error) {
+	now, err := s.counter.Count(ctx, batch)
+	if err == nil {
+		return now, nil
+	}
+	if ctx.Err() != nil {
+		// The caller went away: nobody reads the answer, and the store
+		// is not to blame.
+		return time.Time{}, unavailable(ctx.Err())
+	}
+	s.metrics.failures.Add(ctx, 1, s.metrics.policies[s.failure]...)
+	s.storeLog.Do(func() { s.log.Warn("rls: the counter cannot count", "policy", s.failure.String(), "err", err) })
+	switch s.failure {
+	case FailClosed:
+		for i := range batch {
+			batch[i].Count = math.MaxUint64
+		}
+	case FailOpen:
+		for i := range batch {
+			batch[i].Count = 0
+		}
+	case FailLocal:
+		if now, err = s.fallback.Count(ctx, batch); err == nil {
+			return now, nil
+		}
+		return time.Time{}, unavailable(fmt.Errorf("%w: the fallback failed too: %w", errStore, err))
+	default:
+		return time.Time{}, unavailable(fmt.Errorf("%w: %w", errStore, err))
+	}
+	return time.Now(), nil
+}
+
+// respond builds the response from the counts, at now (Unix seconds).
+func (s *Service) respond(ctx context.Context, req *pb.RateLimitRequest, d *decision, now int64) *pb.RateLimitResponse {
+	resp := &pb.RateLimitResponse{Statuses: make([]*pb.RateLimitResponse_DescriptorStatus, len(d.matches))}
+	code := pb.RateLimitResponse_OK
+	var closest *pb.RateLimitResponse_DescriptorStatus
+	least := uint32(math.MaxUint32)
+	withHeaders := s.headers != Headers{}
+	for i, m := range d.matches {
+		st := s.status(ctx, d, i, now)
+		if withHeaders && st.CurrentLimit != nil && st.LimitRemaining < least {
+			closest, least = st, st.LimitRemaining
+		}
+		switch {
+		case m.rule != nil && m.rule.unlimited:
+			st = &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, LimitRemaining: math.MaxUint32}
+		case st.Code != pb.RateLimitResponse_OVER_LIMIT:
+		case s.quota || m.rule.quota:
+			// Quota mode: OK, and no duration_until_reset, as there.
+			st = &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK,
+				CurrentLimit: st.CurrentLimit, LimitRemaining: st.LimitRemaining}
+		default:
+			code = pb.RateLimitResponse_OVER_LIMIT
+			closest, least = st, 0
+		}
+		resp.Statuses[i] = st
+	}
+	if closest != nil {
+		resp.ResponseHeadersToAdd = s.limitHeaders(closest, now)
+	}
+	if code == pb.RateLimitResponse_OVER_LIMIT && s.shadow {
+		code = pb.RateLimitResponse_OK
+	}
+	resp.OverallCode = code
+	return resp
+}
+
+// status is descriptor i's status from its count, as
+// envoyproxy/ratelimit's base limiter builds it: OVER_LIMIT with nothing
+// remaining once the count after the hits passes the limit (OK for a
+// shadow_mode rule), else OK with the limit less the count remaining.
+func (s *Service) status(ctx context.Context, d *decision, i int, now int64) *pb.RateLimitResponse_DescriptorStatus {
+	m := d.matches[i]
+	if d.counted[i] < 0 {
+		return &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}
+	}
+	h := d.batch[d.counted[i]]
+	limit := uint64(m.rule.limit.GetRequestsPerUnit())
+	w := int64(m.rule.window / time.Second)
+	st := &pb.RateLimitResponse_DescriptorStatus{
+		Code:               pb.RateLimitResponse_OK,
+		CurrentLimit:       m.rule.limit,
+		DurationUntilReset: &durationpb.Duration{Seconds: w - ((now%w)+w)%w},
+	}
+	if h.Count > limit {
+		st.Code = pb.RateLimitResponse_OVER_LIMIT
+		if m.rule.shadow {
+			st.Code = pb.RateLimitResponse_OK
+		}
+	} else {
+		st.LimitRemaining = uint32(limit - h.Count)
+	}
+	// Names that hold request values give way to a bounded name once
+	// MaxMetricLimits are taken.
+	key, fallback := m.rule.fullKey, m.rule.fullKey
+	switch {
+	case m.metricKey != "":
+		key = m.metricKey
+	case m.rule.override:
+		fallback = "overflow"
+	}
+	before := uint64(0)
+	if h.Count >= h.N {
+		before = h.Count - h.N
+	}
+	s.metrics.record(ctx, s.metrics.limit(key, fallback), limit, before, h.Count, h.N, s.near, m.rule.shadow)
+	return st
+}
+
+// limitHeaders are the headers of the descriptor closest to its limit.
+func (s *Service) limitHeaders(st *pb.RateLimitResponse_DescriptorStatus, now int64) []*core.HeaderValue {
+	var hs []*core.HeaderValue
+	if s.headers.Limit != "" {
+		hs = append(hs, &core.HeaderValue{Key: s.headers.Limit, Value: strconv.FormatUint(uint64(st.CurrentLimit.GetRequestsPerUnit()), 10)})
+	}
+	if s.headers.Remaining != "" {
+		hs = append(hs, &core.HeaderValue{Key: s.headers.Remaining, Value: strconv.FormatUint(uint64(st.LimitRemaining), 10)})
+	}
+	if s.headers.Reset != "" {
+		w, _ := unitWindow(st.CurrentLimit.GetUnit())
+		sec := int64(w / time.Second)
+		hs = append(hs, &core.HeaderValue{Key: s.headers.Reset, Value: strconv.FormatInt(sec-((now%sec)+sec)%sec, 10)})
+	}
+	return hs
+}

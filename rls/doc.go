@@ -1,0 +1,65 @@
+// Package rls is Envoy's rate limit service on admit's stores: it answers
+// envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit, the call
+// Envoy's HTTP and network rate limit filters make (and Istio, Contour,
+// Emissary and Gloo through them), with the configuration files and the
+// answers of envoyproxy/ratelimit, the reference implementation.
+//
+// # Compatibility
+//
+// [Load] reads envoyproxy/ratelimit's YAML unchanged: a file, or a
+// directory of them, one domain each, with nested descriptors, exact and
+// "*" wildcard values, share_threshold, rate_limit (every unit it accepts:
+// second, minute, hour, day, week, month of 30 days, year of 365),
+// unlimited, name and replaces, shadow_mode, quota_mode, detailed_metric
+// and value_to_metric. It refuses what the reference refuses, and the error
+// names the file, line, column and field.
+//
+// [Service.ShouldRateLimit] answers what the reference answers for the same
+// configuration and sequence of requests, field by field: the overall code;
+// per descriptor its code, current_limit, limit_remaining and
+// duration_until_reset; hits_addend of the request and of each descriptor;
+// a descriptor's own limit; fixed windows aligned to the Unix epoch; the
+// most specific match first; replaces, unlimited, shadow and quota mode per
+// rule and for the whole service; the limit headers. A differential test
+// runs the reference's command beside every store to hold this. Where the
+// reference surprises, this package does the same, on purpose:
+//
+//   - Every hit is counted, over the limit or not, so a caller that keeps
+//     calling past its limit stays over it until the window ends.
+//   - A count is keyed by the domain and each entry's key and value joined
+//     with "_", so key "a_b" and key "a" with value "b" share a count, as
+//     they share a descriptor in the file.
+//   - Without share_threshold, each value a wildcard matches counts apart.
+//   - Under global shadow mode the overall code is OK but descriptors keep
+//     OVER_LIMIT; a quota_mode status has no duration_until_reset.
+//   - A descriptor's own limit applies in a known domain whatever the file
+//     says, and never in shadow mode.
+//
+// # Differences
+//
+// A few answers differ where the reference fails: a request with no domain
+// or no descriptors is INVALID_ARGUMENT (the reference returns UNKNOWN); a
+// descriptor limit with a unit Envoy does not define is INVALID_ARGUMENT
+// (it ends the reference's process); a hits_addend past 2^53 counts as
+// 2^53, which passes every limit (the reference's Redis fails the call,
+// which Envoy by default lets through). Counts are kept per limit unit, so
+// two limits of different units on one descriptor never share a count (in
+// the reference they do during the seconds their windows start together).
+//
+// # Stores
+//
+// A [Counter] adds hits in fixed windows and returns the counts after:
+// [memquota.Counter] (the default, bounded like the door's tables),
+// [redisquota.Counter] and [pgquota.Counter], batched as the quota stores
+// batch and aligned to the store's clock. Keys are hashed before any store
+// sees them ([quota.Subject] of the reference's cache key), so no request
+// value is stored. When the store fails, [Options].Failure decides: an
+// error (UNAVAILABLE, so that Envoy's failure_mode_deny decides), closed,
+// open, or a local fallback counter.
+//
+// # Bounds
+//
+// A request past [MaxRequestBytes], [MaxDescriptors], [MaxEntries],
+// [MaxKeyBytes] or [MaxValueBytes] is refused and counted by reason; names
+// in metrics that hold request values stop at [MaxMetricLimits].
+package rls

@@ -1,0 +1,48 @@
+package rls_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+
+	"github.com/admitgo/admit/rls"
+)
+
+// Example decides two requests of a client under envoyproxy/ratelimit's
+// configuration, in memory.
+func Example() {
+	cfg, err := rls.Parse("edge.yaml", []byte(`
+domain: edge
+descriptors:
+  - key: remote_address
+    rate_limit:
+      unit: hour
+      requests_per_unit: 1
+`))
+	if err != nil {
+		panic(err)
+	}
+	svc, err := rls.New(rls.Options{Config: cfg})
+	if err != nil {
+		panic(err)
+	}
+	req := &pb.RateLimitRequest{Domain: "edge", Descriptors: []*rlv3.RateLimitDescriptor{
+		{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "remote_address", Value: "192.0.2.7"}}},
+	}}
+	for range 2 {
+		resp, err := svc.ShouldRateLimit(context.Background(), req)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(resp.GetOverallCode())
+	}
+	// Serving it to Envoy: mount the handler on an HTTP/2 server.
+	mux := http.NewServeMux()
+	mux.Handle(rls.Procedure, svc.Handler())
+	// Output:
+	// OK
+	// OVER_LIMIT
+}

@@ -1,0 +1,66 @@
+package rls_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"testing"
+
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/admitgo/admit/rls"
+)
+
+// TestServers calls the service with grpc-go's client through both ways of
+// serving it: Handler on net/http's cleartext HTTP/2, and Register on
+// grpc-go's server. Both answer alike, refusals with INVALID_ARGUMENT.
+func TestServers(t *testing.T) {
+	var lc net.ListenConfig
+	listen := func() net.Listener {
+		ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ln
+	}
+	f := newFixture(t, rls.Options{})
+	hln := listen()
+	var protocols http.Protocols
+	protocols.SetUnencryptedHTTP2(true)
+	mux := http.NewServeMux()
+	mux.Handle(rls.Procedure, f.svc.Handler())
+	hs := &http.Server{Handler: mux, Protocols: &protocols}
+	go hs.Serve(hln)
+	t.Cleanup(func() { hs.Close() })
+	gln := listen()
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(rls.MaxRequestBytes))
+	f.svc.Register(gs)
+	go gs.Serve(gln)
+	t.Cleanup(gs.Stop)
+	for _, addr := range []string{hln.Addr().String(), gln.Addr().String()} {
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		c := pb.NewRateLimitServiceClient(conn)
+		var got []pb.RateLimitResponse_Code
+		for range 3 {
+			resp, err := c.ShouldRateLimit(context.Background(), req("edge", desc("user", addr)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, resp.GetOverallCode())
+		}
+		if got[0] != pb.RateLimitResponse_OK || got[1] != pb.RateLimitResponse_OK || got[2] != pb.RateLimitResponse_OVER_LIMIT {
+			t.Fatalf("%s: codes %v, want OK, OK, OVER_LIMIT", addr, got)
+		}
+		if _, err := c.ShouldRateLimit(context.Background(), req("edge")); status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("%s: no descriptors: got %v, want InvalidArgument", addr, err)
+		}
+	}
+}

@@ -1,0 +1,155 @@
+package rls
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"golang.org/x/time/rate"
+
+	"github.com/admitgo/admit/quota/memquota"
+)
+
+// Headers names the response headers a [Service] asks Envoy to add, as
+// envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED does: the limit,
+// the remaining and the seconds to reset of the descriptor closest to its
+// limit (an over-limit one first). An empty name leaves that header out.
+type Headers struct {
+	Limit, Remaining, Reset string
+}
+
+// DefaultHeaders are envoyproxy/ratelimit's default header names.
+var DefaultHeaders = Headers{Limit: "RateLimit-Limit", Remaining: "RateLimit-Remaining", Reset: "RateLimit-Reset"}
+
+// Options configure a [Service]. The zero value serves no domain, counts in
+// memory and answers UNAVAILABLE when counting fails.
+type Options struct {
+	// Config is the configuration decided by until [Service.Reload]; nil
+	// means one without domains, under which every descriptor is unknown
+	// and answered OK.
+	Config *Config
+	// Counter counts the hits; nil means a [memquota.Counter] with its
+	// defaults. Share a Redis or PostgreSQL counter to share the limits
+	// across replicas.
+	Counter Counter
+	// Failure is what a request gets while Counter fails; the zero value
+	// is FailError.
+	Failure Failure
+	// Fallback counts while Counter fails under FailLocal; nil means a
+	// [memquota.Counter] with its defaults. Other policies ignore it.
+	Fallback Counter
+	// ShadowMode answers OK overall whatever the descriptors' codes, as
+	// envoyproxy/ratelimit's SHADOW_MODE: the statuses still say
+	// OVER_LIMIT, and the hits are still counted.
+	ShadowMode bool
+	// QuotaMode answers OK for every over-limit descriptor, as
+	// envoyproxy/ratelimit's QUOTA_MODE and a rule's quota_mode do.
+	QuotaMode bool
+	// Headers, when any name is set, adds the limit headers to every
+	// response with a limited descriptor; the zero value adds none.
+	Headers Headers
+	// NearLimitRatio is the share of a limit past which hits count as
+	// near_limit in admit.rls.hits; 0 means 0.8, envoyproxy/ratelimit's
+	// NEAR_LIMIT_RATIO default.
+	NearLimitRatio float64
+	// MeterProvider receives the service's metrics; nil means the global
+	// meter provider.
+	MeterProvider metric.MeterProvider
+	// Logger receives reloads and store failures; nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Service decides envoyproxy/ratelimit's requests as it decides them, on
+// admit's counters. Use [New]; the zero Service is not usable. It is safe
+// for concurrent use, and [Service.Reload] may run while it decides.
+type Service struct {
+	counter  Counter
+	fallback Counter // nil unless Failure is FailLocal
+	failure  Failure
+	shadow   bool
+	quota    bool
+	headers  Headers
+	near     float64
+	metrics  *metrics
+	log      *slog.Logger
+	storeLog rate.Sometimes // throttles the log of store failures
+
+	config atomic.Pointer[Config]
+}
+
+// New returns a service configured by o.
+func New(o Options) (*Service, error) {
+	if o.Failure > FailLocal {
+		return nil, fmt.Errorf("rls: Failure %d, want FailError, FailClosed, FailOpen or FailLocal", o.Failure)
+	}
+	if o.NearLimitRatio < 0 || o.NearLimitRatio > 1 {
+		return nil, fmt.Errorf("rls: NearLimitRatio %v, want 0 (the default, 0.8) to 1", o.NearLimitRatio)
+	}
+	s := &Service{counter: o.Counter, failure: o.Failure, shadow: o.ShadowMode, quota: o.QuotaMode,
+		headers: o.Headers, near: o.NearLimitRatio, log: o.Logger, storeLog: rate.Sometimes{Interval: 10 * time.Second}}
+	if s.near == 0 {
+		s.near = 0.8
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	var err error
+	if s.metrics, err = newMetrics(o.MeterProvider); err != nil {
+		return nil, fmt.Errorf("rls: metrics: %w", err)
+	}
+	if s.counter == nil {
+		if s.counter, err = memquota.NewCounter(memquota.CounterConfig{MeterProvider: o.MeterProvider}); err != nil {
+			return nil, fmt.Errorf("rls: %w", err)
+		}
+	}
+	if s.failure == FailLocal {
+		s.fallback = o.Fallback
+		if s.fallback == nil {
+			if s.fallback, err = memquota.NewCounter(memquota.CounterConfig{MeterProvider: o.MeterProvider}); err != nil {
+				return nil, fmt.Errorf("rls: %w", err)
+			}
+		}
+	}
+	cfg := o.Config
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	s.config.Store(cfg)
+	return s, nil
+}
+
+// Reload makes cfg the configuration later requests are decided by;
+// requests being decided finish under the one they started with. Counts
+// carry over: a limit whose domain and descriptor stay the same keeps its
+// window's count.
+func (s *Service) Reload(cfg *Config) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	s.config.Store(cfg)
+	s.metrics.loads.Add(context.Background(), 1, s.metrics.loadOpts[1]...)
+}
+
+// LoadFile loads the configuration at path (see [Load]) and reloads with
+// it. When it cannot be loaded, the service keeps deciding by the one it
+// has, the failure is counted, and the error returned.
+func (s *Service) LoadFile(path string) error {
+	cfg, err := Load(path)
+	if err != nil {
+		s.metrics.loads.Add(context.Background(), 1, s.metrics.loadOpts[0]...)
+		return err
+	}
+	s.Reload(cfg)
+	return nil
+}
+
+// Config returns the configuration the service decides by.
+func (s *Service) Config() *Config { return s.config.Load() }
+
+// errStore is wrapped by the error of a request answered UNAVAILABLE.
+var errStore = errors.New("rls: the counter cannot count")

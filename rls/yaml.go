@@ -1,0 +1,192 @@
+package rls
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// validKeys are the keys envoyproxy/ratelimit accepts. Like it, a key valid
+// anywhere is accepted anywhere and ignored where it means nothing (a
+// "unit" beside "domain"), so that every file it loads loads here too.
+var validKeys = map[string]bool{
+	"domain": true, "key": true, "value": true, "descriptors": true,
+	"rate_limit": true, "unit": true, "requests_per_unit": true,
+	"unlimited": true, "shadow_mode": true, "quota_mode": true, "name": true,
+	"replaces": true, "detailed_metric": true, "value_to_metric": true,
+	"share_threshold": true,
+}
+
+// fileError is a configuration error at a place in a file.
+type fileError struct {
+	file  string
+	line  int
+	col   int
+	field string // the path of the field, as the file spells it
+	msg   string
+}
+
+func (e *fileError) Error() string {
+	var b strings.Builder
+	b.WriteString("rls: ")
+	b.WriteString(e.file)
+	if e.line > 0 {
+		fmt.Fprintf(&b, ":%d:%d", e.line, e.col)
+	}
+	if e.field != "" {
+		b.WriteString(": ")
+		b.WriteString(e.field)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.msg)
+	return b.String()
+}
+
+// reader walks one file's YAML nodes, naming each error's place.
+type reader struct {
+	file string
+}
+
+func (r reader) errorf(n *yaml.Node, field, format string, args ...any) error {
+	e := &fileError{file: r.file, field: field, msg: fmt.Sprintf(format, args...)}
+	if n != nil {
+		e.line, e.col = n.Line, n.Column
+	}
+	return e
+}
+
+// fields returns a mapping's values by key, refusing what
+// envoyproxy/ratelimit refuses: keys it does not know, keys that are not
+// strings, values that are not strings, integers, booleans, mappings or
+// lists of mappings, and (as its YAML parser does) a key given twice.
+func (r reader) fields(n *yaml.Node, field string) (map[string]*yaml.Node, error) {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil, r.errorf(n, field, "want a mapping, not %s", kindName(n))
+	}
+	out := make(map[string]*yaml.Node, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode || k.Tag != "!!str" {
+			return nil, r.errorf(k, field, "key %q is not a string", k.Value)
+		}
+		name := join(field, k.Value)
+		if !validKeys[k.Value] {
+			return nil, r.errorf(k, name, "unknown key %q", k.Value)
+		}
+		if _, dup := out[k.Value]; dup {
+			return nil, r.errorf(k, name, "given twice")
+		}
+		if err := r.leaf(v, name); err != nil {
+			return nil, err
+		}
+		out[k.Value] = v
+	}
+	return out, nil
+}
+
+// leaf refuses the value types envoyproxy/ratelimit's key check refuses.
+func (r reader) leaf(v *yaml.Node, field string) error {
+	if v.Kind == yaml.AliasNode {
+		v = v.Alias
+	}
+	switch v.Kind {
+	case yaml.ScalarNode:
+		switch v.Tag {
+		case "!!str", "!!int", "!!bool", "!!null":
+			return nil
+		}
+		return r.errorf(v, field, "%s is a %s; want a string, a whole number or a boolean", v.Value, strings.TrimPrefix(v.Tag, "!!"))
+	case yaml.SequenceNode:
+		for _, e := range v.Content {
+			if e.Kind != yaml.MappingNode {
+				return r.errorf(e, field, "a list holds only mappings here, not %s", kindName(e))
+			}
+		}
+	}
+	return nil
+}
+
+// str reads a string field; any scalar reads as written, as
+// envoyproxy/ratelimit's YAML parser reads a number into a string.
+func (r reader) str(m map[string]*yaml.Node, key, field string) (string, error) {
+	v := m[key]
+	if v == nil || v.Tag == "!!null" {
+		return "", nil
+	}
+	if v.Kind != yaml.ScalarNode {
+		return "", r.errorf(v, join(field, key), "want a string, not %s", kindName(v))
+	}
+	return v.Value, nil
+}
+
+// boolean reads a boolean field, in YAML 1.1's spellings as
+// envoyproxy/ratelimit's parser reads them (true, yes, on and their
+// opposites, in three cases).
+func (r reader) boolean(m map[string]*yaml.Node, key, field string) (bool, error) {
+	v := m[key]
+	if v == nil || v.Tag == "!!null" {
+		return false, nil
+	}
+	if v.Kind == yaml.ScalarNode && v.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0 {
+		switch v.Value {
+		case "true", "True", "TRUE", "yes", "Yes", "YES", "y", "Y", "on", "On", "ON":
+			return true, nil
+		case "false", "False", "FALSE", "no", "No", "NO", "n", "N", "off", "Off", "OFF":
+			return false, nil
+		}
+	}
+	return false, r.errorf(v, join(field, key), "%q: want true or false", v.Value)
+}
+
+// uint32Field reads a whole number from 0 to 2^32-1.
+func (r reader) uint32Field(m map[string]*yaml.Node, key, field string) (uint32, error) {
+	v := m[key]
+	if v == nil || v.Tag == "!!null" {
+		return 0, nil
+	}
+	if v.Kind == yaml.ScalarNode && v.Tag == "!!int" {
+		s := strings.ReplaceAll(strings.TrimPrefix(v.Value, "+"), "_", "")
+		if n, err := strconv.ParseUint(s, 0, 32); err == nil {
+			return uint32(n), nil
+		}
+	}
+	return 0, r.errorf(v, join(field, key), "%q: want a whole number from 0 to 4294967295", v.Value)
+}
+
+// list returns a list field's elements, each a mapping (leaf checked).
+func (r reader) list(m map[string]*yaml.Node, key, field string) ([]*yaml.Node, error) {
+	v := m[key]
+	if v == nil || v.Tag == "!!null" {
+		return nil, nil
+	}
+	if v.Kind == yaml.AliasNode {
+		v = v.Alias
+	}
+	if v.Kind != yaml.SequenceNode {
+		return nil, r.errorf(v, join(field, key), "want a list, not %s", kindName(v))
+	}
+	return v.Content, nil
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	return fmt.Sprintf("%q", n.Value)
+}
+
+// join appends key to a field path.
+func join(field, key string) string {
+	if field == "" {
+		return key
+	}
+	return field + "." + key
+}

@@ -1,0 +1,336 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/admitgo/admit/quota/pgquota"
+	"github.com/admitgo/admit/quota/redisquota"
+	"github.com/admitgo/admit/rls"
+)
+
+// rlsWatchEvery is how often admit rls looks whether its configuration
+// files changed.
+const rlsWatchEvery = time.Second
+
+// rlsServiceName is the gRPC service admit rls serves, as health checks
+// name it.
+const rlsServiceName = "envoy.service.ratelimit.v3.RateLimitService"
+
+// rlsOptions are the settings of admit rls.
+type rlsOptions struct {
+	Listen, MetricsListen     string
+	Store                     store
+	StoreTable, StorePrefix   string
+	StoreFail                 rls.Failure
+	TLSCert, TLSKey           string
+	Config                    string
+	Shadow, QuotaMode         bool
+	Headers                   bool
+	LimitHeader, RemainingHdr string
+	ResetHeader               string
+	LogLevel                  slog.Level
+	watchEvery                time.Duration // tests shorten it
+	ready                     func(grpcAddr, metricsAddr string)
+}
+
+// parseRLSFlags reads admit rls's flags; every error names the flag.
+func parseRLSFlags(args []string, out io.Writer) (rlsOptions, error) {
+	o := rlsOptions{watchEvery: rlsWatchEvery}
+	fs := flag.NewFlagSet("admit rls", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&o.Listen, "listen", ":8081", "address of the gRPC service (envoyproxy/ratelimit's GRPC_HOST and GRPC_PORT); cleartext HTTP/2 (h2c) unless --tls-cert")
+	fs.StringVar(&o.MetricsListen, "metrics-listen", "127.0.0.1:9464", "address of /metrics and /healthz")
+	storeURL := fs.String("store", "memory", "memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://... (rediss for TLS): where the counts live")
+	fs.StringVar(&o.StoreTable, "store-table", "", "PostgreSQL table, optionally schema-qualified (default \"admit_quota\")")
+	fs.StringVar(&o.StorePrefix, "store-prefix", "", "start of every Redis key (default \"admit:count:\"; envoyproxy/ratelimit's CACHE_KEY_PREFIX)")
+	fail := fs.String("store-fail", "error", "what a request gets while the store cannot count: error (gRPC UNAVAILABLE, so Envoy's failure_mode_deny decides), closed (OVER_LIMIT), open (OK) or local (counted in this process's memory)")
+	fs.StringVar(&o.TLSCert, "tls-cert", "", "TLS certificate (PEM); with --tls-key, serves gRPC over TLS")
+	fs.StringVar(&o.TLSKey, "tls-key", "", "TLS private key (PEM)")
+	fs.StringVar(&o.Config, "config", "", "envoyproxy/ratelimit YAML file, or a directory of them (one domain each); required")
+	fs.BoolVar(&o.Shadow, "shadow", false, "answer OK overall whatever the limits say (envoyproxy/ratelimit's SHADOW_MODE)")
+	fs.BoolVar(&o.QuotaMode, "quota-mode", false, "answer OK for over-limit descriptors (QUOTA_MODE)")
+	fs.BoolVar(&o.Headers, "response-headers", false, "ask Envoy to add the limit headers (LIMIT_RESPONSE_HEADERS_ENABLED)")
+	fs.StringVar(&o.LimitHeader, "limit-header", rls.DefaultHeaders.Limit, "name of the limit header (LIMIT_LIMIT_HEADER)")
+	fs.StringVar(&o.RemainingHdr, "remaining-header", rls.DefaultHeaders.Remaining, "name of the remaining header (LIMIT_REMAINING_HEADER)")
+	fs.StringVar(&o.ResetHeader, "reset-header", rls.DefaultHeaders.Reset, "name of the reset header (LIMIT_RESET_HEADER)")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("admit rls: unexpected argument %q", fs.Arg(0))
+	}
+	var err error
+	for _, a := range []struct{ flag, v string }{{"listen", o.Listen}, {"metrics-listen", o.MetricsListen}} {
+		if _, err := parseAddr(a.v); err != nil {
+			return o, fmt.Errorf("admit rls: --%s %q: %w", a.flag, a.v, err)
+		}
+	}
+	if o.Store, err = parseStore(*storeURL); err != nil {
+		return o, fmt.Errorf("admit rls: --store %q: %w", redactURL(*storeURL), err)
+	}
+	if o.StoreFail, err = rls.ParseFailure(*fail); err != nil {
+		return o, fmt.Errorf("admit rls: --store-fail %q: want error, closed, open or local", *fail)
+	}
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return o, errors.New("admit rls: --tls-cert and --tls-key go together")
+	}
+	if o.Config == "" {
+		return o, errors.New("admit rls: --config is required: an envoyproxy/ratelimit YAML file or a directory of them")
+	}
+	if o.LogLevel, err = parseLogLevel(*level); err != nil {
+		return o, fmt.Errorf("admit rls: --log-level %q: %w", *level, err)
+	}
+	return o, nil
+}
+
+// runRLS is the rls subcommand: Envoy's rate limit service on admit's
+// stores. It serves until ctx ends; SIGHUP and a change of the
+// configuration's files reload it, keeping the old one when the new one is
+// refused. A bad flag or configuration exits 2.
+func runRLS(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseRLSFlags(args, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return usageError{err}
+	}
+	hangups := make(chan os.Signal, 1)
+	signal.Notify(hangups, syscall.SIGHUP)
+	defer signal.Stop(hangups)
+	return serveRLS(ctx, o, hangups, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: o.LogLevel})))
+}
+
+func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *slog.Logger) error {
+	cfg, err := rls.Load(o.Config)
+	if err != nil {
+		return usageError{err}
+	}
+	var tlsConfig *tls.Config
+	if o.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
+		if err != nil {
+			return usageError{fmt.Errorf("admit rls: --tls-cert %q, --tls-key %q: %w", o.TLSCert, o.TLSKey, err)}
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	tel, err := newTelemetry()
+	if err != nil {
+		return err
+	}
+	defer tel.close()
+	counter, closeStore, err := openCounter(ctx, o, log)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	svc, err := rls.New(rls.Options{
+		Config: cfg, Counter: counter, Failure: o.StoreFail, ShadowMode: o.Shadow, QuotaMode: o.QuotaMode,
+		Headers: o.headers(), MeterProvider: tel.provider, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(rls.MaxRequestBytes), grpc.MaxConcurrentStreams(maxConcurrentStreams),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true})}
+	if tlsConfig != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConfig)))
+	}
+	// grpc-go's own server, not net/http's: it answers small unary calls
+	// at about twice the rate (see docs/rls.md).
+	srv := grpc.NewServer(opts...)
+	svc.Register(srv)
+	hs := health.NewServer()
+	hs.SetServingStatus(rlsServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(srv, hs)
+	msrv := rlsMetricsServer(tel)
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("admit rls: --listen %q: %w", o.Listen, err)
+	}
+	mln, err := lc.Listen(ctx, "tcp", o.MetricsListen)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("admit rls: --metrics-listen %q: %w", o.MetricsListen, err)
+	}
+	errs := make(chan error, 2)
+	go func() { errs <- srv.Serve(ln) }()
+	go func() { errs <- msrv.Serve(mln) }()
+	log.Info("admit rls: serving", "listen", ln.Addr().String(), "metrics", mln.Addr().String(),
+		"store", string(o.Store.Kind), "store_fail", o.StoreFail.String(), "domains", cfg.Domains())
+	if o.ready != nil {
+		o.ready(ln.Addr().String(), mln.Addr().String())
+	}
+	err = watchRLS(ctx, o, svc, hangups, errs, log)
+	hs.Shutdown() // NOT_SERVING while in-flight calls finish
+	stopped := make(chan struct{})
+	go func() { srv.GracefulStop(); close(stopped) }()
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	select {
+	case <-stopped:
+	case <-sctx.Done():
+		srv.Stop()
+	}
+	msrv.Shutdown(sctx)
+	return err
+}
+
+func (o rlsOptions) headers() rls.Headers {
+	if !o.Headers {
+		return rls.Headers{}
+	}
+	return rls.Headers{Limit: o.LimitHeader, Remaining: o.RemainingHdr, Reset: o.ResetHeader}
+}
+
+// rlsMetricsServer serves /metrics and /healthz with the proxy's metrics
+// bounds.
+func rlsMetricsServer(tel *telemetry) *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", tel.handler)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	return &http.Server{Handler: mux, ReadHeaderTimeout: metricsReadHeaderTimeout, ReadTimeout: metricsReadTimeout,
+		WriteTimeout: metricsWriteTimeout, IdleTimeout: metricsIdleTimeout, MaxHeaderBytes: maxHeaderBytes}
+}
+
+// watchRLS reloads on SIGHUP and when the configuration's files change,
+// until ctx ends or a server fails.
+func watchRLS(ctx context.Context, o rlsOptions, svc *rls.Service, hangups <-chan os.Signal, errs <-chan error, log *slog.Logger) error {
+	tick := time.NewTicker(o.watchEvery)
+	defer tick.Stop()
+	seen := fingerprint(o.Config)
+	reload := func(why string) {
+		if err := svc.LoadFile(o.Config); err != nil {
+			log.Error("admit rls: configuration refused; keeping the previous one", "trigger", why, "err", err)
+			return
+		}
+		log.Info("admit rls: configuration reloaded", "trigger", why, "domains", svc.Config().Domains())
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-errs:
+			return err
+		case <-hangups:
+			seen = fingerprint(o.Config)
+			reload("SIGHUP")
+		case <-tick.C:
+			if f := fingerprint(o.Config); f != seen {
+				seen = f
+				reload("file change")
+			}
+		}
+	}
+}
+
+// fingerprint names every file under path with its size and modification
+// time, so that a change, an added or a removed file changes it.
+func fingerprint(path string) string {
+	var b strings.Builder
+	filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() {
+			fmt.Fprintf(&b, "%s %d %d\n", p, info.Size(), info.ModTime().UnixNano())
+		}
+		return nil
+	})
+	return b.String()
+}
+
+// openCounter opens the counter --store names, and a close for it.
+func openCounter(ctx context.Context, o rlsOptions, log *slog.Logger) (rls.Counter, func(), error) {
+	switch o.Store.Kind {
+	case storeRedis:
+		client, err := redisClient(o.Store.URL)
+		if err != nil {
+			return nil, nil, usageError{fmt.Errorf("admit rls: --store %q: %w", redactURL(o.Store.URL), err)}
+		}
+		c, err := redisquota.NewCounter(client, redisquota.CounterConfig{Prefix: o.StorePrefix, Batch: redisBatch})
+		if err != nil {
+			client.Close()
+			return nil, nil, usageError{fmt.Errorf("admit rls: --store-prefix %q: %w", o.StorePrefix, err)}
+		}
+		pctx, cancel := context.WithTimeout(ctx, startupProbe)
+		defer cancel()
+		if err := client.Ping(pctx).Err(); err != nil {
+			var rerr redis.Error
+			if errors.As(err, &rerr) {
+				c.Close()
+				client.Close()
+				return nil, nil, usageError{fmt.Errorf("admit rls: --store %q: Redis refuses the connection: %w", redactURL(o.Store.URL), err)}
+			}
+			log.Warn("admit rls: the store does not answer; starting anyway, --store-fail decides", "err", err)
+		}
+		return c, func() { c.Close(); client.Close() }, nil
+	case storePostgres:
+		return openPostgresCounter(ctx, o, log)
+	}
+	return nil, func() {}, nil
+}
+
+func openPostgresCounter(ctx context.Context, o rlsOptions, log *slog.Logger) (rls.Counter, func(), error) {
+	pool, err := pgxpool.New(ctx, o.Store.URL)
+	if err != nil {
+		// Its message holds the URL, redacted on a best-effort basis only.
+		var perr *pgconn.ParseConfigError
+		if errors.As(err, &perr) && perr.Unwrap() != nil {
+			err = perr.Unwrap()
+		}
+		return nil, nil, usageError{fmt.Errorf("admit rls: --store %q: %w", redactURL(o.Store.URL), err)}
+	}
+	st, err := pgquota.New(pool, pgquota.Config{Table: o.StoreTable, Logger: log})
+	if err != nil {
+		pool.Close()
+		return nil, nil, usageError{fmt.Errorf("admit rls: --store-table %q: %w", o.StoreTable, err)}
+	}
+	c, err := pgquota.NewCounter(pool, pgquota.CounterConfig{Table: o.StoreTable, Batch: postgresBatch})
+	if err != nil {
+		pool.Close()
+		return nil, nil, usageError{fmt.Errorf("admit rls: --store-table %q: %w", o.StoreTable, err)}
+	}
+	pctx, cancel := context.WithTimeout(ctx, startupProbe)
+	migrated := st.Migrate(pctx) == nil
+	cancel()
+	if !migrated {
+		log.Warn("admit rls: cannot create the store's table yet; starting anyway and retrying in the background",
+			"table", tableName(o.StoreTable))
+	}
+	sweepCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if migrated || migrate(sweepCtx, st, log) {
+			st.SweepEvery(sweepCtx, 0, 0)
+		}
+	}()
+	return c, func() { stop(); <-done; c.Close(); st.Close(); pool.Close() }, nil
+}

@@ -1,0 +1,292 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+)
+
+const rlsTestConfig = `domain: edge
+descriptors:
+  - key: remote_address
+    rate_limit:
+      unit: minute
+      requests_per_unit: 2
+`
+
+// rlsServer is a running admit rls.
+type rlsServer struct {
+	addr, metrics string
+	hangups       chan os.Signal
+	config        string
+}
+
+// startRLS runs admit rls with args on loopback ports, its configuration
+// file written from yaml, until t ends.
+func startRLS(t *testing.T, yaml string, args ...string) *rlsServer {
+	t.Helper()
+	dir := t.TempDir()
+	s := &rlsServer{hangups: make(chan os.Signal, 1), config: filepath.Join(dir, "edge.yaml")}
+	if err := os.WriteFile(s.config, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, err := parseRLSFlags(append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--config", s.config}, args...), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.watchEvery = 10 * time.Millisecond
+	ready := make(chan struct{})
+	o.ready = func(addr, metrics string) { s.addr, s.metrics = addr, metrics; close(ready) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serveRLS(ctx, o, s.hangups, slog.New(slog.DiscardHandler)) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("admit rls: %v", err)
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("admit rls ended before serving: %v", err)
+	}
+	return s
+}
+
+// client dials s as Envoy's rate limit cluster does: HTTP/2, cleartext or
+// TLS trusting roots.
+func (s *rlsServer) client(t *testing.T, roots *x509.CertPool) pb.RateLimitServiceClient {
+	t.Helper()
+	creds := insecure.NewCredentials()
+	if roots != nil {
+		creds = credentials.NewTLS(&tls.Config{RootCAs: roots})
+	}
+	conn, err := grpc.NewClient(s.addr, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	h, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: rlsServiceName})
+	if err != nil || h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health: %v %v", h, err)
+	}
+	return pb.NewRateLimitServiceClient(conn)
+}
+
+// envoyRequest is what Envoy's HTTP filter sends for a route with a
+// remote_address action: the domain, one descriptor, no hits_addend.
+func envoyRequest(addr string) *pb.RateLimitRequest {
+	return &pb.RateLimitRequest{Domain: "edge", Descriptors: []*rlv3.RateLimitDescriptor{
+		{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "remote_address", Value: addr}}},
+	}}
+}
+
+// codes sends n requests for addr and returns their overall codes.
+func codesOf(t *testing.T, c pb.RateLimitServiceClient, addr string, n int) []pb.RateLimitResponse_Code {
+	t.Helper()
+	var out []pb.RateLimitResponse_Code
+	for range n {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		resp, err := c.ShouldRateLimit(ctx, envoyRequest(addr))
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, resp.GetOverallCode())
+	}
+	return out
+}
+
+func wantCodes(t *testing.T, got []pb.RateLimitResponse_Code, want ...pb.RateLimitResponse_Code) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("codes %v, want %v", got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("codes %v, want %v", got, want)
+		}
+	}
+}
+
+const (
+	ok   = pb.RateLimitResponse_OK
+	over = pb.RateLimitResponse_OVER_LIMIT
+)
+
+// TestRLSClients calls admit rls with grpc-go over h2c and over TLS.
+func TestRLSClients(t *testing.T) {
+	t.Run("h2c", func(t *testing.T) {
+		s := startRLS(t, rlsTestConfig)
+		wantCodes(t, codesOf(t, s.client(t, nil), "10.0.0.1", 3), ok, ok, over)
+	})
+	t.Run("tls", func(t *testing.T) {
+		cert, key, roots := selfSigned(t)
+		s := startRLS(t, rlsTestConfig, "--tls-cert", cert, "--tls-key", key)
+		wantCodes(t, codesOf(t, s.client(t, roots), "10.0.0.1", 3), ok, ok, over)
+	})
+	t.Run("malformed", func(t *testing.T) {
+		s := startRLS(t, rlsTestConfig)
+		_, err := s.client(t, nil).ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "edge"})
+		if status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("no descriptors: got %v, want InvalidArgument", err)
+		}
+	})
+}
+
+// TestRLSReload reloads on SIGHUP and on a change of the file, and keeps
+// the configuration when the new one is refused.
+func TestRLSReload(t *testing.T) {
+	s := startRLS(t, rlsTestConfig)
+	c := s.client(t, nil)
+	wantCodes(t, codesOf(t, c, "a", 3), ok, ok, over)
+	// A refused file keeps the old configuration.
+	if err := os.WriteFile(s.config, []byte("domain: edge\ndescriptors:\n  - key: x\n    rate_limit: {unit: fortnight}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.hangups <- syscall.SIGHUP
+	wantCodes(t, codesOf(t, c, "b", 3), ok, ok, over)
+	// A change of the file reloads without a signal.
+	if err := os.WriteFile(s.config, []byte(strings.Replace(rlsTestConfig, "requests_per_unit: 2", "requests_per_unit: 1", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := codesOf(t, c, "c"+time.Now().String(), 2)
+		if got[1] == over {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the changed file was not loaded within 5s")
+		}
+	}
+}
+
+// TestRLSBadConfig exits 2 with the file, line and field named.
+func TestRLSBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(path, []byte("domain: edge\ndescriptors:\n  - key: x\n    rate_limit: {unit: fortnight}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--config", path}, "bad.yaml:4:"},
+		{[]string{"--config", path, "--store-fail", "maybe"}, `--store-fail "maybe"`},
+		{[]string{}, "--config is required"},
+		{[]string{"--config", path, "--tls-cert", "c.pem"}, "--tls-cert and --tls-key"},
+		{[]string{"--config", path, "--store", "mongodb://x"}, "--store"},
+	} {
+		err := runRLS(context.Background(), append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, tc.args...), io.Discard, io.Discard)
+		var uerr usageError
+		if !errors.As(err, &uerr) || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("%v: got %v, want a usage error (exit 2) holding %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestRLSStoreOutage stops the Redis under admit rls and wants each
+// --store-fail's answer.
+func TestRLSStoreOutage(t *testing.T) {
+	for _, tc := range []struct {
+		fail string
+		want pb.RateLimitResponse_Code
+		code codes.Code
+	}{
+		{"error", 0, codes.Unavailable},
+		{"closed", over, codes.OK},
+		{"open", ok, codes.OK},
+		{"local", ok, codes.OK},
+	} {
+		t.Run(tc.fail, func(t *testing.T) {
+			addr, stop := privateRedis(t)
+			s := startRLS(t, rlsTestConfig, "--store", "redis://"+addr, "--store-fail", tc.fail)
+			c := s.client(t, nil)
+			wantCodes(t, codesOf(t, c, "a", 1), ok)
+			stop()
+			resp, err := c.ShouldRateLimit(context.Background(), envoyRequest("a"))
+			if status.Code(err) != tc.code {
+				t.Fatalf("with Redis down: got %v, want %v", err, tc.code)
+			}
+			if err == nil && resp.GetOverallCode() != tc.want {
+				t.Fatalf("with Redis down: got %v, want %v", resp.GetOverallCode(), tc.want)
+			}
+			if tc.fail == "local" {
+				// The fallback counts from nothing: two more pass, then it refuses.
+				wantCodes(t, codesOf(t, c, "a", 2), ok, over)
+			}
+		})
+	}
+}
+
+// privateRedis runs a redis-server of the test's own on a free loopback
+// port, so that the test can stop it, and returns its address and a stop
+// that waits for it to exit (also run when t ends).
+func privateRedis(t *testing.T) (string, func()) {
+	t.Helper()
+	var lc net.ListenConfig
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start redis-server: %v", err)
+	}
+	ready, exited := make(chan bool, 1), make(chan struct{})
+	go func() {
+		sc, said := bufio.NewScanner(out), false
+		for sc.Scan() {
+			if !said && strings.Contains(sc.Text(), "Ready to accept connections") {
+				said = true
+				ready <- true
+			}
+		}
+		if !said {
+			ready <- false
+		}
+		cmd.Wait()
+		close(exited)
+	}()
+	var once sync.Once
+	stop := func() { once.Do(func() { cmd.Process.Kill(); <-exited }) }
+	t.Cleanup(stop)
+	if !<-ready {
+		t.Fatalf("redis-server on port %s exited before it was ready", port)
+	}
+	return "127.0.0.1:" + port, stop
+}
