@@ -69,7 +69,8 @@ func (a Algorithm) String() string {
 // a group that is neither built in nor Like one takes GroupLink's, but must
 // give its Rate and Burst (or, for FixedWindow, its Limit and Window). A
 // group that is not built in never takes the in-flight caps of the group it
-// is Like: its PerClient and Inflight default to 256 each. A
+// is Like: its PerClient and Inflight default to 32 and 256 (256 and 256
+// when it is keyed by a header, a path value or globally). A
 // budget that changes one figure names one field; the zero Budget is every
 // default.
 type Budget struct {
@@ -99,7 +100,9 @@ type Budget struct {
 	SharedRate  rate.Limit
 	SharedBurst int
 	// PerClient is how many requests one client may have in flight. 0: the
-	// default (256 for a group that is not built in, Like one or not).
+	// default (for a group that is not built in, Like one or not: 32 when
+	// keyed by the client's address, 256 when by a header, a path value or
+	// globally).
 	PerClient int
 	// Inflight is how many requests the whole group may have in flight;
 	// over-budget requests served by an overflow handler have as many slots
@@ -188,19 +191,27 @@ func DefaultBudgets() map[Group]Budget {
 	return m
 }
 
-// namedInflight is the in-flight cap, for the group and for each client, of
-// a group that is not built in, unless it gives its own. The built-in
-// groups' caps are sized for what they guard (a link's two requests per
-// client), so a group named for an API does not inherit them through Like:
-// 256 is as many requests as the upstream transport keeps connections for,
-// and it bounds what the group buffers at twice 256 times its body cap.
-const namedInflight = 256
+// namedInflight and namedPerClient are the in-flight caps, of the group and
+// of each client, of a group that is not built in, unless it gives its own.
+// The built-in groups' caps are sized for what they guard (a link's two
+// requests per client), so a group named for an API does not inherit them
+// through Like: 256 is as many requests as the upstream transport keeps
+// connections for, and a client address may hold an eighth of them, so
+// that one (or one forwarded address behind a trusted proxy, whose
+// connections are not capped per client) cannot take the whole group. A
+// group keyed by a header, a path value or globally counts a tenant or a
+// token as its client, which all of its users share, so its clients may
+// hold the whole group's.
+const (
+	namedInflight  = 256
+	namedPerClient = 32
+)
 
 // resolve returns b with its zero fields taken from the defaults of the
 // group it is Like, or of g itself, or, for a group that is neither, from
 // GroupLink's; such a group must give its own amounts. A group that is not
-// built in takes its in-flight caps from namedInflight, never from the
-// group it is Like.
+// built in takes its in-flight caps from namedPerClient and namedInflight,
+// never from the group it is Like.
 func (b Budget) resolve(g Group) (Budget, error) {
 	base, builtIn := defaults[g]
 	switch like, ok := defaults[b.Like]; {
@@ -212,7 +223,12 @@ func (b Budget) resolve(g Group) (Budget, error) {
 		base = defaults[GroupLink]
 	}
 	if _, own := defaults[g]; !own {
-		base.PerClient, base.Inflight = namedInflight, namedInflight
+		base.PerClient, base.Inflight = namedPerClient, namedInflight
+		if b.Key.Header != "" || b.Key.PathValue != "" || b.Key.Global {
+			// Its "client" is a tenant or a token, which all its users
+			// share: the group's cap is the only one it asked for.
+			base.PerClient = namedInflight
+		}
 	}
 	switch {
 	case b.Algorithm == FixedWindow && (b.Limit < 1 || b.Window <= 0):

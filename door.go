@@ -48,8 +48,10 @@ type Config struct {
 	// to in-flight refusals or overflow answers), for example
 	// `RateLimit-Policy: "link";q=20;w=20` and `RateLimit: "link";r=3;t=17`.
 	PolicyHeaders bool
-	// Decided, when set, is called once for each limit of each request the
-	// door decides, once the request is answered: with its group, its
+	// Decided, when set, is called for each request the door decides, once
+	// it is answered: for every limit of an admitted request, and for the
+	// limit that refused a refused one (the others gave back what they
+	// took), with its group, its
 	// outcome as the admit.door.outcome attribute spells it, and the
 	// status of the answer (200 when the handler wrote none). It runs on the
 	// request's goroutine, so it must be quick; an access log is its use.

@@ -224,7 +224,7 @@ func TestZeroFieldsTakeTheDefaults(t *testing.T) {
 	signup, _ := d.Budget("signup")
 	want = DefaultBudgets()[GroupLink]
 	want.Rate, want.Burst, want.SharedRate, want.SharedBurst, want.MaxBodyBytes, want.HoldTimeout = 2, 3, 2, 3, -1, -1
-	want.PerClient, want.Inflight = namedInflight, namedInflight
+	want.PerClient, want.Inflight = namedPerClient, namedInflight
 	if signup != want {
 		t.Errorf("signup: got %+v, want %+v", signup, want)
 	}

@@ -248,6 +248,11 @@ func (h *handler) settle(r *http.Request, tickets []ticket, verdicts []verdict, 
 			}
 		}
 		g.count(t, o)
-		h.tell(r, g, o, status)
+		verdicts[i].outcome = o
+	}
+	// Told only once every limit has settled: a hook that panics must not
+	// leave a limit's slots taken.
+	for i, g := range h.limits {
+		h.tell(r, g, verdicts[i].outcome, status)
 	}
 }

@@ -374,6 +374,7 @@ func TestLikeCopiesHandlingNotCaps(t *testing.T) {
 		"hooks":  {Like: GroupWebhook},
 		"plain":  {Rate: 10, Burst: 20},
 		"capped": {Like: GroupLink, Rate: 10, Burst: 20, PerClient: 3, Inflight: 7},
+		"tenant": {Like: GroupLink, Rate: 10, Burst: 20, Key: Key{PathValue: "tenant", Authenticated: true}},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -386,10 +387,11 @@ func TestLikeCopiesHandlingNotCaps(t *testing.T) {
 		maxBody             int64
 		hold                time.Duration
 	}{
-		{"api", namedInflight, namedInflight, link.Charge, link.MaxBodyBytes, link.HoldTimeout},
-		{"hooks", namedInflight, namedInflight, webhook.Charge, webhook.MaxBodyBytes, webhook.HoldTimeout},
-		{"plain", namedInflight, namedInflight, link.Charge, link.MaxBodyBytes, link.HoldTimeout},
+		{"api", namedPerClient, namedInflight, link.Charge, link.MaxBodyBytes, link.HoldTimeout},
+		{"hooks", namedPerClient, namedInflight, webhook.Charge, webhook.MaxBodyBytes, webhook.HoldTimeout},
+		{"plain", namedPerClient, namedInflight, link.Charge, link.MaxBodyBytes, link.HoldTimeout},
 		{"capped", 3, 7, link.Charge, link.MaxBodyBytes, link.HoldTimeout},
+		{"tenant", namedInflight, namedInflight, link.Charge, link.MaxBodyBytes, link.HoldTimeout},
 		{GroupLink, link.PerClient, link.Inflight, link.Charge, link.MaxBodyBytes, link.HoldTimeout},
 	} {
 		b, _ := d.Budget(tc.group)

@@ -2,11 +2,16 @@ package server
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"sync"
 	"time"
@@ -16,102 +21,126 @@ import (
 	"github.com/admitgo/admit"
 )
 
-// maxLoggedPath is the most of a request's path an access log line holds:
-// a client chooses its path, and a line per refusal of an 8 KiB one would
-// make a flood's log eight times the size of its requests.
-const maxLoggedPath = 256
-
 // accessLog writes a JSON line for each limit of each request the door
 // decides, and for each request the front refuses as malformed, as nginx's
-// access log with $limit_req_status does. Admitted requests are logged in
-// full, since their budgets bound them; refusals, which a flood makes as
-// fast as it sends, are logged at most perSecond a second, and the next
-// line logged says how many were left out. It is safe for concurrent use.
+// access log with $limit_req_status does. A line names the route, never the
+// path, which may hold a share link's secret, and a key a client chose
+// only by a hash under a key of this process, which no guess can be checked
+// against. Requests that reached the app are logged in full: the app served
+// each of them. Refusals, shadow mode's would-be refusals and requests the
+// failure policy let through unlimited, which a flood makes as fast as it
+// sends, are logged at most perSecond a second, and the next such line says
+// how many were left out. It is safe for concurrent use.
 type accessLog struct {
-	log  *slog.Logger
-	door func() *admit.Door // the door serving now, which keys the request
-	out  io.Closer          // nil: stderr, which the process keeps
-	now  func() time.Time
+	log    *slog.Logger
+	out    *reopener // nil: stderr, which the process keeps
+	now    func() time.Time
+	secret []byte // keys the hash of client-chosen keys; random per process
 
 	mu         sync.Mutex // guards the following fields
-	refusals   *rate.Limiter
-	suppressed int64 // refusals not logged since the last refusal line
+	sampled    *rate.Limiter
+	suppressed int64 // sampled lines not written since the last one written
 }
 
 // openAccessLog opens the access log cfg names: nil when it is off, stderr
-// for "-", otherwise a file opened for appending, as log rotation expects
-// (a rotated file is reopened by a restart).
-func openAccessLog(cfg config, stderr io.Writer, door func() *admit.Door, now func() time.Time) (*accessLog, error) {
+// for "-", otherwise a file opened for appending, which a reload opens
+// again, so that it follows log rotation as nginx's does on USR1.
+func openAccessLog(cfg config, stderr io.Writer, now func() time.Time) (*accessLog, error) {
 	if cfg.AccessLog == "" {
 		return nil, nil
 	}
-	a := &accessLog{door: door, now: now,
-		refusals: rate.NewLimiter(rate.Limit(cfg.AccessLogRefusals), max(cfg.AccessLogRefusals, 1))}
+	a := &accessLog{now: now, secret: make([]byte, 32),
+		sampled: rate.NewLimiter(rate.Limit(cfg.AccessLogRefusals), cfg.AccessLogRefusals)}
+	rand.Read(a.secret)
 	w := stderr
 	if cfg.AccessLog != "-" {
-		f, err := os.OpenFile(cfg.AccessLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
-		if err != nil {
-			return nil, fmt.Errorf("admit: --access-log %q: %w", cfg.AccessLog, errors.Unwrap(err))
+		a.out = &reopener{path: cfg.AccessLog}
+		if err := a.out.reopen(); err != nil {
+			return nil, err
 		}
-		w, a.out = f, f
+		w = a.out
 	}
 	a.log = slog.New(slog.NewJSONHandler(w, nil))
 	return a, nil
 }
 
+// reopen opens the log file again, for a reload after rotation.
+func (a *accessLog) reopen() error {
+	if a == nil || a.out == nil {
+		return nil
+	}
+	return a.out.reopen()
+}
+
 func (a *accessLog) close() {
 	if a != nil && a.out != nil {
-		a.out.Close()
+		a.out.close()
 	}
 }
 
-// decided is the door's Decided hook.
-func (a *accessLog) decided(r *http.Request, g admit.Group, outcome string, status int) {
-	suppressed, ok := a.sample(refused(outcome, status))
-	if !ok {
-		return
+// hook returns the door's Decided hook for the door door returns, which
+// keys each request as it decided it.
+func (a *accessLog) hook(door func() *admit.Door) func(*http.Request, admit.Group, string, int) {
+	return func(r *http.Request, g admit.Group, outcome string, status int) {
+		suppressed, ok := a.sample(sampledOutcome(outcome))
+		if !ok {
+			return
+		}
+		key, err := door().KeyOf(g, r)
+		if err != nil {
+			key = ""
+		}
+		a.write(suppressed, slog.String("method", clip(r.Method)), slog.String("route", r.Pattern),
+			slog.String("group", string(g)), slog.String("outcome", outcome),
+			slog.Int("status", status), slog.String("key", a.keyText(key)))
 	}
-	key, err := a.door().KeyOf(g, r)
-	if err != nil {
-		key = ""
-	}
-	a.write(r, suppressed, slog.String("group", string(g)), slog.String("outcome", outcome),
-		slog.Int("status", status), slog.String("key", key))
 }
 
 // malformed logs a request the front refused with 400 before any route
-// matched, keyed by its client as the listener saw it.
+// matched: its method and reason, nothing of what it held.
 func (a *accessLog) malformed(r *http.Request, reason string) {
 	suppressed, ok := a.sample(true)
 	if !ok {
 		return
 	}
-	a.write(r, suppressed, slog.String("outcome", "malformed"), slog.String("reason", reason),
-		slog.Int("status", http.StatusBadRequest))
+	a.write(suppressed, slog.String("method", clip(r.Method)), slog.String("outcome", "malformed"),
+		slog.String("reason", reason), slog.Int("status", http.StatusBadRequest))
 }
 
-// refused reports whether an outcome turned the request away, so that its
-// line is sampled.
-func refused(outcome string, status int) bool {
+// keyText is a key as the log writes it: a client's prefix, or "global",
+// as the door writes them; the hash of a header or path value hashed again
+// under this process's secret, because the door's plain hash of a Basic
+// credential could be checked against guesses offline.
+func (a *accessLog) keyText(key string) string {
+	if _, err := netip.ParsePrefix(key); err == nil || key == "global" || key == "" {
+		return key
+	}
+	m := hmac.New(sha256.New, a.secret)
+	m.Write([]byte(key))
+	return hex.EncodeToString(m.Sum(nil)[:16])
+}
+
+// sampledOutcome reports whether a line is sampled: it did not reach the
+// app under a budget. The names are the admit.door.outcome attribute's:
+// all but these are refusals, an overflow answer, shadow mode's would_*,
+// and store_error, refused or let through by the failure policy.
+func sampledOutcome(outcome string) bool {
 	switch outcome {
-	case "ok", "client_error", "server_error", "fallback",
-		"would_rate_limited", "would_client_concurrency", "would_group_concurrency", "would_missing_key":
+	case "ok", "client_error", "server_error", "fallback":
 		return false
-	case "store_error":
-		return status == http.StatusServiceUnavailable
 	}
 	return true
 }
 
-// sample reports whether a line is logged, and for a refusal how many
-// refusals were left out before it.
-func (a *accessLog) sample(refusal bool) (suppressed int64, ok bool) {
-	if !refusal {
+// sample reports whether a line is written, and for a sampled one how many
+// sampled lines were left out before it.
+func (a *accessLog) sample(sampled bool) (suppressed int64, ok bool) {
+	if !sampled {
 		return 0, true
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !a.refusals.AllowN(a.now(), 1) {
+	if !a.sampled.AllowN(a.now(), 1) {
 		a.suppressed++
 		return 0, false
 	}
@@ -119,18 +148,54 @@ func (a *accessLog) sample(refusal bool) (suppressed int64, ok bool) {
 	return suppressed, true
 }
 
-// clip cuts what a client chose to maxLoggedPath bytes.
+// maxLogged is the most of a client-chosen string a line holds.
+const maxLogged = 64
+
+// clip cuts what a client chose to maxLogged bytes.
 func clip(s string) string {
-	if len(s) > maxLoggedPath {
-		return s[:maxLoggedPath] + "..."
+	if len(s) > maxLogged {
+		return s[:maxLogged] + "..."
 	}
 	return s
 }
 
-func (a *accessLog) write(r *http.Request, suppressed int64, attrs ...slog.Attr) {
-	attrs = append([]slog.Attr{slog.String("method", clip(r.Method)), slog.String("path", clip(r.URL.EscapedPath()))}, attrs...)
+func (a *accessLog) write(suppressed int64, attrs ...slog.Attr) {
 	if suppressed > 0 {
 		attrs = append(attrs, slog.Int64("suppressed", suppressed))
 	}
 	a.log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
+}
+
+// reopener is a file that can be opened again under its name.
+type reopener struct {
+	path string
+	mu   sync.Mutex // guards f
+	f    *os.File
+}
+
+func (o *reopener) reopen() error {
+	f, err := os.OpenFile(o.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		return fmt.Errorf("admit: --access-log %q: %w", o.path, errors.Unwrap(err))
+	}
+	o.mu.Lock()
+	old := o.f
+	o.f = f
+	o.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	return nil
+}
+
+func (o *reopener) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.f.Write(p)
+}
+
+func (o *reopener) close() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.f.Close()
 }

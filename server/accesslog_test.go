@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"log/slog"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,9 +45,10 @@ func startLogged(t *testing.T, clk *testclock.Clock, yaml string, extra ...strin
 }
 
 // TestAccessLogLines: one line per limit of each decided request, with its
-// group, outcome, status and key; a header key as its hash, never the
-// credential; a request refused before routing with its reason; requests
-// on no limited route not at all.
+// route (never its path), group, outcome, status and key; a header key as
+// a hash under the process's own key, never the credential or its plain
+// hash; a request refused before routing with its reason and nothing it
+// held; requests on no limited route not at all.
 func TestAccessLogLines(t *testing.T) {
 	const secret = "Bearer access-log-secret"
 	r, log := startLogged(t, testclock.New(time.Unix(1e9, 0)), `
@@ -58,18 +60,18 @@ routes:
   - {group: [api, token], pattern: "GET /t/{x}"}
 `)
 	for range 3 {
-		get(t, r, "127.0.0.7", "/api/x")
+		get(t, r, "127.0.0.7", "/api/share-secret")
 	}
 	get(t, r, "127.0.0.8", "/t/x", "Authorization: "+secret)
 	get(t, r, "127.0.0.7", "/free")
-	get(t, r, "127.0.0.7", "/api/%00")
+	get(t, r, "127.0.0.7", "/api/%00secret")
 	want := []map[string]any{
-		{"method": "GET", "path": "/api/x", "group": "api", "outcome": "ok", "status": 200.0, "key": "127.0.0.7/32"},
-		{"method": "GET", "path": "/api/x", "group": "api", "outcome": "ok", "status": 200.0, "key": "127.0.0.7/32"},
-		{"method": "GET", "path": "/api/x", "group": "api", "outcome": "rate_limited", "status": 429.0, "key": "127.0.0.7/32"},
-		{"method": "GET", "path": "/t/x", "group": "token", "outcome": "ok", "status": 200.0},
-		{"method": "GET", "path": "/t/x", "group": "api", "outcome": "ok", "status": 200.0, "key": "127.0.0.8/32"},
-		{"method": "GET", "path": "/api/%00", "outcome": "malformed", "reason": "control", "status": 400.0},
+		{"method": "GET", "route": "GET /api/{x}", "group": "api", "outcome": "ok", "status": 200.0, "key": "127.0.0.7/32"},
+		{"method": "GET", "route": "GET /api/{x}", "group": "api", "outcome": "ok", "status": 200.0, "key": "127.0.0.7/32"},
+		{"method": "GET", "route": "GET /api/{x}", "group": "api", "outcome": "rate_limited", "status": 429.0, "key": "127.0.0.7/32"},
+		{"method": "GET", "route": "GET /t/{x}", "group": "api", "outcome": "ok", "status": 200.0, "key": "127.0.0.8/32"},
+		{"method": "GET", "route": "GET /t/{x}", "group": "token", "outcome": "ok", "status": 200.0},
+		{"method": "GET", "outcome": "malformed", "reason": "control", "status": 400.0},
 	}
 	lines := accessLines(t, log)
 	if len(lines) != len(want) {
@@ -85,55 +87,94 @@ routes:
 			t.Errorf("line %d: no msg or time: %v", i+1, lines[i])
 		}
 	}
-	if key, _ := lines[3]["key"].(string); len(key) != 32 || strings.Trim(key, "0123456789abcdef") != "" {
-		t.Errorf("token key %q, want the credential's hash, 32 hex digits", key)
+	door := r.s.gen.Load().door
+	req := httptest.NewRequest("GET", "/t/x", nil)
+	req.Header.Set("Authorization", secret)
+	plain, _ := door.KeyOf("token", req)
+	if key, _ := lines[4]["key"].(string); len(key) != 32 || strings.Trim(key, "0123456789abcdef") != "" || key == plain {
+		t.Errorf("token key %q, want 32 hex digits of a keyed hash, not the door's plain hash %q", key, plain)
 	}
-	if b, _ := os.ReadFile(log); strings.Contains(string(b), "access-log-secret") {
-		t.Error("the access log holds the credential")
+	b, _ := os.ReadFile(log)
+	for _, leak := range []string{"access-log-secret", "share-secret", "%00secret", plain} {
+		if strings.Contains(string(b), leak) {
+			t.Errorf("the access log holds %q", leak)
+		}
 	}
 }
 
-// TestAccessLogSamplesRefusals: a flood of refusals writes at most
-// --access-log-refusals lines a second, the next line says how many it left
-// out, and admitted requests are never left out. A path is cut to a bound.
-func TestAccessLogSamplesRefusals(t *testing.T) {
-	clk := testclock.New(time.Unix(1e9, 0))
-	r, log := startLogged(t, clk, `
+// TestAccessLogSamples: a flood of refusals, and in shadow mode of would-be
+// refusals, writes at most --access-log-refusals lines a second, the next
+// line says how many it left out, and admitted requests are never left out;
+// 0 writes none.
+func TestAccessLogSamples(t *testing.T) {
+	const yaml = `
 budgets:
   api: {rate: 0.001, burst: 1}
 routes:
   - {group: api, pattern: "GET /api/{x...}"}
-`, "--access-log-refusals", "2")
-	long := "/api/" + strings.Repeat("a", 4000)
-	for range 10 {
-		get(t, r, "127.0.0.7", long)
+`
+	for _, tc := range []struct {
+		name, refusals, refused string
+		flags                   []string
+		want                    string
+		suppressed              float64
+	}{
+		{"refusals", "2", "rate_limited", nil, "ok REFUSED REFUSED ok REFUSED", 7},
+		{"shadow mode", "2", "would_rate_limited", []string{"--shadow"}, "ok REFUSED REFUSED ok REFUSED", 7},
+		{"none", "0", "rate_limited", nil, "ok ok", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := testclock.New(time.Unix(1e9, 0))
+			r, log := startLogged(t, clk, yaml, append([]string{"--access-log-refusals", tc.refusals}, tc.flags...)...)
+			for range 10 {
+				get(t, r, "127.0.0.7", "/api/x")
+			}
+			get(t, r, "127.0.0.9", "/api/x") // admitted: a new client's burst
+			clk.Advance(time.Second)
+			get(t, r, "127.0.0.7", "/api/x")
+			var outcomes []string
+			var suppressed []any
+			for _, l := range accessLines(t, log) {
+				outcomes = append(outcomes, strings.ReplaceAll(l["outcome"].(string), tc.refused, "REFUSED"))
+				suppressed = append(suppressed, l["suppressed"])
+			}
+			// The first of the ten is admitted; of the nine refusals two
+			// are written, as is the admission; a second later the next
+			// refusal says the seven it follows were left out.
+			if got := strings.Join(outcomes, " "); got != tc.want {
+				t.Fatalf("outcomes %q, want %q", got, tc.want)
+			}
+			for i, s := range suppressed {
+				want := any(nil)
+				if i == 4 {
+					want = tc.suppressed
+				}
+				if s != want {
+					t.Errorf("line %d: suppressed %v, want %v", i+1, s, want)
+				}
+			}
+		})
 	}
-	get(t, r, "127.0.0.9", "/api/x") // admitted: a new client's burst
-	clk.Advance(time.Second)
+}
+
+// TestAccessLogReopensOnReload: after the file is rotated away, a reload
+// opens it again under its name, and later lines go there.
+func TestAccessLogReopensOnReload(t *testing.T) {
+	r, log := startLogged(t, testclock.New(time.Unix(1e9, 0)), `
+budgets:
+  api: {rate: 1, burst: 5}
+routes:
+  - {group: api, pattern: "GET /api/{x}"}
+`)
 	get(t, r, "127.0.0.7", "/api/x")
-	var outcomes []string
-	var suppressed []any
-	for _, l := range accessLines(t, log) {
-		outcomes = append(outcomes, l["outcome"].(string))
-		suppressed = append(suppressed, l["suppressed"])
-		if p, _ := l["path"].(string); len(p) > maxLoggedPath+3 {
-			t.Errorf("a path of %d bytes logged, want at most %d", len(p), maxLoggedPath+3)
-		}
+	if err := os.Rename(log, log+".1"); err != nil {
+		t.Fatal(err)
 	}
-	// The first of the ten is admitted; of the nine refusals two are
-	// written, as is the admission; a second later the next refusal says
-	// the seven it follows were left out.
-	wantOutcomes := "ok rate_limited rate_limited ok rate_limited"
-	if got := strings.Join(outcomes, " "); got != wantOutcomes {
-		t.Errorf("outcomes %q, want %q", got, wantOutcomes)
-	}
-	if suppressed[4] != 7.0 {
-		t.Errorf("last line's suppressed: %v, want 7", suppressed[4])
-	}
-	for i := range 4 {
-		if suppressed[i] != nil {
-			t.Errorf("line %d: suppressed %v, want none", i+1, suppressed[i])
-		}
+	get(t, r, "127.0.0.7", "/api/x") // still to the rotated file
+	r.s.reload()                     // refused (no command line to read) but reopens
+	get(t, r, "127.0.0.7", "/api/x")
+	if old, fresh := len(accessLines(t, log+".1")), len(accessLines(t, log)); old != 2 || fresh != 1 {
+		t.Errorf("rotated file %d lines, new file %d; want 2 and 1", old, fresh)
 	}
 }
 

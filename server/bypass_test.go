@@ -163,7 +163,7 @@ routes:
   - {group: link, pattern: "GET /l/{id}"}
   - {group: link, pattern: "DELETE /l/{id}"}
 budgets:
-  link: {burst: %d, per_client: 100, inflight: 100}
+  link: {rate: 0.001, burst: %d, per_client: 100, inflight: 100}
 `, burst))
 	kinds := testrouter.Kinds()
 	rows := make([][][]string, len(bypassSettings)) // setting, spelling, kind
@@ -255,7 +255,7 @@ routes:
   - {group: item, pattern: "GET /l/{id}"}
   - {group: item, pattern: "DELETE /l/{id}"}
 budgets:
-  item: {like: link, burst: %d, key: "path:id", key_authenticated: true, per_client: 100, inflight: 100}
+  item: {like: link, rate: 0.001, burst: %d, key: "path:id", key_authenticated: true, per_client: 100, inflight: 100}
 `, burst))
 	for _, kind := range testrouter.Kinds() {
 		up := testrouter.Start(t, kind)

@@ -35,7 +35,7 @@ func TestCredentialMatrix(t *testing.T) {
 routes:
   - {group: token, pattern: "GET /a"}
 budgets:
-  token: {like: link, burst: %d, key: "header:Authorization", key_authenticated: true, per_client: 100, inflight: 100}
+  token: {like: link, rate: 0.001, burst: %d, key: "header:Authorization", key_authenticated: true, per_client: 100, inflight: 100}
 `, burst))
 	for _, kind := range []testrouter.Kind{testrouter.Flask, testrouter.Express} {
 		up := testrouter.Start(t, kind)

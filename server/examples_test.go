@@ -135,24 +135,30 @@ func perTokenExample(t *testing.T, yaml string) {
 	expectOnlyRateLimited(t, r, "per-token", 64, "")
 }
 
-// bulkExample: 64 lookups from one address at once, then exports of cost 10
-// from the 36 tokens its burst of 100 has left.
+// bulkExample: 64 addresses looking up at once, then one address with 32
+// lookups at once (a named group's per-client cap), then its exports of
+// cost 10 from the 67 tokens its burst of 100 has left.
 func bulkExample(t *testing.T, yaml string) {
 	g := newGate(t)
 	r := startFrozen(t, "--upstream", g.url, "--config", writeConfig(t, yaml))
 	var wave []held
 	for i := range 64 {
+		wave = append(wave, held{from: fmt.Sprintf("127.0.4.%d", i+1), path: fmt.Sprintf("/items/%d", i)})
+	}
+	expectAllAdmitted(t, g.together(t, r, wave))
+	wave = wave[:0]
+	for i := range 32 {
 		wave = append(wave, held{from: "127.0.4.1", path: fmt.Sprintf("/items/%d", i)})
 	}
 	expectAllAdmitted(t, g.together(t, r, wave))
 	admitted := 0
-	for range 4 {
+	for range 7 {
 		if sendMethod(t, r, "POST", "127.0.4.1", "/items/export") == http.StatusOK {
 			admitted++
 		}
 	}
-	if admitted != 3 {
-		t.Errorf("exports after 64 lookups: %d admitted, want 3 (30 of the 36 tokens left)", admitted)
+	if admitted != 6 {
+		t.Errorf("exports after 33 lookups: %d admitted, want 6 (60 of the 67 tokens left)", admitted)
 	}
 	expectOnlyRateLimited(t, r, "api", 64, "")
 }

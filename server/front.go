@@ -105,6 +105,9 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	first := matched[0]
+	// What the access log names the request by: the route, never the
+	// path, which may be a share link's secret.
+	c.Pattern = f.table.routes[first.index].Pattern
 	if len(matched) == 1 {
 		f.handlers[first.index].ServeHTTP(w, c)
 		return

@@ -42,8 +42,11 @@ func (s *server) build(cfg config, prev *admit.Door) (*generation, error) {
 		MeterProvider: s.tel.provider,
 		PolicyHeaders: cfg.PolicyHeaders,
 	}
+	// The hook keys a request on the door that decided it, which is set
+	// once that door is made, before it serves.
+	var door *admit.Door
 	if s.access != nil {
-		dc.Decided = s.access.decided
+		dc.Decided = s.access.hook(func() *admit.Door { return door })
 	}
 	if prev != nil {
 		trial := dc
@@ -58,7 +61,6 @@ func (s *server) build(cfg config, prev *admit.Door) (*generation, error) {
 			return nil, err
 		}
 	}
-	var door *admit.Door
 	var err error
 	if prev == nil {
 		door, err = admit.New(dc)

@@ -18,7 +18,7 @@ import (
 	"github.com/admitgo/admit/internal/upstream"
 )
 
-// forwarder builds the reverse proxy to the upstream.
+// forwarder rewrites requests for the upstream and answers its failures.
 type forwarder struct {
 	target   *url.URL
 	resolver *clientip.Resolver
@@ -27,6 +27,15 @@ type forwarder struct {
 	keepOverrides bool
 	log           *slog.Logger
 	failures      rate.Sometimes // throttles the log of upstream failures
+}
+
+// proxy forwards to the upstream: over the direct path when the transport
+// offers one and the request suits it, and through httputil.ReverseProxy
+// otherwise. Both send the same request, rewritten by the forwarder.
+type proxy struct {
+	f       *forwarder
+	direct  *upstream.Direct // nil: every request goes through reverse
+	reverse *httputil.ReverseProxy
 }
 
 // newProxy returns a reverse proxy to target over transport. The request it
@@ -46,16 +55,43 @@ type forwarder struct {
 // An upstream that cannot be reached or fails mid-answer gets the client a
 // plain 502 that names nothing internal; the cause is logged, at most once
 // every 10 seconds.
-func newProxy(target *url.URL, resolver *clientip.Resolver, trusted []netip.Prefix, keepOverrides bool, transport http.RoundTripper, log *slog.Logger) *httputil.ReverseProxy {
+//
+// With admit's own transport (upstream.Transport) and a plain http target,
+// requests the direct path takes go over it, in the handler's goroutine;
+// the rest (upgrades, streamed or large bodies, Expect) and every request
+// to an https target go through httputil.ReverseProxy and net/http's
+// Transport.
+func newProxy(target *url.URL, resolver *clientip.Resolver, trusted []netip.Prefix, keepOverrides bool, transport http.RoundTripper, log *slog.Logger) http.Handler {
 	f := &forwarder{target: target, resolver: resolver, trusted: trusted, keepOverrides: keepOverrides, log: log,
 		failures: rate.Sometimes{Interval: 10 * time.Second}}
-	return &httputil.ReverseProxy{
+	p := &proxy{f: f, reverse: &httputil.ReverseProxy{
 		Rewrite:      f.rewrite,
 		Transport:    transport,
 		BufferPool:   upstream.BufferPool(),
 		ErrorHandler: f.fail,
 		// The proxy's own log lines can name the client; keep them at Debug.
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}}
+	if c, ok := transport.(*upstream.Client); ok {
+		p.direct = c.Direct(target, f.skip)
+	}
+	return p
+}
+
+func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p.direct == nil || !p.direct.Takes(r) {
+		p.reverse.ServeHTTP(w, r)
+		return
+	}
+	xff, host, proto := p.f.forwarded(r)
+	extra := [3]upstream.Field{{Name: "X-Forwarded-Host", Value: host}, {Name: "X-Forwarded-Proto", Value: proto}}
+	fields := extra[:2]
+	if xff != "" {
+		extra[2] = upstream.Field{Name: "X-Forwarded-For", Value: xff}
+		fields = extra[:]
+	}
+	if err := p.direct.Forward(w, r, fields); err != nil {
+		p.f.fail(w, r, err)
 	}
 }
 
@@ -65,26 +101,64 @@ func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(f.target)
 	h := pr.Out.Header
 	stripHeaders(h, f.keepOverrides)
-	if a := f.resolver.Addr(pr.In); a.IsValid() {
-		h["X-Forwarded-For"] = []string{a.String()}
-	}
-	host, proto := pr.In.Host, "http"
-	if pr.In.TLS != nil {
-		proto = "https"
-	}
-	if f.fromTrustedPeer(pr.In) {
-		// Proxies that do not set these headers pass the client's on, and
-		// those that append put their own last: only the right-most
-		// element can be the trusted proxy's.
-		if p := strings.ToLower(lastElement(pr.In.Header["X-Forwarded-Proto"])); p == "http" || p == "https" {
-			proto = p
-		}
-		if v := lastElement(pr.In.Header["X-Forwarded-Host"]); validHost(v) {
-			host = canon.Host(v, proto == "https")
-		}
+	xff, host, proto := f.forwarded(pr.In)
+	if xff != "" {
+		h["X-Forwarded-For"] = []string{xff}
 	}
 	h["X-Forwarded-Host"] = []string{host}
 	h["X-Forwarded-Proto"] = []string{proto}
+}
+
+// skip reports whether the direct path leaves out a request header: the
+// managed headers stripHeaders removes.
+func (f *forwarder) skip(name string) bool { return stripped(name, f.keepOverrides) }
+
+// strippedNames and overrideNames are stripHeaders' lists as sets.
+var strippedNames, overrideNames = nameSet(clientHeaders, routingHeaders), nameSet(methodOverrideHeaders)
+
+// stripped reports whether stripHeaders removes the header name: a client
+// or routing header, a method override unless keepOverrides, or a managed
+// name spelled with underscores.
+func stripped(name string, keepOverrides bool) bool {
+	if strippedNames[name] || (!keepOverrides && overrideNames[name]) {
+		return true
+	}
+	return strings.IndexByte(name, '_') >= 0 && managedHeaders[http.CanonicalHeaderKey(strings.ReplaceAll(name, "_", "-"))]
+}
+
+// nameSet returns the names of lists as a set.
+func nameSet(lists ...[]string) map[string]bool {
+	m := make(map[string]bool)
+	for _, list := range lists {
+		for _, name := range list {
+			m[name] = true
+		}
+	}
+	return m
+}
+
+// forwarded returns the forwarding headers' values for r: the client
+// address (empty when the resolver found none), the host and the scheme.
+func (f *forwarder) forwarded(r *http.Request) (xff, host, proto string) {
+	if a := f.resolver.Addr(r); a.IsValid() {
+		xff = a.String()
+	}
+	host, proto = r.Host, "http"
+	if r.TLS != nil {
+		proto = "https"
+	}
+	if f.fromTrustedPeer(r) {
+		// Proxies that do not set these headers pass the client's on, and
+		// those that append put their own last: only the right-most
+		// element can be the trusted proxy's.
+		if p := strings.ToLower(lastElement(r.Header["X-Forwarded-Proto"])); p == "http" || p == "https" {
+			proto = p
+		}
+		if v := lastElement(r.Header["X-Forwarded-Host"]); validHost(v) {
+			host = canon.Host(v, proto == "https")
+		}
+	}
+	return xff, host, proto
 }
 
 // lastElement returns the right-most element of a comma-separated header,

@@ -28,6 +28,9 @@ func (s *server) reload() error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	err := s.reloadLocked()
+	if aerr := s.access.reopen(); aerr != nil {
+		s.log.Error("admit: reload: the access log could not be opened again; writing to the file open before", "err", aerr.Error())
+	}
 	s.reloads.add(s.clock(), err)
 	if err != nil {
 		s.log.Error("admit: reload refused; serving the configuration loaded before", "err", err.Error())

@@ -122,7 +122,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	if s.tel, err = newTelemetry(); err != nil {
 		return nil, err
 	}
-	if s.access, err = openAccessLog(cfg, os.Stderr, func() *admit.Door { return s.gen.Load().door }, s.clock); err != nil {
+	if s.access, err = openAccessLog(cfg, os.Stderr, s.clock); err != nil {
 		return nil, usageError{err}
 	}
 	target := cfg.Upstream

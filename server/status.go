@@ -144,7 +144,11 @@ func (p *statusPage) view(counts map[groupOutcome]float64, evictions map[string]
 			ov := outcomeView{Name: o, Total: counts[groupOutcome{string(name), o}], PerSecond: "-"}
 			if v.Over != "" {
 				k := groupOutcome{string(name), o}
-				ov.PerSecond = fmt.Sprintf("%.1f", (last.counts[k]-prev.counts[k])/span)
+				delta := last.counts[k] - prev.counts[k]
+				if delta < 0 { // a reload started the group's counts afresh
+					delta = last.counts[k]
+				}
+				ov.PerSecond = fmt.Sprintf("%.1f", delta/span)
 			}
 			gv.Outcomes = append(gv.Outcomes, ov)
 		}

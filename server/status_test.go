@@ -92,7 +92,7 @@ routes:
 	if got["ok"] != [2]string{"3", "0.3"} || got["rate_limited"] != [2]string{"2", "0.2"} {
 		t.Errorf("api outcomes (total, per second over 10 s): got %v, want ok 3, 0.3 and rate_limited 2, 0.2", got)
 	}
-	if got := cell(t, dom, "group-api", "n inflight"); got != "0 of 256 (per client 256)" {
+	if got := cell(t, dom, "group-api", "n inflight"); got != "0 of 256 (per client 32)" {
 		t.Errorf("api in flight: got %q", got)
 	}
 	if got := cell(t, dom, "group-api", "n clients"); got != "1 of 16384, 0 evicted" {

@@ -15,15 +15,15 @@ func BufferPool() *Buffers { return &Buffers{} }
 // Buffers is an httputil.BufferPool of 32 KiB buffers. The zero value is
 // ready to use.
 type Buffers struct {
-	pool sync.Pool // of *[]byte
+	pool sync.Pool // of *[bufferSize]byte: a pointer goes into the pool without an allocation
 }
 
 // Get returns a buffer of 32 KiB.
 func (b *Buffers) Get() []byte {
-	if p, ok := b.pool.Get().(*[]byte); ok {
-		return *p
+	if p, ok := b.pool.Get().(*[bufferSize]byte); ok {
+		return p[:]
 	}
-	return make([]byte, bufferSize)
+	return new([bufferSize]byte)[:]
 }
 
 // Put gives a buffer from Get back.
@@ -31,6 +31,5 @@ func (b *Buffers) Put(buf []byte) {
 	if cap(buf) != bufferSize {
 		return
 	}
-	buf = buf[:bufferSize]
-	b.pool.Put(&buf)
+	b.pool.Put((*[bufferSize]byte)(buf[:bufferSize]))
 }

@@ -1,7 +1,7 @@
-// Command bareproxy is a plain httputil.ReverseProxy with admit's upstream
-// transport, copy buffers and server limits, and nothing else: the baseline that
-// scripts/bench-proxy measures admit against. It is not part of the admit
-// binary.
+// Command bareproxy is a plain httputil.ReverseProxy with net/http's Transport
+// as admit configures it (upstream.Standard), admit's copy buffers and server
+// limits, and nothing else: the baseline that scripts/bench-proxy measures
+// admit against. It is not part of the admit binary.
 //
 //	bareproxy --upstream http://127.0.0.1:3000 [--listen 127.0.0.1:0]
 //
@@ -38,7 +38,7 @@ func main() {
 			pr.SetURL(u)
 			pr.SetXForwarded()
 		},
-		Transport:  upstream.Transport(),
+		Transport:  upstream.Standard(),
 		BufferPool: upstream.BufferPool(),
 	}
 	srv := &http.Server{Handler: proxy, MaxHeaderBytes: 64 << 10, ReadHeaderTimeout: 10 * time.Second}
