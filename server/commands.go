@@ -41,6 +41,13 @@ func version() string {
 	if !ok {
 		return "admit (unknown version)"
 	}
+	// Embedded in another program, admit is one of its dependencies, and
+	// the build's revision is that program's.
+	for _, d := range info.Deps {
+		if d.Path == "github.com/admitgo/admit" && info.Main.Path != d.Path {
+			return "admit " + d.Version + " (in " + info.Main.Path + ") " + info.GoVersion
+		}
+	}
 	v := "admit " + info.Main.Version
 	var rev, when, modified string
 	for _, s := range info.Settings {

@@ -68,6 +68,7 @@ type config struct {
 	AdminTokenFile    string                       // the file adminToken was read from; empty: admin writes are off
 	adminToken        string                       // the bearer token admin writes need; never logged
 	allowNoRoutes     bool                         // validate only: a configuration without routes passes
+	stderr            io.Writer                    // where --access-log - writes; nil: os.Stderr
 	Budgets           map[admit.Group]admit.Budget // the config file's, field by field; nil when it gives none
 	Likes             map[admit.Group]admit.Group  // the built-in group each group is, or is like
 

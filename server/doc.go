@@ -17,16 +17,18 @@
 //
 // Health routes over budget are answered from a status cached for one second
 // instead of 429, so a flood through a shared load balancer never fails a probe.
-// On SIGTERM or SIGINT, admit reports draining on its health routes, stops
-// accepting connections and lets in-flight requests finish. On SIGHUP it
-// reloads the config file's routes and budgets: groups whose budget is
-// unchanged keep their clients' state, and a configuration it refuses
-// leaves the last one serving.
+// When its context ends (in the command, on SIGTERM or SIGINT), a server
+// reports draining on its health routes, stops accepting connections and
+// lets in-flight requests finish. A reload ([Server.Reload]; in the
+// command, SIGHUP) reads the config file's routes and budgets again:
+// groups whose budget is unchanged keep their clients' state, and a
+// configuration it refuses leaves the last one serving.
 //
-// The metrics listener also answers GET /admit/groups and
-// GET /admit/groups/{group}/clients/{key}, which show what each group
-// holds, and DELETE of the latter, which resets one client's bucket and
-// needs the bearer token of --admin-token-file.
+// The metrics listener also serves the status page, GET /admit/status,
+// and answers GET /admit/groups and GET /admit/groups/{group}/clients/{key},
+// which show what each group holds, and DELETE of the latter, which resets
+// one client's bucket and needs the bearer token of --admin-token-file.
+// --access-log writes a JSON line per decided request.
 //
 // Flags, their environment variables and the config file are described by
 // admit -h and in docs/operators.md.

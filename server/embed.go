@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 )
 
 // Config is a checked configuration of the server, read as the admit
@@ -39,7 +40,8 @@ func Load(args []string, getenv func(string) string) (*Config, error) {
 // Server is the admit proxy: its listeners, door, routes and store, built
 // from one [Config]. It is safe for concurrent use.
 type Server struct {
-	s *server
+	s      *server
+	served atomic.Bool
 }
 
 // New builds a server from cfg, logging to log (nil: slog.Default()). It
@@ -48,6 +50,9 @@ type Server struct {
 // building can check (a certificate that does not load), never because the
 // upstream or the store is down. Close releases what it opened.
 func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
+	if cfg == nil || cfg.getenv == nil {
+		return nil, errors.New("admit: New: a Config comes from Load")
+	}
 	if log == nil {
 		log = slog.Default()
 	}
@@ -62,14 +67,23 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 
 // Handler returns what the proxy's listener serves: the front that puts a
 // request into its canonical form and matches its routes, the door, and
-// the proxy to the upstream. A program that serves it on a listener of its
-// own loses the connection caps and the PROXY protocol of Serve's.
-func (s *Server) Handler() http.Handler { return s.s.handler }
+// the proxy to the upstream, and starts the shared store's upkeep until
+// Close. A program that serves it on a listener of its own goes without
+// what Serve adds: the connection caps, the PROXY protocol, the metrics
+// listener (/metrics, /admit/status, the admin API) and the drain.
+func (s *Server) Handler() http.Handler {
+	s.s.startUpkeep()
+	return s.s.handler
+}
 
 // Serve listens on the configured addresses and serves until ctx ends or a
 // listener fails, then drains as the command does on SIGTERM; it returns
-// nil after a drain. It does not reload on SIGHUP: call [Server.Reload].
+// nil after a drain. It does not reload on SIGHUP: call [Server.Reload]. A
+// server serves once: a second call returns an error.
 func (s *Server) Serve(ctx context.Context) error {
+	if !s.served.CompareAndSwap(false, true) {
+		return errors.New("admit: Serve: this server has served already; make a new one with New")
+	}
 	if err := s.s.listen(); err != nil {
 		return err
 	}

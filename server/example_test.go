@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 
 	"github.com/admitgo/admit/server"
 )
@@ -59,4 +60,29 @@ routes:
 	// 200 hello from the app
 	// 200 hello from the app
 	// 429 Too Many Requests: limit "api"
+}
+
+// TestServeOnce: a Server serves once, and New takes only a Config from
+// Load.
+func TestServeOnce(t *testing.T) {
+	if _, err := server.New(t.Context(), &server.Config{}, nil); err == nil {
+		t.Error("New of a Config not from Load: got nil error")
+	}
+	cfg, err := server.Load([]string{"--demo", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(t.Context(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // serve, then drain at once
+	if err := srv.Serve(ctx); err != nil {
+		t.Fatalf("first Serve: %v", err)
+	}
+	if err := srv.Serve(ctx); err == nil || !strings.Contains(err.Error(), "served already") {
+		t.Errorf("second Serve: got %v, want an error saying it served already", err)
+	}
 }

@@ -66,6 +66,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return usageError{err}
 	}
+	cfg.stderr = stderr
 	log := newLogger(cfg, stderr)
 	s, err := newServer(ctx, cfg, log)
 	if err != nil {

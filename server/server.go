@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"log/slog"
 	"net"
@@ -89,6 +90,9 @@ type server struct {
 
 	ln, metricsLn net.Listener // set by listen
 
+	upkeepOnce sync.Once
+	stopUpkeep func() // stops the store's upkeep and waits for it; nil until it starts
+
 	// Closed as the drain passes its steps, so that tests can follow it.
 	drainStarted   chan struct{} // health reports draining
 	listenerClosed chan struct{} // the proxy accepts no more connections
@@ -122,7 +126,11 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	if s.tel, err = newTelemetry(); err != nil {
 		return nil, err
 	}
-	if s.access, err = openAccessLog(cfg, os.Stderr, s.clock); err != nil {
+	var stderr io.Writer = os.Stderr
+	if cfg.stderr != nil {
+		stderr = cfg.stderr
+	}
+	if s.access, err = openAccessLog(cfg, stderr, s.clock); err != nil {
 		return nil, usageError{err}
 	}
 	target := cfg.Upstream
@@ -243,13 +251,9 @@ func (s *server) serve(ctx context.Context) error {
 	}
 	msrv := s.metricsServer(errorLog)
 
-	bg, stopBG := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	defer stopBG()
-	if s.store != nil && s.store.maintain != nil {
-		wg.Go(func() { s.store.maintain(bg) })
-	}
+	s.startUpkeep()
 	failed := make(chan error, 2)
 	wg.Go(func() {
 		var err error
@@ -339,8 +343,28 @@ func (s *server) clock() time.Time {
 	return time.Now()
 }
 
+// startUpkeep starts the shared store's upkeep (creating the PostgreSQL
+// table when startup could not, sweeping expired rows) once, until close.
+func (s *server) startUpkeep() {
+	s.upkeepOnce.Do(func() {
+		if s.store == nil || s.store.maintain == nil {
+			return
+		}
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		s.stopUpkeep = func() { stop(); <-done }
+		go func() {
+			defer close(done)
+			s.store.maintain(ctx)
+		}()
+	})
+}
+
 // close releases what newServer opened. It is safe on a partly built server.
 func (s *server) close() {
+	if s.stopUpkeep != nil {
+		s.stopUpkeep()
+	}
 	s.access.close()
 	if s.ln != nil {
 		s.ln.Close()
