@@ -43,4 +43,12 @@
 // across replicas, and quota/memquota keeps it in one process, for tests and
 // single-process programs. All of them decide with the same arithmetic and
 // pass the same conformance suite, quota/quotatest.
+//
+// # Exact or async
+//
+// A shared store decides every call exactly, one round trip per batch of
+// calls. quota/asyncquota decides each call from what one replica knows and
+// reconciles with the store every interval, through the store's
+// [Reconciler] ([Tally] is one bucket's part), at nearly the in-memory
+// store's cost and at a bounded, documented excess over the limit.
 package quota

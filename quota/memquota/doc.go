@@ -19,6 +19,9 @@
 //     than the shared stores, which keep every window. Until the clock is
 //     past the seam again, its decisions may differ from theirs.
 //
+// It is also a [quota.Reconciler], so that tests of replicas deciding on
+// their own (quota/asyncquota) can run without a server.
+//
 // It never fails, so it has no failure policy: its only errors are caller
 // errors, refused as every store refuses them. Decisions are counted in
 // admit.quota.decisions and admit.quota.latency with store "memory".

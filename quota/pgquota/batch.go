@@ -19,7 +19,10 @@ type call struct {
 	n      int
 	d      quota.Decision
 	err    error
-	done   chan struct{} // closed once d and err are set; nil for a call decided in its caller
+	// Batched calls only: the time the call must be answered by, and a
+	// channel signalled once d and err are set.
+	deadline time.Time
+	done     chan struct{}
 }
 
 // bucketCalls are the calls of one batch on one bucket, in arrival order.
@@ -54,8 +57,8 @@ func (s *Store) decide(ctx context.Context, calls []*call) {
 // deadlock, as they could if each held rows of one statement while waiting
 // for another's.
 func split(calls []*call) (round, later []*call) {
-	var cost map[string]int64 // a GCRA bucket's first spending cost in this round
-	deferred := map[string]bool{}
+	var cost map[string]int64    // a GCRA bucket's first spending cost in this round
+	var deferred map[string]bool // GCRA buckets whose later calls wait for a later round
 	for _, c := range calls {
 		if c.rule.Algorithm != quota.GCRA {
 			round = append(round, c)
@@ -73,6 +76,9 @@ func split(calls []*call) (round, later []*call) {
 			if first, ok := cost[c.bucket]; !ok {
 				cost[c.bucket] = k
 			} else if first != k {
+				if deferred == nil {
+					deferred = make(map[string]bool)
+				}
 				deferred[c.bucket] = true
 				later = append(later, c)
 				continue
@@ -306,23 +312,46 @@ func group(calls []*call) []*bucketCalls {
 	return out
 }
 
-// batchDecide decides one batch under the store's timeout and answers its
-// calls; a [store.Batcher] hands it every batch.
+// batchDecide decides the calls of one batch that are still due, by the
+// earliest of their deadlines, answers the others with
+// context.DeadlineExceeded, and signals every call; a [store.Batcher]
+// hands it every batch. A call therefore has its answer by its deadline,
+// however long it waited in the queue, without a timer of its own.
 func (s *Store) batchDecide(calls []*call) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.decider.Timeout)
-	s.decide(ctx, calls)
-	cancel()
+	now := time.Now()
+	var deadline time.Time
+	due := s.due[:0]
 	for _, c := range calls {
-		close(c.done)
+		if !c.deadline.After(now) {
+			c.err = context.DeadlineExceeded
+			continue
+		}
+		if len(due) == 0 || c.deadline.Before(deadline) {
+			deadline = c.deadline
+		}
+		due = append(due, c)
+	}
+	if len(due) > 0 {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		s.decide(ctx, due)
+		cancel()
+	}
+	clear(due)
+	s.due = due[:0]
+	for _, c := range calls {
+		c.done <- struct{}{}
 	}
 }
 
-// runBatched queues c and waits for its decision or ctx's end. A call whose
-// ctx ends after it was queued may still be counted, as a direct call's
-// would be after its deadline.
-func (s *Store) runBatched(ctx context.Context, c *call) (quota.Decision, error) {
-	c.done = make(chan struct{})
+// runBatched queues a call of cost n on bucket under rule, due by
+// deadline, and waits for its decision or ctx's end. A call whose ctx ends
+// after it was queued may still be counted, as a direct call's would be
+// after its deadline.
+func (s *Store) runBatched(ctx context.Context, rule quota.Rule, bucket string, n int, deadline time.Time) (quota.Decision, error) {
+	c := s.calls.Get().(*call)
+	c.rule, c.bucket, c.n, c.deadline = rule, bucket, n, deadline
 	if err := s.batch.Enqueue(ctx, c); err != nil {
+		s.calls.Put(c)
 		if errors.Is(err, store.ErrBatcherClosed) {
 			err = ErrClosed
 		}
@@ -330,8 +359,13 @@ func (s *Store) runBatched(ctx context.Context, c *call) (quota.Decision, error)
 	}
 	select {
 	case <-c.done:
-		return c.d, c.err
+		d, err := c.d, c.err
+		*c = call{done: c.done}
+		s.calls.Put(c)
+		return d, err
 	case <-ctx.Done():
+		// The flusher still holds c and will signal c.done; leave c to
+		// the garbage collector rather than reuse it.
 		return quota.Decision{}, ctx.Err()
 	}
 }

@@ -24,6 +24,11 @@ const conns = 8
 // proxy under load has many more requests deciding than it has connections.
 const batchedCallers = 256
 
+// proxyCallers is how many goroutines call a batching store at once in the
+// "proxy" runs: the decisions in flight in front of wrk's 32 connections, as
+// scripts/bench-stores loads the server.
+const proxyCallers = 32
+
 // keys numbers distinct subjects across every round of a benchmark, so each
 // distinct-key call creates a bucket, as pgbench's distinct-key run does.
 var keys atomic.Uint64
@@ -31,7 +36,8 @@ var keys atomic.Uint64
 // BenchmarkAllow measures decisions per second on a pool of conns
 // connections, on distinct buckets (each call inserts a row) and on one hot
 // bucket (every call updates the same row): unbatched with conns callers,
-// and batched (Config.Batch 64, as the server sets it) with batchedCallers.
+// and batched (Config.Batch 64, as the server sets it) with batchedCallers
+// and with proxyCallers.
 // scripts/bench-postgres runs it beside pgbench on the bare statement.
 func BenchmarkAllow(b *testing.B) {
 	db := testpg.New(b)
@@ -43,7 +49,7 @@ func BenchmarkAllow(b *testing.B) {
 		name    string
 		batch   int
 		callers int
-	}{{"single", 0, conns}, {"batched", 64, batchedCallers}} {
+	}{{"single", 0, conns}, {"batched", 64, batchedCallers}, {"proxy", 64, proxyCallers}} {
 		s, err := pgquota.New(pool, pgquota.Config{Timeout: 10 * time.Second, Batch: mode.batch})
 		if err != nil {
 			b.Fatal(err)

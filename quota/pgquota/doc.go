@@ -42,6 +42,18 @@
 // flusher idle and leaves at once; batching costs it a goroutine handoff. A
 // batching store must be closed with [Store.Close].
 //
+// A batched call has no timer of its own: the flusher answers the calls
+// whose timeout has passed by the failure policy without sending them, and
+// bounds each batch by the earliest deadline among its calls.
+//
+// # Reconcile
+//
+// [Store.Reconcile] adds the hits that replicas deciding on their own
+// (quota/asyncquota) admitted, without deciding them, and reports each
+// bucket's state, in one round trip: fixed-window hits through the same
+// statement as a batch's counts, GCRA hits through one that moves the tat
+// to max(tat, now) + hits x interval, past the burst if it must.
+//
 // # Clock
 //
 // With Config.Now nil, the store decides by the database's clock (now(),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -79,9 +80,11 @@ type Store struct {
 	decider store.Decider
 	logger  *slog.Logger
 	batch   *store.Batcher[*call] // nil unless Config.Batch > 1
+	calls   sync.Pool             // of *call with a done channel, for batching
+	due     []*call               // the flusher's: the calls of its batch still due
 
 	// Statements, built once for the configured table.
-	fixedSpendSQL, fixedLookSQL, gcraRunSQL, gcraLookSQL, sweepSQL, fixedRefundSQL, gcraRefundSQL string
+	fixedSpendSQL, fixedLookSQL, gcraRunSQL, gcraLookSQL, gcraAddSQL, sweepSQL, fixedRefundSQL, gcraRefundSQL string
 }
 
 var _ quota.Charger = (*Store)(nil)
@@ -129,10 +132,12 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	s.fixedLookSQL = expand(fixedLookSQL, t.quoted)
 	s.gcraRunSQL = expand(gcraRunSQL, t.quoted)
 	s.gcraLookSQL = expand(gcraLookSQL, t.quoted)
+	s.gcraAddSQL = expand(gcraAddSQL, t.quoted)
 	s.sweepSQL = expand(sweepSQL, t.quoted)
 	s.fixedRefundSQL = expand(fixedRefundSQL, t.quoted)
 	s.gcraRefundSQL = expand(gcraRefundSQL, t.quoted)
 	if cfg.Batch > 1 {
+		s.calls.New = func() any { return &call{done: make(chan struct{}, 1)} }
 		s.batch = store.NewBatcher(cfg.Batch, s.batchDecide)
 	}
 	return s, nil
@@ -202,11 +207,14 @@ func (s *Store) AllowN(ctx context.Context, rule quota.Rule, subject string, n i
 	if err := check(rule, subject, n); err != nil {
 		return store.Refuse(rule, err)
 	}
+	bucket := rule.Name + ":" + subject
+	if s.batch != nil {
+		return s.decider.DecideBy(ctx, rule, func(ctx context.Context, deadline time.Time) (quota.Decision, error) {
+			return s.runBatched(ctx, rule, bucket, n, deadline)
+		})
+	}
 	return s.decider.Decide(ctx, rule, func(ctx context.Context) (quota.Decision, error) {
-		c := &call{rule: rule, bucket: rule.Name + ":" + subject, n: n}
-		if s.batch != nil {
-			return s.runBatched(ctx, c)
-		}
+		c := &call{rule: rule, bucket: bucket, n: n}
 		s.decide(ctx, []*call{c})
 		return c.d, c.err
 	})

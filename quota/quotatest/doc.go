@@ -19,7 +19,10 @@
 // not come from [quota.Subject]) are refused whatever the failure policy and
 // never repeat the subject, algorithms of the same rule name count apart, and
 // concurrent calls on one instance and on two instances of the same storage
-// admit exactly the limit. What only a store can check (its rows or keys,
+// admit exactly the limit; and, for a store that is a [quota.Reconciler],
+// that reconciles add hits without deciding them, past the limit if they
+// must, and report the state the store's decisions then see. What only a
+// store can check (its rows or keys,
 // its expiry, its metrics, its failures) stays in the store's own tests.
 //
 // Every subtest reads the clock it passes in [Config].Now, so nothing sleeps,

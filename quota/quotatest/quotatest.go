@@ -47,6 +47,7 @@ func TestCharger(t *testing.T, open func(t *testing.T, cfg Config) (first, secon
 	t.Run("Concurrent", o.concurrent)
 	t.Run("AcrossInstances", o.acrossInstances)
 	t.Run("Refund", o.refund)
+	t.Run("Reconcile", o.reconcile)
 }
 
 // opener is the function TestCharger was given; the subtests are its

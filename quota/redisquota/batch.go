@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -34,6 +35,7 @@ type batcher struct {
 	client Pipeliner
 	queue  *store.Batcher[*call]
 	calls  sync.Pool // of *call with a done channel
+	due    []*call   // the flusher's: the calls of its batch still due
 }
 
 func newBatcher(s *Store, client Pipeliner, max int) *batcher {
@@ -43,13 +45,13 @@ func newBatcher(s *Store, client Pipeliner, max int) *batcher {
 	return b
 }
 
-// run queues a call of cost n on key under rule and waits for its decision
-// or ctx's end. A call whose ctx ends after it was queued may still be
-// counted; its decision is then dropped, as a direct call's would be after
-// its deadline.
-func (b *batcher) run(ctx context.Context, rule quota.Rule, key string, n int) (quota.Decision, error) {
+// run queues a call of cost n on key under rule, due by deadline, and
+// waits for its decision or ctx's end. A call whose ctx ends after it was
+// queued may still be counted; its decision is then dropped, as a direct
+// call's would be after its deadline.
+func (b *batcher) run(ctx context.Context, rule quota.Rule, key string, n int, deadline time.Time) (quota.Decision, error) {
 	c := b.calls.Get().(*call)
-	c.rule, c.key, c.n = rule, key, n
+	c.rule, c.key, c.n, c.deadline = rule, key, n, deadline
 	if err := b.queue.Enqueue(ctx, c); err != nil {
 		b.calls.Put(c)
 		if errors.Is(err, store.ErrBatcherClosed) {
@@ -70,11 +72,31 @@ func (b *batcher) run(ctx context.Context, rule quota.Rule, key string, n int) (
 	}
 }
 
-// flush decides one batch under the store's timeout and answers its calls.
+// flush decides the calls of one batch that are still due, by the earliest
+// of their deadlines, answers the others with context.DeadlineExceeded,
+// and signals every call: a call has its answer by its deadline, however
+// long it waited in the queue, without a timer of its own.
 func (b *batcher) flush(calls []*call) {
-	ctx, cancel := context.WithTimeout(context.Background(), b.s.decider.Timeout)
-	b.exec(ctx, groups(calls))
-	cancel()
+	now := time.Now()
+	var deadline time.Time
+	due := b.due[:0]
+	for _, c := range calls {
+		if !c.deadline.After(now) {
+			c.err = context.DeadlineExceeded
+			continue
+		}
+		if len(due) == 0 || c.deadline.Before(deadline) {
+			deadline = c.deadline
+		}
+		due = append(due, c)
+	}
+	if len(due) > 0 {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		b.exec(ctx, groups(due))
+		cancel()
+	}
+	clear(due)
+	b.due = due[:0]
 	for _, c := range calls {
 		c.done <- struct{}{}
 	}

@@ -2,6 +2,7 @@ package redisquota
 
 import (
 	"context"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -15,7 +16,10 @@ type call struct {
 	n    int
 	d    quota.Decision
 	err  error
-	done chan struct{} // batch only: signalled once d and err are set
+	// Batch only: the time the call must be answered by, and a channel
+	// signalled once d and err are set.
+	deadline time.Time
+	done     chan struct{}
 }
 
 // A group is the calls on one bucket under one rule that one script run

@@ -114,10 +114,21 @@
 // concurrency (see scripts/bench-redis) at the cost of a goroutine handoff
 // per call. The calls of one pipeline are decided at one time: the injected
 // clock's, read once, or each script's reading of the server's. A caller
-// still waits no longer than Timeout. Refunds are sent on their own.
+// still waits no longer than Timeout, without a timer of its own: the
+// flusher answers the calls whose timeout has passed by the failure policy
+// without sending them, and bounds each pipeline by the earliest deadline
+// among its calls. Refunds are sent on their own.
 // go-redis's own autopipeliner is not used for this: it does not give up on
 // a call when the call's context ends, so a stalled Redis would stall every
 // caller past Timeout.
+//
+// # Reconcile
+//
+// [Store.Reconcile] adds the hits that replicas deciding on their own
+// (quota/asyncquota) admitted, without deciding them, and reports each
+// bucket's state: one script run per bucket in one pipeline, fixed.lua with
+// the hits as one cost, or gcra_add.lua, which moves the tat to max(tat,
+// now) + hits x interval, past the burst if it must.
 //
 // # Cluster and Sentinel
 //

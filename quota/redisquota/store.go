@@ -164,10 +164,12 @@ func (s *Store) AllowN(ctx context.Context, rule quota.Rule, subject string, n i
 		return store.Refuse(rule, err)
 	}
 	key := s.key(rule, subject)
+	if s.batch != nil {
+		return s.decider.DecideBy(ctx, rule, func(ctx context.Context, deadline time.Time) (quota.Decision, error) {
+			return s.batch.run(ctx, rule, key, n, deadline)
+		})
+	}
 	return s.decider.Decide(ctx, rule, func(ctx context.Context) (quota.Decision, error) {
-		if s.batch != nil {
-			return s.batch.run(ctx, rule, key, n)
-		}
 		c := call{rule: rule, key: key, n: n}
 		s.decide(ctx, &c)
 		return c.d, c.err

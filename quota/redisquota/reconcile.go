@@ -1,0 +1,120 @@
+package redisquota
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/quota/internal/store"
+)
+
+var (
+	//go:embed gcra_add.lua
+	gcraAddSrc    string
+	gcraAddScript = newScript(gcraAddSrc)
+)
+
+var _ quota.Reconciler = (*Store)(nil)
+
+// Reconcile adds each tally's hits to its bucket without deciding them and
+// reports the bucket's state (see [quota.Reconciler]): one script run per
+// bucket, on its one key, all in one pipeline when the client can pipeline
+// (a Cluster client splits it by master), bounded by ctx's deadline, or
+// the store's timeout when ctx has none, and never retried. A fixed window runs fixed.lua with the hits as one
+// cost; a GCRA bucket runs gcra_add.lua.
+func (s *Store) Reconcile(ctx context.Context, tallies []quota.Tally) error {
+	if err := store.CheckTallies(tallies, check); err != nil {
+		return err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.decider.Timeout)
+		defer cancel()
+	}
+	sec, nsec := s.clockArgs()
+	cmds := make([]*redis.Cmd, len(tallies))
+	p, ok := s.client.(Pipeliner)
+	if !ok {
+		for i := range tallies {
+			sc, key, args := s.tallyScript(&tallies[i], sec, nsec)
+			cmds[i] = s.eval(ctx, sc, key, args...)
+		}
+		return s.readTallies(tallies, cmds)
+	}
+	pipe := p.Pipeline()
+	scripts := make([]script, len(tallies))
+	keys := make([]string, len(tallies))
+	args := make([][]any, len(tallies))
+	for i := range tallies {
+		scripts[i], keys[i], args[i] = s.tallyScript(&tallies[i], sec, nsec)
+		cmds[i] = pipe.EvalSha(ctx, scripts[i].hash, []string{keys[i]}, args[i]...)
+	}
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+	again := false
+	for i, cmd := range cmds {
+		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+			cmds[i] = pipe.Eval(ctx, scripts[i].src, []string{keys[i]}, args[i]...)
+			again = true
+		}
+	}
+	if again {
+		_, _ = pipe.Exec(ctx)
+	}
+	return s.readTallies(tallies, cmds)
+}
+
+// tallyScript returns the script, key and arguments that add t's hits.
+func (s *Store) tallyScript(t *quota.Tally, sec, nsec any) (script, string, []any) {
+	key := s.key(t.Rule, t.Subject)
+	grace := ceilMillis(grace(t.Rule.Window))
+	if t.Rule.Algorithm == quota.GCRA {
+		return gcraAddScript, key, []any{sec, nsec, int64(store.Interval(t.Rule)), t.Hits, grace}
+	}
+	w := t.Rule.Window
+	return fixedScript, key, []any{sec, nsec, int64(w / time.Second), int64(w % time.Second), grace, t.Hits}
+}
+
+// readTallies sets each tally's state from its script's reply, or returns
+// the first error.
+func (s *Store) readTallies(tallies []quota.Tally, cmds []*redis.Cmd) error {
+	for i, cmd := range cmds {
+		t := &tallies[i]
+		reply, err := cmd.Slice()
+		if err == nil {
+			err = readTally(t, reply)
+		}
+		if err != nil {
+			s.failed()
+			return fmt.Errorf("redisquota: reconcile: rule %q: %w", t.Rule.Name, err)
+		}
+	}
+	return nil
+}
+
+// readTally reads one reply: fixed.lua's {now s, now ns, count before} or
+// gcra_add.lua's {now s, now ns, tat}.
+func readTally(t *quota.Tally, reply []any) error {
+	if t.Rule.Algorithm == quota.FixedWindow {
+		v, err := integers(reply, 3)
+		if err != nil {
+			return err
+		}
+		t.Now, t.Count, t.TAT = time.Unix(v[0], v[1]), v[2]+int64(t.Hits), time.Time{}
+		return nil
+	}
+	v, err := integers(reply, 2)
+	if err != nil {
+		return err
+	}
+	if len(reply) != 3 {
+		return fmt.Errorf("script replied %v, want 2 integers and a tat", reply)
+	}
+	tat, _ := reply[2].(string)
+	t.Now, t.Count = time.Unix(v[0], v[1]), 0
+	t.TAT, err = parseTAT(tat)
+	return err
+}
