@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,46 +33,47 @@ const demoHealthPath = "/healthz"
 // config is the server's configuration, read from flags, the environment and
 // the optional config file, and checked: every field holds a usable value.
 type config struct {
-	Listen            string                       // address of the proxy, host:port
-	Upstream          *url.URL                     // nil only with Demo: the built-in demo upstream
-	UpstreamHealth    string                       // path of the upstream's health endpoint; empty: none
-	Demo              bool                         // demo routes (unless Routes are given) and, without Upstream, a demo upstream
-	Routes            []route                      // the config file's routes, then those of --route
-	TrustedProxies    []netip.Prefix               // peers whose forwarding headers are believed; never /0
-	ProxyProtocolFrom []netip.Prefix               // peers that must send a PROXY protocol header
-	Shadow            bool                         // count would_* outcomes, reject nothing
-	PolicyHeaders     bool                         // send RateLimit-Policy and RateLimit fields
-	EscapedSlashes    canon.Slashes                // what to do with %2F, %5C and \ in paths
-	RouteFolding      bool                         // also match lower-cased paths and a toggled trailing slash
-	MethodOverride    bool                         // forward method override headers and match their methods
-	UpstreamProfile   profile                      // how the upstream's framework routes; the file's upstream_profile unless given
-	AllowSpellings    canon.Classes                // spellings let through rather than refused; the file's allow_spellings unless given
-	Store             store                        // where per-client tokens are decided
-	StorePrefix       string                       // Redis key prefix; empty: the store's default
-	StoreTable        string                       // PostgreSQL table, may be schema-qualified; empty: the store's default
-	StoreMigrate      bool                         // create the PostgreSQL table at startup when missing
-	StoreFail         storeFail                    // what a request gets while the store cannot decide
-	Replicas          int                          // replicas sharing the store, for --store-fail local; 0 otherwise
-	MaxConns          int                          // open connections on the proxy's listener; at least 1
-	MaxConnsPerClient int                          // open connections per client key; 0: no cap
-	MetricsListen     string                       // address of /metrics, host:port
-	MetricsMaxConns   int                          // open connections on the metrics listener; at least 1
-	MetricsPerClient  int                          // open connections on the metrics listener per client key; 0: no cap
-	TLSCert, TLSKey   string                       // both set or both empty
-	H2C               bool                         // serve cleartext HTTP/2 with prior knowledge too; never with TLS
-	DrainDelay        time.Duration                // how long health reports draining before the listener closes
-	DrainTimeout      time.Duration                // how long in-flight requests may run after SIGTERM; > 0
-	LogFormat         string                       // "text" or "json"
-	LogLevel          slog.Level                   // the least severe level logged
-	AccessLog         string                       // where the access log goes: "-" for stderr; empty: off
-	AccessLogRefusals int                          // refusals the access log writes per second at most
-	ConfigFile        string                       // the YAML file read, if any
-	AdminTokenFile    string                       // the file adminToken was read from; empty: admin writes are off
-	adminToken        string                       // the bearer token admin writes need; never logged
-	allowNoRoutes     bool                         // validate only: a configuration without routes passes
-	stderr            io.Writer                    // where --access-log - writes; nil: os.Stderr
-	Budgets           map[admit.Group]admit.Budget // the config file's, field by field; nil when it gives none
-	Likes             map[admit.Group]admit.Group  // the built-in group each group is, or is like
+	Listen            string                        // address of the proxy, host:port
+	Upstream          *url.URL                      // nil only with Demo: the built-in demo upstream
+	UpstreamHealth    string                        // path of the upstream's health endpoint; empty: none
+	Demo              bool                          // demo routes (unless Routes are given) and, without Upstream, a demo upstream
+	Routes            []route                       // the config file's routes, then those of --route
+	TrustedProxies    []netip.Prefix                // peers whose forwarding headers are believed; never /0
+	ProxyProtocolFrom []netip.Prefix                // peers that must send a PROXY protocol header
+	Shadow            bool                          // count would_* outcomes, reject nothing
+	PolicyHeaders     bool                          // send RateLimit-Policy and RateLimit fields
+	EscapedSlashes    canon.Slashes                 // what to do with %2F, %5C and \ in paths
+	RouteFolding      bool                          // also match lower-cased paths and a toggled trailing slash
+	MethodOverride    bool                          // forward method override headers and match their methods
+	UpstreamProfile   profile                       // how the upstream's framework routes; the file's upstream_profile unless given
+	AllowSpellings    canon.Classes                 // spellings let through rather than refused; the file's allow_spellings unless given
+	Store             store                         // where per-client tokens are decided
+	StorePrefix       string                        // Redis key prefix; empty: the store's default
+	StoreTable        string                        // PostgreSQL table, may be schema-qualified; empty: the store's default
+	StoreMigrate      bool                          // create the PostgreSQL table at startup when missing
+	StoreFail         storeFail                     // what a request gets while the store cannot decide
+	Replicas          int                           // replicas sharing the store, for --store-fail local; 0 otherwise
+	MaxConns          int                           // open connections on the proxy's listener; at least 1
+	MaxConnsPerClient int                           // open connections per client key; 0: no cap
+	MetricsListen     string                        // address of /metrics, host:port
+	MetricsMaxConns   int                           // open connections on the metrics listener; at least 1
+	MetricsPerClient  int                           // open connections on the metrics listener per client key; 0: no cap
+	TLSCert, TLSKey   string                        // both set or both empty
+	H2C               bool                          // serve cleartext HTTP/2 with prior knowledge too; never with TLS
+	DrainDelay        time.Duration                 // how long health reports draining before the listener closes
+	DrainTimeout      time.Duration                 // how long in-flight requests may run after SIGTERM; > 0
+	LogFormat         string                        // "text" or "json"
+	LogLevel          slog.Level                    // the least severe level logged
+	AccessLog         string                        // where the access log goes: "-" for stderr; empty: off
+	AccessLogRefusals int                           // refusals the access log writes per second at most
+	ConfigFile        string                        // the YAML file read, if any
+	AdminTokenFile    string                        // the file adminToken was read from; empty: admin writes are off
+	adminToken        string                        // the bearer token admin writes need; never logged
+	allowNoRoutes     bool                          // validate only: a configuration without routes passes
+	stderr            io.Writer                     // where --access-log - writes; nil: os.Stderr
+	Budgets           map[admit.Group]admit.Budget  // the config file's, field by field; nil when it gives none
+	Likes             map[admit.Group]admit.Group   // the built-in group each group is, or is like
+	Async             map[admit.Group]time.Duration // groups in the async mode, by reconcile interval; nil: none
 
 	flagRoutes []route // those of --route, appended to the file's once it is read
 	// The file's upstream_profile and allow_spellings, which apply unless
@@ -315,6 +318,11 @@ func (c *config) finish(set *optionSet) error {
 	c.flagRoutes = nil
 	if c.Demo && len(c.Routes) == 0 {
 		c.Routes = demoRoutes
+	}
+	for _, g := range slices.Sorted(maps.Keys(c.Async)) {
+		if c.Store.Kind == storeMemory {
+			return fmt.Errorf("admit: %s: line %d: budgets.%s.sync: async reconciles with a shared store, and --store is memory: give --store postgres://... or redis://..., or leave sync out", file, c.budgetLines[g], g)
+		}
 	}
 	return c.checkRoutes(file)
 }

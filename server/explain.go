@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/textproto"
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/metric/noop"
 	"golang.org/x/time/rate"
@@ -108,7 +110,7 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 			}
 		}
 	}
-	printExplanation(out, req, canonical, explained{table: table, matched: matched, door: door}, resolver.Explain(canonical))
+	printExplanation(out, req, canonical, explained{table: table, matched: matched, door: door, async: c.Async}, resolver.Explain(canonical))
 	return nil
 }
 
@@ -128,12 +130,28 @@ func (unasked) AllowN(context.Context, quota.Rule, string, int) (quota.Decision,
 
 func (unasked) Refund(context.Context, quota.Rule, string, int) error { return errUnasked }
 
-// explained is what explain found for a request: the routes it matched and
-// the door that would admit it.
+// explained is what explain found for a request: the routes it matched,
+// the door that would admit it, and the groups in the async mode.
 type explained struct {
 	table   *routeTable
 	matched []routeMatch
 	door    *admit.Door
+	async   map[admit.Group]time.Duration
+}
+
+// asyncBound says how far replicas in the async mode may admit beyond the
+// budget, as asyncquota.Bound reckons it: each replica beyond the first a
+// full burst and what refills in two intervals (a fixed window: its limit
+// per window), per key over any span.
+func asyncBound(b admit.Budget, interval time.Duration) string {
+	if b.Algorithm == admit.FixedWindow {
+		return fmt.Sprintf("one replica admits as exactly as the store; each further replica up to %d calls beyond the limit per key and window", b.Limit)
+	}
+	if b.Rate == rate.Inf {
+		return "the group has no rate limit"
+	}
+	extra := int64(b.Burst) + int64(math.Ceil(float64(b.Rate)*2*interval.Seconds()))
+	return fmt.Sprintf("one replica admits as exactly as the store; each further replica up to %d calls beyond the budget per key over any span", extra)
 }
 
 // explainRequest builds the request explain resolves, as net/http's server
@@ -221,6 +239,10 @@ func printExplanation(w io.Writer, req, canonical *http.Request, x explained, e 
 	}
 	for _, g := range limits {
 		printLimit(w, x.door, g, cost, canonical)
+		if interval := x.async[g]; interval > 0 {
+			b, _ := x.door.Budget(g)
+			fmt.Fprintf(w, "sync     %s: async, reconciled with the store every %s: %s\n", g, durationText(interval), asyncBound(b, interval))
+		}
 	}
 	peer := "not an IP address"
 	if e.Peer.IsValid() {

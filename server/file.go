@@ -187,9 +187,15 @@ func (c *config) readBudgets(m *yaml.Node) error {
 			if err := checkGroupName(name); err != nil {
 				return at(m.Content[i], "budgets", "%v", err)
 			}
-			b, like, err := readBudget(n, "budgets."+name, admit.Group(name))
+			b, like, async, err := readBudget(n, "budgets."+name, admit.Group(name))
 			if err != nil {
 				return err
+			}
+			if async > 0 {
+				if c.Async == nil {
+					c.Async = make(map[admit.Group]time.Duration)
+				}
+				c.Async[admit.Group(name)] = async
 			}
 			if c.Budgets == nil {
 				c.Budgets, c.Likes = make(map[admit.Group]admit.Budget), make(map[admit.Group]admit.Group)
@@ -220,18 +226,24 @@ func checkGroupName(name string) error {
 	return nil
 }
 
+// defaultSyncInterval is how often a group in the async mode reconciles
+// with the store unless it says: the interval of asyncquota's default.
+const defaultSyncInterval = 100 * time.Millisecond
+
 // readBudget reads one group's fields, and returns the built-in group it is
-// (or is like; "" for neither). A field left out keeps the group's default.
-// In the file, as in nginx, a 0 timeout or body cap means none.
-func readBudget(n *yaml.Node, where string, g admit.Group) (admit.Budget, admit.Group, error) {
+// (or is like; "" for neither) and, for sync: async, its reconcile
+// interval (0: exact). A field left out keeps the group's default. In the
+// file, as in nginx, a 0 timeout or body cap means none.
+func readBudget(n *yaml.Node, where string, g admit.Group) (admit.Budget, admit.Group, time.Duration, error) {
 	var b admit.Budget
 	like := admit.Group("")
 	if slices.Contains(builtInGroups, g) {
 		like = g
 	}
 	if isNull(n) {
-		return b, like, checkAmounts(n, where, b, like)
+		return b, like, 0, checkAmounts(n, where, b, like)
 	}
+	sync, interval := "", time.Duration(0)
 	count := func(name string, dst *int) func(*yaml.Node) error {
 		return scalar(where+"."+name, func(v string) (err error) { *dst, err = parseFileCount(v); return err })
 	}
@@ -284,6 +296,17 @@ func readBudget(n *yaml.Node, where string, g admit.Group) (admit.Budget, admit.
 			}
 			return nil
 		}),
+		"sync": scalar(where+".sync", func(v string) error {
+			if v != "exact" && v != "async" {
+				return fmt.Errorf("unknown sync %q: want exact or async", v)
+			}
+			sync = v
+			return nil
+		}),
+		"sync_interval": scalar(where+".sync_interval", func(v string) (err error) {
+			interval, err = parseDuration(v, true)
+			return err
+		}),
 		"limit": count("limit", &b.Limit),
 		"window": scalar(where+".window", func(v string) (err error) {
 			b.Window, err = parseDuration(v, true)
@@ -308,7 +331,16 @@ func readBudget(n *yaml.Node, where string, g admit.Group) (admit.Budget, admit.
 	if err == nil {
 		err = checkAmounts(n, where, b, like)
 	}
-	return b, like, err
+	if err == nil && sync != "async" && interval > 0 {
+		err = at(n, where+".sync_interval", "applies to sync: async only")
+	}
+	if sync != "async" {
+		return b, like, 0, err
+	}
+	if interval == 0 {
+		interval = defaultSyncInterval
+	}
+	return b, like, interval, err
 }
 
 // checkAmounts refuses a budget whose fields do not make one algorithm's

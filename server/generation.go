@@ -86,7 +86,15 @@ func (s *server) budgets(cfg config) map[admit.Group]admit.Budget {
 	if s.store != nil {
 		charger = s.store.charger
 	}
-	return doorBudgets(cfg, charger)
+	budgets := doorBudgets(cfg, charger)
+	if s.store != nil {
+		for g, interval := range cfg.Async {
+			b := budgets[g]
+			b.Store = s.store.async(interval)
+			budgets[g] = b
+		}
+	}
+	return budgets
 }
 
 // doorBudgets returns the budgets a door enforces for cfg: every built-in

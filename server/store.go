@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/quota/asyncquota"
 	"github.com/admitgo/admit/quota/pgquota"
 	"github.com/admitgo/admit/quota/redisquota"
 )
@@ -45,7 +46,55 @@ const postgresBatch = 64
 type sharedStore struct {
 	charger  quota.Charger
 	maintain func(ctx context.Context) // runs until ctx ends; nil: nothing to do
-	close    func()
+	closeFn  func()
+	mp       metric.MeterProvider
+
+	mu     sync.Mutex // guards asyncs
+	asyncs map[time.Duration]*asyncquota.Charger
+	runCtx context.Context    // the async chargers' Run; nil until the first
+	stop   context.CancelFunc // ends runCtx
+	runs   sync.WaitGroup     // their Runs, each ending with a last reconcile
+}
+
+// async returns the store in the async mode at interval, one per interval
+// for every group that asks for it (their keys hold the rule's name), its
+// reconciles running until close.
+func (s *sharedStore) async(interval time.Duration) quota.Charger {
+	r, ok := s.charger.(quota.Reconciler)
+	if !ok {
+		return s.charger
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.asyncs[interval]; ok {
+		return c
+	}
+	c, err := asyncquota.New(r, asyncquota.Config{Interval: interval, MeterProvider: s.mp})
+	if err != nil { // the file's sync_interval is positive, which New takes
+		return s.charger
+	}
+	if s.asyncs == nil {
+		var ctx context.Context
+		ctx, s.stop = context.WithCancel(context.Background())
+		s.asyncs = make(map[time.Duration]*asyncquota.Charger)
+		s.runCtx = ctx
+	}
+	s.asyncs[interval] = c
+	s.runs.Go(func() { c.Run(s.runCtx) })
+	return c
+}
+
+// close ends the async chargers' reconciles, each with a last one, then
+// closes the store.
+func (s *sharedStore) close() {
+	s.mu.Lock()
+	stop := s.stop
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+		s.runs.Wait()
+	}
+	s.closeFn()
 }
 
 // openStore opens the store cfg names, or returns nil for the memory store,
@@ -113,7 +162,7 @@ func openPostgres(ctx context.Context, cfg config, mp metric.MeterProvider, log 
 		}
 		st.SweepEvery(ctx, 0, 0)
 	}
-	return &sharedStore{charger: st, maintain: maintain, close: func() {
+	return &sharedStore{charger: st, maintain: maintain, mp: mp, closeFn: func() {
 		st.Close()
 		pool.Close()
 	}}, nil
@@ -181,7 +230,7 @@ func openRedis(ctx context.Context, cfg config, mp metric.MeterProvider, log *sl
 		}
 		log.Warn("admit: the store does not answer; starting anyway, its failure policy decides", "err", err)
 	}
-	return &sharedStore{charger: st, close: func() {
+	return &sharedStore{charger: st, mp: mp, closeFn: func() {
 		st.Close()
 		client.Close()
 		redisLog.CompareAndSwap(log, nil) // the client's goroutines may outlive it
