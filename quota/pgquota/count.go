@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -67,16 +66,8 @@ type Counter struct {
 	sql     string
 	now     func() time.Time // nil: the database's
 	timeout time.Duration
-	batch   *store.Batcher[*countJob] // nil unless Batch > 1
-	jobs    sync.Pool                 // of *countJob with a done channel
-}
-
-// countJob is one Count call and its answer.
-type countJob struct {
-	hits []Hit
-	now  time.Time
-	err  error
-	done chan struct{}
+	batch   *store.Batcher[*store.CountJob] // nil unless Batch > 1
+	counts  store.Counts
 }
 
 // countSQL adds $3[i] to the count of bucket $2[i] in its window of $4[i]
@@ -112,7 +103,6 @@ func NewCounter(pool *pgxpool.Pool, cfg CounterConfig) (*Counter, error) {
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout
 	}
-	c.jobs.New = func() any { return &countJob{done: make(chan struct{}, 1)} }
 	if cfg.Batch > 1 {
 		c.batch = store.NewBatcher(cfg.Batch, c.flush)
 	}
@@ -146,34 +136,18 @@ func (c *Counter) Count(ctx context.Context, hits []Hit) (time.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	if c.batch == nil {
-		j := countJob{hits: hits}
-		c.exec(ctx, []*countJob{&j})
-		return j.now, j.err
+		j := store.CountJob{Hits: hits}
+		c.exec(ctx, []*store.CountJob{&j})
+		return j.Now, j.Err
 	}
-	// The job counts in a copy of hits: a caller whose deadline passes
-	// gets its slice back while the flusher may still write to the job.
-	j := c.jobs.Get().(*countJob)
-	j.hits = append(j.hits[:0], hits...)
-	if err := c.batch.Enqueue(ctx, j); err != nil {
-		c.jobs.Put(j)
+	now, answered, err := c.counts.Submit(ctx, c.batch, hits)
+	if !answered {
 		if errors.Is(err, store.ErrBatcherClosed) {
 			err = ErrClosed
 		}
-		return time.Time{}, fmt.Errorf("pgquota: count: %w", err)
+		err = fmt.Errorf("pgquota: count: %w", err)
 	}
-	select {
-	case <-j.done:
-		now, err := j.now, j.err
-		copy(hits, j.hits)
-		clear(j.hits)
-		*j = countJob{hits: j.hits[:0], done: j.done}
-		c.jobs.Put(j)
-		return now, err
-	case <-ctx.Done():
-		// The flusher still holds j and will answer into j.done; leave it
-		// to the garbage collector rather than reuse it.
-		return time.Time{}, fmt.Errorf("pgquota: count: %w", ctx.Err())
-	}
+	return now, err
 }
 
 // checkCountKey refuses keys a text column cannot hold.
@@ -185,12 +159,12 @@ func checkCountKey(key string) error {
 }
 
 // flush counts one batch under the counter's timeout and answers its jobs.
-func (c *Counter) flush(jobs []*countJob) {
+func (c *Counter) flush(jobs []*store.CountJob) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	c.exec(ctx, jobs)
 	cancel()
 	for _, j := range jobs {
-		j.done <- struct{}{}
+		j.Answer()
 	}
 }
 
@@ -202,13 +176,13 @@ type countGroup struct {
 
 // exec counts the hits of jobs in one statement and sets each job's time
 // and error.
-func (c *Counter) exec(ctx context.Context, jobs []*countJob) {
+func (c *Counter) exec(ctx context.Context, jobs []*store.CountJob) {
 	var buckets []string
 	var totals, windows []int64
 	index := make(map[string]*countGroup)
 	for _, j := range jobs {
-		for i := range j.hits {
-			h := &j.hits[i]
+		for i := range j.Hits {
+			h := &j.Hits[i]
 			w := int64(h.Window / time.Second)
 			b := "count:" + h.Key + ":" + strconv.FormatInt(w, 10)
 			g := index[b]
@@ -231,7 +205,7 @@ func (c *Counter) exec(ctx context.Context, jobs []*countJob) {
 	}
 	now, err := c.query(ctx, clock, buckets, totals, windows, index)
 	for _, j := range jobs {
-		j.now, j.err = now, err
+		j.Now, j.Err = now, err
 	}
 }
 

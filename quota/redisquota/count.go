@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -72,16 +71,8 @@ type Counter struct {
 	prefix  string
 	now     func() time.Time // nil: the server's clock
 	timeout time.Duration
-	batch   *store.Batcher[*countJob] // nil unless Batch > 1
-	jobs    sync.Pool                 // of *countJob with a done channel
-}
-
-// countJob is one Count call and its answer.
-type countJob struct {
-	hits []Hit
-	now  time.Time
-	err  error
-	done chan struct{}
+	batch   *store.Batcher[*store.CountJob] // nil unless Batch > 1
+	counts  store.Counts
 }
 
 var (
@@ -113,7 +104,6 @@ func NewCounter(client Pipeliner, cfg CounterConfig) (*Counter, error) {
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout
 	}
-	c.jobs.New = func() any { return &countJob{done: make(chan struct{}, 1)} }
 	if cfg.Batch > 1 {
 		c.batch = store.NewBatcher(cfg.Batch, c.flush)
 	}
@@ -147,43 +137,27 @@ func (c *Counter) Count(ctx context.Context, hits []Hit) (time.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	if c.batch == nil {
-		j := countJob{hits: hits}
-		c.exec(ctx, []*countJob{&j})
-		return j.now, j.err
+		j := store.CountJob{Hits: hits}
+		c.exec(ctx, []*store.CountJob{&j})
+		return j.Now, j.Err
 	}
-	// The job counts in a copy of hits: a caller whose deadline passes
-	// gets its slice back while the flusher may still write to the job.
-	j := c.jobs.Get().(*countJob)
-	j.hits = append(j.hits[:0], hits...)
-	if err := c.batch.Enqueue(ctx, j); err != nil {
-		c.jobs.Put(j)
+	now, answered, err := c.counts.Submit(ctx, c.batch, hits)
+	if !answered {
 		if errors.Is(err, store.ErrBatcherClosed) {
 			err = ErrClosed
 		}
-		return time.Time{}, fmt.Errorf("redisquota: count: %w", err)
+		err = fmt.Errorf("redisquota: count: %w", err)
 	}
-	select {
-	case <-j.done:
-		now, err := j.now, j.err
-		copy(hits, j.hits)
-		clear(j.hits)
-		*j = countJob{hits: j.hits[:0], done: j.done}
-		c.jobs.Put(j)
-		return now, err
-	case <-ctx.Done():
-		// The flusher still holds j and will answer into j.done; leave it
-		// to the garbage collector rather than reuse it.
-		return time.Time{}, fmt.Errorf("redisquota: count: %w", ctx.Err())
-	}
+	return now, err
 }
 
 // flush counts one batch under the counter's timeout and answers its jobs.
-func (c *Counter) flush(jobs []*countJob) {
+func (c *Counter) flush(jobs []*store.CountJob) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	c.exec(ctx, jobs)
 	cancel()
 	for _, j := range jobs {
-		j.done <- struct{}{}
+		j.Answer()
 	}
 }
 
@@ -192,17 +166,17 @@ type countGroup struct {
 	key   string
 	total uint64
 	hits  []*Hit
-	jobs  []*countJob
+	jobs  []*store.CountJob
 }
 
 // exec counts the hits of jobs in one pipeline, one script run per counter,
 // and sets each job's time and error.
-func (c *Counter) exec(ctx context.Context, jobs []*countJob) {
+func (c *Counter) exec(ctx context.Context, jobs []*store.CountJob) {
 	var groups []*countGroup
 	index := make(map[string]*countGroup)
 	for _, j := range jobs {
-		for i := range j.hits {
-			h := &j.hits[i]
+		for i := range j.Hits {
+			h := &j.Hits[i]
 			key := c.prefix + "{" + h.Key + "}:" + strconv.FormatInt(int64(h.Window/time.Second), 10)
 			g := index[key]
 			if g == nil {
@@ -246,13 +220,13 @@ func (c *Counter) exec(ctx context.Context, jobs []*countJob) {
 		for k, h := range g.hits {
 			j := g.jobs[k]
 			if err != nil {
-				j.err = fmt.Errorf("redisquota: count: %w", err)
+				j.Err = fmt.Errorf("redisquota: count: %w", err)
 				continue
 			}
 			count += h.N
 			h.Count = count
-			if j.now.Before(now) {
-				j.now = now
+			if j.Now.Before(now) {
+				j.Now = now
 			}
 		}
 	}
