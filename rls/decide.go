@@ -139,22 +139,31 @@ func (d *decision) keys(req *pb.RateLimitRequest) {
 			d.counted = append(d.counted, -1)
 			continue
 		}
+		// Each part is written after its length: the reference joins them
+		// with "_", so that a value holding "_key_value" names another
+		// descriptor's counter; admit's keys are hashed and never shared
+		// with the reference's store, so they need not copy that.
 		d.key.Reset()
-		d.key.WriteString(req.GetDomain())
-		d.key.WriteByte('_')
+		writePart(&d.key, req.GetDomain())
 		for j, e := range req.GetDescriptors()[i].GetEntries() {
-			d.key.WriteString(e.GetKey())
-			d.key.WriteByte('_')
+			writePart(&d.key, e.GetKey())
 			if j < len(m.patterns) && m.patterns[j] != "" {
-				d.key.WriteString(m.patterns[j])
+				writePart(&d.key, m.patterns[j])
 			} else {
-				d.key.WriteString(e.GetValue())
+				writePart(&d.key, e.GetValue())
 			}
-			d.key.WriteByte('_')
 		}
 		d.counted = append(d.counted, len(d.batch))
 		d.batch = append(d.batch, Hit{Key: quota.Subject(d.key.String()), Window: m.rule.window, N: d.hits[i]})
 	}
+}
+
+// writePart writes s to b after its length, so that no two lists of parts
+// write the same bytes.
+func writePart(b *strings.Builder, s string) {
+	b.WriteString(strconv.Itoa(len(s)))
+	b.WriteByte(':')
+	b.WriteString(s)
 }
 
 // count counts batch, following the failure policy when the counter fails.

@@ -40,9 +40,9 @@
 // A few answers differ where the reference fails: a request with no domain
 // or no descriptors is INVALID_ARGUMENT (the reference returns UNKNOWN); a
 // descriptor limit with a unit Envoy does not define is INVALID_ARGUMENT
-// (it ends the reference's process); a hits_addend past 2^53 counts as
-// 2^53, which passes every limit (the reference's Redis fails the call,
-// which Envoy by default lets through). Counts are kept per limit unit, so
+// (it ends the reference's process); a hits_addend past 2^32 counts as
+// 2^32, which is over every limit (the reference's Redis fails the call
+// past 2^63, which Envoy by default lets through). Counts are kept per limit unit, so
 // two limits of different units on one descriptor never share a count (in
 // the reference they do during the seconds their windows start together).
 //

@@ -27,9 +27,12 @@ const (
 	// MaxValueBytes bounds an entry's value: more than Envoy forwards of
 	// all a request's headers by default.
 	MaxValueBytes = 64 << 10
-	// maxHits is what a hits_addend counts as at most: far past every
-	// limit (a limit is at most 2^32-1), and exact in every store.
-	maxHits = 1 << 53
+	// maxHits is what a hits_addend counts as at most: past every limit
+	// (a limit is at most 2^32-1), and small, so that a window's count
+	// reaches the stores' 2^63, past which every count on the key fails,
+	// only after 2^24 requests on one key in one window, each with all
+	// its MaxDescriptors at the cap.
+	maxHits = 1 << 32
 )
 
 // errMalformed is wrapped by every refusal of a request's shape.

@@ -2,6 +2,8 @@ package rls
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"math"
 	"sync"
 
@@ -98,6 +100,7 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 // limit returns the stats of the limit named key, or of fallback once
 // MaxMetricLimits names are taken.
 func (m *metrics) limit(key, fallback string) *limitStats {
+	key = boundedName(key)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s := m.limits[key]; s != nil {
@@ -116,6 +119,22 @@ func (m *metrics) limit(key, fallback string) *limitStats {
 	}
 	m.limits[key] = s
 	return s
+}
+
+// maxMetricName bounds a limit's name in metrics: a name that holds
+// request values (detailed_metric, value_to_metric, a descriptor's own
+// limit) could otherwise hold a megabyte, kept for the process's life in
+// each of MaxMetricLimits series.
+const maxMetricName = 128
+
+// boundedName returns name, or past maxMetricName its first 96 bytes and a
+// hash of the whole, so that distinct long names stay distinct.
+func boundedName(name string) string {
+	if len(name) <= maxMetricName {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return name[:96] + "~" + hex.EncodeToString(sum[:8])
 }
 
 // record counts one descriptor's hits as envoyproxy/ratelimit's base

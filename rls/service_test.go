@@ -357,3 +357,59 @@ func TestHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestCountersDoNotCollide: a value holding the reference's "_" joints
+// cannot name another descriptor's counter, so a client who chooses a
+// header value cannot spend another user's budget.
+func TestCountersDoNotCollide(t *testing.T) {
+	cfg, err := rls.Parse("edge.yaml", []byte(`
+domain: edge
+descriptors:
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 100}
+    descriptors:
+      - key: path
+        rate_limit: {unit: minute, requests_per_unit: 5}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, rls.Options{Config: cfg})
+	for range 6 {
+		f.decide(t, req("edge", desc("user", "bob_path_/login")))
+	}
+	if code := f.decide(t, req("edge", desc("user", "bob", "path", "/login"))).GetOverallCode(); code != pb.RateLimitResponse_OK {
+		t.Errorf("bob's first /login after another user's six: %v, want OK", code)
+	}
+}
+
+// TestLongMetricNamesAreCut: a detailed_metric name that holds a long
+// request value is cut to a bounded length, distinct values staying
+// distinct.
+func TestLongMetricNamesAreCut(t *testing.T) {
+	f := newFixture(t, rls.Options{})
+	for _, v := range []string{strings.Repeat("a", 60000), strings.Repeat("a", 59999) + "b"} {
+		f.decide(t, req("edge", desc("tenant", v)))
+	}
+	var rm metricdata.ResourceMetrics
+	if err := f.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == "admit.rls.hits" {
+				for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+					v, _ := dp.Attributes.Value("admit.rls.limit")
+					if len(v.AsString()) > 128 {
+						t.Errorf("a limit named with %d bytes, want at most 128", len(v.AsString()))
+					}
+					names[v.AsString()] = true
+				}
+			}
+		}
+	}
+	if len(names) != 2 {
+		t.Errorf("%d names for two long values, want 2: %v", len(names), names)
+	}
+}

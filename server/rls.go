@@ -108,6 +108,14 @@ func parseRLSFlags(args []string, out io.Writer) (rlsOptions, error) {
 	return o, nil
 }
 
+// rlsIdleTimeout closes a connection that carries no call, and
+// rlsHandshakeTimeout one whose TLS and HTTP/2 handshake does not finish:
+// Envoy keeps its connections busy and reopens one it lost.
+const (
+	rlsIdleTimeout      = 5 * time.Minute
+	rlsHandshakeTimeout = 10 * time.Second
+)
+
 // runRLS is the rls subcommand: Envoy's rate limit service on admit's
 // stores. It serves until ctx ends; SIGHUP and a change of the
 // configuration's files reload it, keeping the old one when the new one is
@@ -157,7 +165,12 @@ func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *
 		return err
 	}
 	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(rls.MaxRequestBytes), grpc.MaxConcurrentStreams(maxConcurrentStreams),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true})}
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		// A connection that carries no call for this long is closed, so
+		// that idle connections cannot hold the process's descriptors;
+		// Envoy opens a new one when it next needs to.
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: rlsIdleTimeout}),
+		grpc.ConnectionTimeout(rlsHandshakeTimeout)}
 	if tlsConfig != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConfig)))
 	}
