@@ -16,6 +16,7 @@ func TestAsyncGroupConfig(t *testing.T) {
 		{"unknown sync", "budgets:\n  api: {rate: 1, burst: 2, sync: lazy}\n", `line 2: budgets.api.sync: unknown sync "lazy": want exact or async`},
 		{"interval without async", "budgets:\n  api: {rate: 1, burst: 2, sync_interval: 1s}\n", "budgets.api.sync_interval: applies to sync: async only"},
 		{"bad interval", "budgets:\n  api: {rate: 1, burst: 2, sync: async, sync_interval: -1s}\n", "budgets.api.sync_interval"},
+		{"interval too short", "budgets:\n  api: {rate: 1, burst: 2, sync: async, sync_interval: 1ns}\n", "budgets.api.sync_interval: 1ns: want 10ms to 1m"},
 		{"memory store", "budgets:\n  api: {rate: 1, burst: 2, sync: async}\n", "line 2: budgets.api.sync: async reconciles with a shared store, and --store is memory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -228,7 +228,14 @@ func checkGroupName(name string) error {
 
 // defaultSyncInterval is how often a group in the async mode reconciles
 // with the store unless it says: the interval of asyncquota's default.
-const defaultSyncInterval = 100 * time.Millisecond
+// minSyncInterval and maxSyncInterval bound what it may say: a shorter
+// interval would keep a core busy reconciling, and a longer one is also the
+// reconcile's deadline, which shutdown may wait for.
+const (
+	defaultSyncInterval = 100 * time.Millisecond
+	minSyncInterval     = 10 * time.Millisecond
+	maxSyncInterval     = time.Minute
+)
 
 // readBudget reads one group's fields, and returns the built-in group it is
 // (or is like; "" for neither) and, for sync: async, its reconcile
@@ -305,6 +312,9 @@ func readBudget(n *yaml.Node, where string, g admit.Group) (admit.Budget, admit.
 		}),
 		"sync_interval": scalar(where+".sync_interval", func(v string) (err error) {
 			interval, err = parseDuration(v, true)
+			if err == nil && (interval < minSyncInterval || interval > maxSyncInterval) {
+				err = fmt.Errorf("%s: want %s to %s", v, durationText(minSyncInterval), durationText(maxSyncInterval))
+			}
 			return err
 		}),
 		"limit": count("limit", &b.Limit),

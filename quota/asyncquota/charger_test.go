@@ -454,3 +454,32 @@ func TestConcurrentCallsOneReplica(t *testing.T) {
 		})
 	}
 }
+
+// TestFailedReconcileSendsItsHitsAgain: hits a failed reconcile carried
+// reach the store with the next one, so that other replicas learn of them
+// even when reconciles fail.
+func TestFailedReconcileSendsItsHitsAgain(t *testing.T) {
+	clk := testclock.New(t0)
+	s := newFlaky(t, clk)
+	c := newCharger(t, s, asyncquota.Config{Now: clk.Now})
+	rule := quota.Rule{Name: "r", Limit: 100, Window: time.Minute}
+	subject := quota.Subject("a")
+	allowed(t, c, rule, subject) // decided by the store: it loads the bucket
+	reconcile(t, c)
+	for range 5 {
+		allowed(t, c, rule, subject) // decided here, unknown to the store
+	}
+	s.down.Store(true)
+	if err := c.Reconcile(context.Background()); !errors.Is(err, errDown) {
+		t.Fatalf("Reconcile while down: got %v, want %v", err, errDown)
+	}
+	s.down.Store(false)
+	reconcile(t, c)
+	d, err := s.Memory.AllowN(context.Background(), rule, subject, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Remaining != rule.Limit-6 {
+		t.Errorf("the store's remaining after the reconcile that followed a failed one: %d, want %d (the store's call and the 5 decided here)", d.Remaining, rule.Limit-6)
+	}
+}

@@ -47,9 +47,10 @@
 // decides one again, and the store's failure policy (quota.Policy) decides
 // it, as it would without the async mode; a door with a local fallback
 // then decides by its own share of the budget. The hits of the round trip
-// that failed are dropped, since the store may have counted them and they
-// are never sent twice: at most one interval's admissions of this replica
-// go uncounted per failure. What the replica knows of each bucket is kept,
+// that failed are sent again with the next: the store may then count them
+// twice, which refuses sooner and never admits more, where dropping them
+// would let a store that fails every reconcile hide each replica's
+// admissions from the others. What the replica knows of each bucket is kept,
 // and used again once the store answers. Run gives each reconcile a
 // deadline of an interval, and at least a second, of its own: it holds up
 // no request, so it may take longer than a decision on a loaded store.

@@ -138,10 +138,13 @@ func overadmitted(t *quota.Tally) int64 {
 }
 
 // failed undoes the snapshot of a reconcile that failed: the hits of the
-// round trip that failed are dropped, since the store may have counted
-// them, and those of the round trips not sent are pending again.
-func (c *Charger) failed(dropped, unsent []*entry) {
-	c.undo(dropped, false)
+// round trip that failed, and of those not sent, are pending again. The
+// store may have counted the failed round trip's already, and then counts
+// them twice, which refuses sooner and never admits more; dropping them
+// instead would let a store that fails every reconcile hide every
+// replica's admissions from the others, past the bound.
+func (c *Charger) failed(failed, unsent []*entry) {
+	c.undo(failed, true)
 	c.undo(unsent, true)
 }
 
