@@ -37,9 +37,17 @@ type accessLog struct {
 	now    func() time.Time
 	secret []byte // keys the hash of client-chosen keys; random per process
 
+	// Refusals of the door and of the front sample apart, so that a
+	// flood of malformed requests, which needs no route, cannot hide a
+	// flood of a limit's refusals, nor the other way round.
+	door, front sampler
+}
+
+// sampler writes at most its limiter's rate of lines and counts the rest.
+type sampler struct {
 	mu         sync.Mutex // guards the following fields
-	sampled    *rate.Limiter
-	suppressed int64 // sampled lines not written since the last one written
+	lim        *rate.Limiter
+	suppressed int64 // lines not written since the last one written
 }
 
 // openAccessLog opens the access log cfg names: nil when it is off, stderr
@@ -49,8 +57,9 @@ func openAccessLog(cfg config, stderr io.Writer, now func() time.Time) (*accessL
 	if cfg.AccessLog == "" {
 		return nil, nil
 	}
-	a := &accessLog{now: now, secret: make([]byte, 32),
-		sampled: rate.NewLimiter(rate.Limit(cfg.AccessLogRefusals), cfg.AccessLogRefusals)}
+	a := &accessLog{now: now, secret: make([]byte, 32)}
+	a.door.lim = rate.NewLimiter(rate.Limit(cfg.AccessLogRefusals), cfg.AccessLogRefusals)
+	a.front.lim = rate.NewLimiter(rate.Limit(cfg.AccessLogRefusals), cfg.AccessLogRefusals)
 	rand.Read(a.secret)
 	w := stderr
 	if cfg.AccessLog != "-" {
@@ -82,7 +91,7 @@ func (a *accessLog) close() {
 // keys each request as it decided it.
 func (a *accessLog) hook(door func() *admit.Door) func(*http.Request, admit.Group, string, int) {
 	return func(r *http.Request, g admit.Group, outcome string, status int) {
-		suppressed, ok := a.sample(sampledOutcome(outcome))
+		suppressed, ok := a.door.sample(sampledOutcome(outcome), a.now())
 		if !ok {
 			return
 		}
@@ -99,7 +108,7 @@ func (a *accessLog) hook(door func() *admit.Door) func(*http.Request, admit.Grou
 // malformed logs a request the front refused with 400 before any route
 // matched: its method and reason, nothing of what it held.
 func (a *accessLog) malformed(r *http.Request, reason string) {
-	suppressed, ok := a.sample(true)
+	suppressed, ok := a.front.sample(true, a.now())
 	if !ok {
 		return
 	}
@@ -132,19 +141,19 @@ func sampledOutcome(outcome string) bool {
 	return true
 }
 
-// sample reports whether a line is written, and for a sampled one how many
-// sampled lines were left out before it.
-func (a *accessLog) sample(sampled bool) (suppressed int64, ok bool) {
+// sample reports whether a line is written at now, and for a sampled one
+// how many sampled lines were left out before it.
+func (s *sampler) sample(sampled bool, now time.Time) (suppressed int64, ok bool) {
 	if !sampled {
 		return 0, true
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !a.sampled.AllowN(a.now(), 1) {
-		a.suppressed++
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.lim.AllowN(now, 1) {
+		s.suppressed++
 		return 0, false
 	}
-	suppressed, a.suppressed = a.suppressed, 0
+	suppressed, s.suppressed = s.suppressed, 0
 	return suppressed, true
 }
 

@@ -187,3 +187,27 @@ func TestAccessLogBadFile(t *testing.T) {
 		t.Fatalf("got %v, want an error naming --access-log", err)
 	}
 }
+
+// TestAccessLogSamplesMalformedApart: a flood of malformed requests, which
+// needs no route, does not use up the lines of a limit's refusals.
+func TestAccessLogSamplesMalformedApart(t *testing.T) {
+	r, log := startLogged(t, testclock.New(time.Unix(1e9, 0)), `
+budgets:
+  api: {rate: 0.001, burst: 1}
+routes:
+  - {group: api, pattern: "GET /api/{x}"}
+`, "--access-log-refusals", "2")
+	for range 5 {
+		get(t, r, "127.0.0.7", "/api/%00")
+	}
+	for range 4 {
+		get(t, r, "127.0.0.7", "/api/x")
+	}
+	got := map[string]int{}
+	for _, l := range accessLines(t, log) {
+		got[l["outcome"].(string)]++
+	}
+	if got["malformed"] != 2 || got["rate_limited"] != 2 || got["ok"] != 1 {
+		t.Errorf("lines by outcome %v, want 2 malformed, 1 ok and 2 rate_limited", got)
+	}
+}

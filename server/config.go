@@ -198,7 +198,7 @@ var options = []option{
 		set: func(c *config, v string) (err error) { c.LogLevel, err = parseLogLevel(v); return err }},
 	{name: "access-log", arg: "FILE", usage: "write a JSON line for every request a limit decides, and for every request refused as malformed, to FILE (appended to, and opened again on reload, after rotation) or to stderr for -; off by default",
 		set: func(c *config, v string) error { c.AccessLog = v; return nil }},
-	{name: "access-log-refusals", arg: "N", def: "100", usage: "refused requests (and shadow mode's would-be refusals, and requests the store's failure policy decided) the access log writes per second at most, so that a flood cannot fill a disk; the next such line counts those left out in \"suppressed\"; 0: none",
+	{name: "access-log-refusals", arg: "N", def: "100", usage: "refused requests (and shadow mode's would-be refusals, and requests the store's failure policy decided) the access log writes per second at most, malformed requests and a limit's lines each, so that a flood cannot fill a disk; the next such line counts those left out in \"suppressed\"; 0: none",
 		set: func(c *config, v string) (err error) { c.AccessLogRefusals, err = parseCount(v, 0); return err }},
 	{name: "config", arg: "FILE", usage: "YAML file with routes and budgets per group",
 		set: func(c *config, v string) error { c.ConfigFile = v; return nil }},
