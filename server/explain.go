@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,7 +20,6 @@ import (
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
 	"github.com/admitgo/admit/internal/canon"
-	"github.com/admitgo/admit/quota"
 )
 
 // explainOptions are the server's settings that explain reads, with their
@@ -85,11 +83,14 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 			return nil
 		}
 	}
-	var charger quota.Charger
-	if c.Store.Kind != storeMemory {
-		charger = unasked{}
+	// The store as validate builds it, which never connects: its rules
+	// change what a route may cost.
+	st, closeStore, err := c.offlineStore()
+	if err != nil {
+		return usageError{err}
 	}
-	door, err := admit.New(admit.Config{Budgets: doorBudgets(c, charger), Key: resolver.Key, MeterProvider: noop.NewMeterProvider(),
+	defer closeStore()
+	door, err := admit.New(admit.Config{Budgets: doorBudgets(c, st), Key: resolver.Key, MeterProvider: noop.NewMeterProvider(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return usageError{fmt.Errorf("admit explain: %w", err)}
@@ -113,22 +114,6 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 	printExplanation(out, req, canonical, explained{table: table, matched: matched, door: door, async: c.Async}, resolver.Explain(canonical))
 	return nil
 }
-
-// unasked stands for a shared store in explain, which sends nothing: a
-// door on it checks routes as the server's does, and is never asked.
-type unasked struct{}
-
-var errUnasked = errors.New("admit explain: the store is not asked")
-
-func (unasked) Allow(context.Context, quota.Rule, string) (quota.Decision, error) {
-	return quota.Decision{}, errUnasked
-}
-
-func (unasked) AllowN(context.Context, quota.Rule, string, int) (quota.Decision, error) {
-	return quota.Decision{}, errUnasked
-}
-
-func (unasked) Refund(context.Context, quota.Rule, string, int) error { return errUnasked }
 
 // explained is what explain found for a request: the routes it matched,
 // the door that would admit it, and the groups in the async mode.

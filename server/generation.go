@@ -99,9 +99,9 @@ func (s *server) budgets(cfg config) map[admit.Group]admit.Budget {
 
 // doorBudgets returns the budgets a door enforces for cfg: every built-in
 // group and the file's, each decided on charger when it is not nil (a
-// shared store), with its local fallback under --store-fail local. explain
-// calls it with a store that answers nothing, so that a route's cost is
-// checked as the server checks it.
+// shared store), with its local fallback under --store-fail local.
+// validate and explain call it with the store offlineStore builds, which
+// never connects, so that routes are checked as the server checks them.
 func doorBudgets(cfg config, charger quota.Charger) map[admit.Group]admit.Budget {
 	budgets := make(map[admit.Group]admit.Budget)
 	for _, g := range builtInGroups {

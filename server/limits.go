@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"strconv"
 	"strings"
 
@@ -86,22 +85,7 @@ func (c *config) door() (*admit.Door, error) { return c.doorOn(nil) }
 // puts them, so that the door refuses what only a store refuses; nil: the
 // door's own buckets.
 func (c *config) doorOn(st quota.Charger) (*admit.Door, error) {
-	budgets := c.Budgets
-	if st != nil {
-		budgets = make(map[admit.Group]admit.Budget)
-		for _, g := range builtInGroups {
-			budgets[g] = admit.Budget{}
-		}
-		maps.Copy(budgets, c.Budgets)
-		for g, b := range budgets {
-			b.Store = st
-			if c.StoreFail == storeFailLocal {
-				b.Replicas = c.Replicas
-			}
-			budgets[g] = b
-		}
-	}
-	return admit.New(admit.Config{Budgets: budgets, MeterProvider: noop.NewMeterProvider(),
+	return admit.New(admit.Config{Budgets: doorBudgets(*c, st), MeterProvider: noop.NewMeterProvider(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 }
 
