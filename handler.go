@@ -252,7 +252,9 @@ func (h *handler) settle(r *http.Request, tickets []ticket, verdicts []verdict, 
 	}
 	// Told only once every limit has settled: a hook that panics must not
 	// leave a limit's slots taken.
-	for i, g := range h.limits {
-		h.tell(r, g, verdicts[i].outcome, status)
+	if h.decided != nil {
+		for i, g := range h.limits {
+			h.decided(r, g.name, verdicts[i].outcome.String(), status)
+		}
 	}
 }
