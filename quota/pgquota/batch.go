@@ -25,6 +25,11 @@ type call struct {
 	done     chan struct{}
 }
 
+// Deadline, Expire and Signal let store.FlushDue answer a batched call.
+func (c *call) Deadline() time.Time { return c.deadline }
+func (c *call) Expire()             { c.err = context.DeadlineExceeded }
+func (c *call) Signal()             { c.done <- struct{}{} }
+
 // bucketCalls are the calls of one batch on one bucket, in arrival order.
 type bucketCalls struct {
 	bucket string
@@ -318,29 +323,7 @@ func group(calls []*call) []*bucketCalls {
 // hands it every batch. A call therefore has its answer by its deadline,
 // however long it waited in the queue, without a timer of its own.
 func (s *Store) batchDecide(calls []*call) {
-	now := time.Now()
-	var deadline time.Time
-	due := s.due[:0]
-	for _, c := range calls {
-		if !c.deadline.After(now) {
-			c.err = context.DeadlineExceeded
-			continue
-		}
-		if len(due) == 0 || c.deadline.Before(deadline) {
-			deadline = c.deadline
-		}
-		due = append(due, c)
-	}
-	if len(due) > 0 {
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		s.decide(ctx, due)
-		cancel()
-	}
-	clear(due)
-	s.due = due[:0]
-	for _, c := range calls {
-		c.done <- struct{}{}
-	}
+	s.due = store.FlushDue(calls, s.due, s.decideF)
 }
 
 // runBatched queues a call of cost n on bucket under rule, due by

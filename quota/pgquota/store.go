@@ -79,9 +79,10 @@ type Store struct {
 	clock   func() time.Time // nil: the database's
 	decider store.Decider
 	logger  *slog.Logger
-	batch   *store.Batcher[*call] // nil unless Config.Batch > 1
-	calls   sync.Pool             // of *call with a done channel, for batching
-	due     []*call               // the flusher's: the calls of its batch still due
+	batch   *store.Batcher[*call]          // nil unless Config.Batch > 1
+	calls   sync.Pool                      // of *call with a done channel, for batching
+	due     []*call                        // the flusher's: the calls of its batch still due
+	decideF func(context.Context, []*call) // s.decide, made once so that a batch allocates no method value
 
 	// Statements, built once for the configured table.
 	fixedSpendSQL, fixedLookSQL, gcraRunSQL, gcraLookSQL, gcraAddSQL, sweepSQL, fixedRefundSQL, gcraRefundSQL string
@@ -138,6 +139,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	s.gcraRefundSQL = expand(gcraRefundSQL, t.quoted)
 	if cfg.Batch > 1 {
 		s.calls.New = func() any { return &call{done: make(chan struct{}, 1)} }
+		s.decideF = s.decide
 		s.batch = store.NewBatcher(cfg.Batch, s.batchDecide)
 	}
 	return s, nil

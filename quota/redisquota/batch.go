@@ -36,10 +36,14 @@ type batcher struct {
 	queue  *store.Batcher[*call]
 	calls  sync.Pool // of *call with a done channel
 	due    []*call   // the flusher's: the calls of its batch still due
+	// execDue decides the calls still due, made once so that a batch
+	// allocates no closure.
+	execDue func(context.Context, []*call)
 }
 
 func newBatcher(s *Store, client Pipeliner, max int) *batcher {
 	b := &batcher{s: s, client: client}
+	b.execDue = func(ctx context.Context, due []*call) { b.exec(ctx, groups(due)) }
 	b.calls.New = func() any { return &call{done: make(chan struct{}, 1)} }
 	b.queue = store.NewBatcher(max, b.flush)
 	return b
@@ -77,29 +81,7 @@ func (b *batcher) run(ctx context.Context, rule quota.Rule, key string, n int, d
 // and signals every call: a call has its answer by its deadline, however
 // long it waited in the queue, without a timer of its own.
 func (b *batcher) flush(calls []*call) {
-	now := time.Now()
-	var deadline time.Time
-	due := b.due[:0]
-	for _, c := range calls {
-		if !c.deadline.After(now) {
-			c.err = context.DeadlineExceeded
-			continue
-		}
-		if len(due) == 0 || c.deadline.Before(deadline) {
-			deadline = c.deadline
-		}
-		due = append(due, c)
-	}
-	if len(due) > 0 {
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		b.exec(ctx, groups(due))
-		cancel()
-	}
-	clear(due)
-	b.due = due[:0]
-	for _, c := range calls {
-		c.done <- struct{}{}
-	}
+	b.due = store.FlushDue(calls, b.due, b.execDue)
 }
 
 // close stops the flusher once its current pipeline is decided.

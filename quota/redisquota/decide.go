@@ -22,6 +22,11 @@ type call struct {
 	done     chan struct{}
 }
 
+// Deadline, Expire and Signal let store.FlushDue answer a batched call.
+func (c *call) Deadline() time.Time { return c.deadline }
+func (c *call) Expire()             { c.err = context.DeadlineExceeded }
+func (c *call) Signal()             { c.done <- struct{}{} }
+
 // A group is the calls on one bucket under one rule that one script run
 // decides, in arrival order: each gets the decision it would have had one by
 // one.
