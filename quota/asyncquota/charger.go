@@ -155,12 +155,18 @@ func (c *Charger) AllowN(ctx context.Context, rule quota.Rule, subject string, n
 // exact has the store decide a call, and tracks its bucket so that the
 // next reconcile loads it.
 func (c *Charger) exact(ctx context.Context, s *shard, k key, rule quota.Rule, n int) (quota.Decision, error) {
-	e := c.track(s, k, rule, n)
+	e, loads, d, local := c.track(s, k, rule, n)
+	if local {
+		s.decisions[modeLocal][outcome(d.Allowed, nil)].Add(1)
+		return d, nil
+	}
 	d, err := c.store.AllowN(ctx, rule, k.subject, n)
 	if e != nil {
 		s.mu.Lock()
 		e.deciding -= int64(n)
-		if d.Allowed && err == nil {
+		// A load while the store decided counted this call among those
+		// deciding already; laying it on again would count it twice.
+		if d.Allowed && err == nil && e.loads == loads {
 			e.late += int64(n)
 			e.admittedByStore(time.Unix(0, c.now().UnixNano()+c.offset.Load()), n)
 		}
@@ -223,14 +229,23 @@ func (c *Charger) shardIndex(subject string) int {
 
 // track tracks a bucket whose call of cost n the store is about to decide,
 // so that the next reconcile loads its state, if its shard has room or an
-// idle entry to forget; it returns the entry, or nil.
-func (c *Charger) track(s *shard, k key, rule quota.Rule, n int) *entry {
+// idle entry to forget; it returns the entry, or nil. A reconcile may have
+// loaded the bucket since the caller looked: then the call is decided here,
+// under the same lock as the load, and local reports it, since the store,
+// which has not yet seen this replica's admissions, would admit past them.
+// loads is the entry's count of loads when the call began.
+func (c *Charger) track(s *shard, k key, rule quota.Rule, n int) (e *entry, loads int, d quota.Decision, local bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.entries[k]
+	e = s.entries[k]
+	if e != nil && e.loaded && !c.failing.Load() {
+		d = e.decide(rule, time.Unix(0, c.now().UnixNano()+c.offset.Load()), n)
+		s.touchLocked(e)
+		return e, e.loads, d, true
+	}
 	if e == nil {
 		if len(s.entries) >= c.perShard && !s.evictLocked() {
-			return nil
+			return nil, 0, d, false
 		}
 		e = &entry{key: k, shard: c.shardIndex(k.subject)}
 		s.entries[k] = e
@@ -238,5 +253,5 @@ func (c *Charger) track(s *shard, k key, rule quota.Rule, n int) *entry {
 	e.rule = rule
 	e.deciding += int64(n)
 	s.touchLocked(e)
-	return e
+	return e, e.loads, d, false
 }

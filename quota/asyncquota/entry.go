@@ -46,6 +46,9 @@ type entry struct {
 	// the reconcile's read may have missed either, so the load lays them
 	// on top of what it read. Counting one twice only refuses earlier.
 	deciding, late int64
+	// loads counts the reconciles that loaded the bucket, so that a call
+	// the store decided across one knows the load counted it.
+	loads int
 
 	// FixedWindow: the window counted and its count as this replica knows
 	// it, this replica's admissions included.
@@ -119,6 +122,7 @@ func (e *entry) apply(t *quota.Tally) {
 	extra := e.pending
 	if !e.loaded {
 		extra = e.deciding + e.late
+		e.loads++
 	}
 	if e.rule.Algorithm == quota.GCRA {
 		tat := store.AddGCRA(e.rule, t.Now, t.TAT, int(extra))

@@ -47,10 +47,10 @@ const reconcileTimeout = time.Second
 // touched since the last reconcile, and reads the state of every bucket it
 // started tracking, in round trips of up to 1,000 buckets, and takes the
 // buckets' shared state back; with nothing to send it does nothing. On a
-// store error the round trip's hits are dropped, since the store may have
-// counted them and they are never sent twice, the later round trips' hits
-// wait for the next reconcile, and until the store decides a call again
-// every call goes to the store. Run calls it every interval; tests call it
+// store error the hits of the round trip that failed and of those after it
+// wait for the next reconcile (the store may then count the failed round
+// trip's twice, which only refuses sooner), and until the store decides a
+// call again every call goes to the store. Run calls it every interval; tests call it
 // directly.
 func (c *Charger) Reconcile(ctx context.Context) error {
 	c.reconciling.Lock()
