@@ -100,8 +100,8 @@ func (a *accessLog) hook(door func() *admit.Door) func(*http.Request, admit.Grou
 			key = ""
 		}
 		a.write(suppressed, slog.String("method", clip(r.Method)), slog.String("route", r.Pattern),
-			slog.String("group", string(g)), slog.String("outcome", outcome),
-			slog.Int("status", status), slog.String("key", a.keyText(key)))
+			slog.String(fieldGroup, string(g)), slog.String("outcome", outcome),
+			slog.Int("status", status), slog.String(fieldKey, a.keyText(key)))
 	}
 }
 

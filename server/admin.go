@@ -11,9 +11,6 @@ import (
 	"net/netip"
 	"os"
 	"strings"
-	"time"
-
-	"golang.org/x/time/rate"
 
 	"github.com/admitgo/admit"
 )
@@ -45,32 +42,6 @@ type groupJSON struct {
 	Inflight int         `json:"inflight"`
 }
 
-// budgetJSON is a resolved budget as the config file spells it: durations
-// as "10s" and 0 for none, a body cap of 0 for none, a rate of ".inf" for
-// no limit.
-type budgetJSON struct {
-	Like             admit.Group     `json:"like,omitempty"`
-	Algorithm        string          `json:"algorithm"`
-	Rate             json.RawMessage `json:"rate,omitempty"`
-	Burst            int             `json:"burst,omitempty"`
-	Limit            int             `json:"limit,omitempty"`
-	Window           string          `json:"window,omitempty"`
-	SharedRate       json.RawMessage `json:"shared_rate,omitempty"`
-	SharedBurst      int             `json:"shared_burst"`
-	PerClient        int             `json:"per_client"`
-	Inflight         int             `json:"inflight"`
-	MaxClients       int             `json:"max_clients"`
-	ReadTimeout      string          `json:"read_timeout"`
-	MaxBodyBytes     int64           `json:"max_body_bytes"`
-	HoldTimeout      string          `json:"hold_timeout"`
-	ChargeOnFailure  bool            `json:"charge_on_failure"`
-	Key              string          `json:"key"`
-	IPv4Prefix       int             `json:"ipv4_prefix,omitempty"`
-	IPv6Prefix       int             `json:"ipv6_prefix,omitempty"`
-	OnMissing        string          `json:"on_missing,omitempty"`
-	KeyAuthenticated *bool           `json:"key_authenticated,omitempty"`
-}
-
 // routeJSON is a route as the config file writes it.
 type routeJSON struct {
 	Group   []admit.Group `json:"group"`
@@ -100,9 +71,8 @@ func (s *server) adminGroups(w http.ResponseWriter, r *http.Request) {
 	out := groupsJSON{Store: g.cfg.Store.Kind, Groups: []groupJSON{}}
 	routes := withGRPCHealth(g.cfg.Routes)
 	for _, name := range g.door.Groups() {
-		b, _ := g.door.Budget(name)
 		st, _ := g.door.GroupState(name)
-		gj := groupJSON{Group: string(name), Budget: budgetWords(b, g.cfg.Likes[name], name), Routes: []routeJSON{},
+		gj := groupJSON{Group: string(name), Budget: budgetJSON(shownFields(g.cfg.view(g.door, name))), Routes: []routeJSON{},
 			Clients: st.Clients, Inflight: st.Inflight}
 		for _, rt := range routes {
 			for _, rg := range rt.Groups {
@@ -157,14 +127,14 @@ func (s *server) adminReset(w http.ResponseWriter, r *http.Request) {
 	}
 	out := clientWords(g.door, group, st)
 	out.Reset = &st.Entry
-	s.log.Info("admit: client reset", "group", group, "reset", st.Entry)
+	s.log.Info("admit: client reset", fieldGroup, group, "reset", st.Entry)
 	writeJSON(w, http.StatusOK, out)
 }
 
 // adminKey reads the group and key of a client path, answering 404 for a
 // group the door does not know and 400 for a key it cannot hold.
 func adminKey(w http.ResponseWriter, r *http.Request, door *admit.Door) (admit.Group, string, bool) {
-	group, key := admit.Group(r.PathValue("group")), r.PathValue("key")
+	group, key := admit.Group(r.PathValue(fieldGroup)), r.PathValue(fieldKey)
 	b, ok := door.Budget(group)
 	if !ok {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("admit: no group %q (known: %v)", group, door.Groups()))
@@ -243,55 +213,6 @@ func mayRead(w http.ResponseWriter, r *http.Request, token string) bool {
 	}
 	writeError(w, http.StatusForbidden, "admit: reading a client from another host needs the admin token: start admit with --admin-token-file and send Authorization: Bearer and the token")
 	return false
-}
-
-// budgetWords writes a resolved budget in the config file's words.
-func budgetWords(b admit.Budget, like, name admit.Group) budgetJSON {
-	timeout := func(d time.Duration) string {
-		if d <= 0 {
-			return "0" // none, as the file writes it
-		}
-		return d.String()
-	}
-	out := budgetJSON{
-		Algorithm:       b.Algorithm.String(),
-		SharedBurst:     b.SharedBurst,
-		PerClient:       b.PerClient,
-		Inflight:        b.Inflight,
-		MaxClients:      b.MaxClients,
-		ReadTimeout:     timeout(b.ReadTimeout),
-		MaxBodyBytes:    max(b.MaxBodyBytes, 0),
-		HoldTimeout:     timeout(b.HoldTimeout),
-		ChargeOnFailure: b.Charge == admit.ChargeOnFailure,
-		Key:             keyText(b.Key),
-		IPv4Prefix:      b.Key.IPv4Prefix,
-		IPv6Prefix:      b.Key.IPv6Prefix,
-	}
-	if like != name {
-		out.Like = like
-	}
-	if b.Algorithm == admit.FixedWindow {
-		out.Limit, out.Window = b.Limit, b.Window.String()
-	} else {
-		out.Rate, out.Burst, out.SharedRate = rateWords(b.Rate), b.Burst, rateWords(b.SharedRate)
-	}
-	if b.Key.Header != "" || b.Key.PathValue != "" {
-		out.OnMissing = "peer"
-		if b.Key.RejectMissing {
-			out.OnMissing = "reject"
-		}
-		out.KeyAuthenticated = &b.Key.Authenticated
-	}
-	return out
-}
-
-// rateWords is a rate as the config file writes it: a number, or ".inf".
-func rateWords(l rate.Limit) json.RawMessage {
-	if l == rate.Inf {
-		return json.RawMessage(`".inf"`)
-	}
-	b, _ := json.Marshal(float64(l))
-	return b
 }
 
 // clientWords writes a client's state for the admin API.

@@ -76,11 +76,19 @@ func startAdmin(t *testing.T, extra ...string) *running {
 func TestAdminGroups(t *testing.T) {
 	r := startAdmin(t)
 	r.answers(t, 5, http.StatusOK, "GET", "/l/a", "")
-	var got groupsJSON
+	// The budget is read as a client reads it: a map of the file's keys.
+	type group struct {
+		groupJSON
+		Budget map[string]any `json:"budget"`
+	}
+	var got struct {
+		Store  storeKind `json:"store"`
+		Groups []group   `json:"groups"`
+	}
 	if code := r.admin(t, "GET", "/admit/groups", "", &got); code != http.StatusOK {
 		t.Fatalf("GET /admit/groups: got %d, want 200", code)
 	}
-	groups := map[string]groupJSON{}
+	groups := map[string]group{}
 	for _, g := range got.Groups {
 		groups[g.Group] = g
 	}
@@ -88,17 +96,21 @@ func TestAdminGroups(t *testing.T) {
 	if got.Store != storeMemory || len(got.Groups) != 5 {
 		t.Errorf("store %q, %d groups; want memory and 5", got.Store, len(got.Groups))
 	}
-	if string(link.Budget.Rate) != "1" || link.Budget.Burst != 20 || link.Budget.Key != "peer" || link.Budget.HoldTimeout != "10s" ||
-		link.Budget.ReadTimeout != "0" || link.Budget.MaxBodyBytes != 65536 || link.Budget.ChargeOnFailure || link.Clients != 1 || link.Inflight != 0 {
+	lb := link.Budget
+	if lb["rate"] != 1.0 || lb["burst"] != 20.0 || lb["key"] != "peer" || lb["hold_timeout"] != "10s" || lb["read_timeout"] != "0" ||
+		lb["max_body_bytes"] != 65536.0 || lb["charge_on_failure"] != false || lb["algorithm"] != "token-bucket" || link.Clients != 1 || link.Inflight != 0 {
 		t.Errorf("link: got %+v", link)
+	}
+	if _, ok := lb["like"]; ok {
+		t.Errorf("link: like %v, want none for a built-in group", lb["like"])
 	}
 	if len(link.Routes) != 2 || link.Routes[0].Pattern != "GET /l/{id}" || link.Routes[1].Pattern != "GET /w/{x}" || link.Routes[1].Cost != 2 {
 		t.Errorf("link routes: got %+v, want GET /l/{id} and the stacked GET /w/{x}", link.Routes)
 	}
-	if token.Budget.Key != "header:X-Token" || token.Budget.OnMissing != "peer" || token.Budget.KeyAuthenticated == nil || !*token.Budget.KeyAuthenticated || token.Budget.Like != "link" {
+	if tb := token.Budget; tb["key"] != "header:X-Token" || tb["on_missing"] != "peer" || tb["key_authenticated"] != true || tb["like"] != "link" {
 		t.Errorf("token: got %+v", token.Budget)
 	}
-	if wide.Budget.IPv4Prefix != 24 || len(wide.Routes) != 1 {
+	if wide.Budget["ipv4_prefix"] != 24.0 || len(wide.Routes) != 1 {
 		t.Errorf("wide: got %+v", wide)
 	}
 	if health := groups["health"]; len(health.Routes) != 1 || health.Routes[0].Pattern != grpcHealthPattern {

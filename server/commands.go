@@ -153,8 +153,7 @@ func printEffective(w io.Writer, c config, door *admit.Door) {
 		fmt.Fprintf(w, "route  %s: %s\n", r.spec(), routeLimits(door, r))
 	}
 	for _, g := range door.Groups() {
-		b, _ := door.Budget(g)
-		fmt.Fprintf(w, "group  %s: %s\n", g, budgetText(b))
+		fmt.Fprintf(w, "group  %s: %s\n", g, budgetText(c.view(door, g)))
 	}
 }
 
@@ -176,51 +175,11 @@ func routeLimits(door *admit.Door, r route) string {
 func amountText(b admit.Budget) string {
 	switch {
 	case b.Algorithm == admit.FixedWindow:
-		return fmt.Sprintf("fixed-window limit %d per %s", b.Limit, durationText(b.Window))
+		return fmt.Sprintf("%s limit %d per %s", fixedWindow, b.Limit, durationText(b.Window))
 	case b.Rate == rate.Inf:
-		return "token-bucket without a rate limit"
+		return tokenBucket + " without a rate limit"
 	}
-	return fmt.Sprintf("token-bucket rate %s/s, burst %d", rateText(b.Rate), b.Burst)
-}
-
-// budgetText is every field of a resolved budget as the config file
-// spells it, a YAML map that could stand under the group's name.
-func budgetText(b admit.Budget) string {
-	var f []string
-	add := func(name string, v any) { f = append(f, fmt.Sprintf("%s: %v", name, v)) }
-	if b.Algorithm == admit.FixedWindow {
-		add("algorithm", "fixed-window")
-		add("limit", b.Limit)
-		add("window", durationText(b.Window))
-	} else {
-		add("algorithm", "token-bucket")
-		add("rate", rateText(b.Rate))
-		add("burst", b.Burst)
-		add("shared_rate", rateText(b.SharedRate))
-	}
-	add("shared_burst", b.SharedBurst)
-	add("key", keyText(b.Key))
-	if b.Key.IPv4Prefix != 0 {
-		add("ipv4_prefix", b.Key.IPv4Prefix)
-	}
-	if b.Key.IPv6Prefix != 0 {
-		add("ipv6_prefix", b.Key.IPv6Prefix)
-	}
-	if b.Key.Authenticated {
-		add("key_authenticated", true)
-	}
-	if b.Key.RejectMissing {
-		add("on_missing", "reject")
-	}
-	add("per_client", b.PerClient)
-	add("inflight", b.Inflight)
-	add("max_clients", b.MaxClients)
-	// In the file, 0 is none.
-	add("read_timeout", durationText(max(b.ReadTimeout, 0)))
-	add("max_body_bytes", max(b.MaxBodyBytes, 0))
-	add("hold_timeout", durationText(max(b.HoldTimeout, 0)))
-	add("charge_on_failure", b.Charge == admit.ChargeOnFailure)
-	return "{" + strings.Join(f, ", ") + "}"
+	return fmt.Sprintf("%s rate %s/s, burst %d", tokenBucket, rateText(b.Rate), b.Burst)
 }
 
 // rateText is a rate as the config file spells it: .inf for no limit.

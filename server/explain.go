@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -19,7 +18,6 @@ import (
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
-	"github.com/admitgo/admit/internal/canon"
 )
 
 // explainOptions are the server's settings that explain reads, with their
@@ -65,24 +63,6 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 	if err != nil {
 		return usageError{fmt.Errorf("admit explain: %w", err)}
 	}
-	table, err := newRouteTable(withGRPCHealth(c.Routes), c.matching())
-	if err != nil {
-		return usageError{err}
-	}
-	canonical, err := canon.Request(req, canon.Options{Slashes: c.EscapedSlashes, Allow: c.AllowSpellings})
-	if err != nil {
-		fmt.Fprintf(out, "request  %s %s (host %s)\n", req.Method, req.RequestURI, req.Host)
-		fmt.Fprintf(out, "refused  400 Bad Request: %v; admit answers it before routing, and it never reaches the upstream\n", err)
-		return nil
-	}
-	var overrides []string
-	if c.MethodOverride {
-		if overrides, err = overrideMethods(canonical.Header); err != nil {
-			fmt.Fprintf(out, "request  %s %s (host %s)\n", req.Method, req.RequestURI, req.Host)
-			fmt.Fprintf(out, "refused  400 Bad Request: %v; admit answers it before routing, and it never reaches the upstream\n", err)
-			return nil
-		}
-	}
 	// The store as validate builds it, which never connects: its rules
 	// change what a route may cost.
 	st, closeStore, err := c.offlineStore()
@@ -96,32 +76,29 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 		return usageError{fmt.Errorf("admit explain: %w", err)}
 	}
 	defer door.Close()
-	matched, _ := table.matchWithParams(nil, canonical, overrides, nil) // the query's _method: explain sends no body
-	// As the front does: each route's limits key by its own wildcards.
-	for i, m := range matched {
-		var names []string
-		for _, g := range table.routes[m.index].Groups {
-			if b, _ := door.Budget(g); b.Key.PathValue != "" {
-				names = append(names, b.Key.PathValue)
-			}
-		}
-		for j, v := range table.pathValues(canonical.Host, m, names) {
-			if i == 0 || canonical.PathValue(names[j]) == "" {
-				canonical.SetPathValue(names[j], v)
-			}
-		}
+	// The server's front, whose plan of the request explain prints; it
+	// serves nothing.
+	none := http.NotFoundHandler()
+	f, err := newFront(c, door, none, nil, new(malformedCounts), func(route) (http.Handler, http.Handler) { return none, nil })
+	if err != nil {
+		return usageError{err}
 	}
-	printExplanation(out, req, canonical, explained{table: table, matched: matched, door: door, async: c.Async}, resolver.Explain(canonical))
+	p, err := f.plan(nil, req, nil) // no writer: explain sends no body for a _method override to be read from
+	if err != nil {
+		fmt.Fprintf(out, "request  %s %s (host %s)\n", req.Method, req.RequestURI, req.Host)
+		fmt.Fprintf(out, "refused  400 Bad Request: %v; admit answers it before routing, and it never reaches the upstream\n", err)
+		return nil
+	}
+	printExplanation(out, req, p, explained{table: f.table, door: door, async: c.Async}, resolver.Explain(p.req))
 	return nil
 }
 
-// explained is what explain found for a request: the routes it matched,
-// the door that would admit it, and the groups in the async mode.
+// explained is what explain prints a plan with: the routes, the door that
+// would admit the request, and the groups in the async mode.
 type explained struct {
-	table   *routeTable
-	matched []routeMatch
-	door    *admit.Door
-	async   map[admit.Group]time.Duration
+	table *routeTable
+	door  *admit.Door
+	async map[admit.Group]time.Duration
 }
 
 // asyncBound says how far replicas in the async mode may admit beyond the
@@ -177,35 +154,36 @@ var reasons = map[clientip.Reason]string{
 	clientip.ReasonAllTrusted:    "every hop is a trusted proxy, so the left-most is the client",
 }
 
-func printExplanation(w io.Writer, req, canonical *http.Request, x explained, e clientip.Explanation) {
+// printExplanation writes what admit makes of a request: the plan, then
+// how its client key was found.
+func printExplanation(w io.Writer, req *http.Request, p plan, x explained, e clientip.Explanation) {
+	printPlan(w, req, p, x)
+	printClient(w, req, e)
+}
+
+// printPlan writes the routes a request matches and the limits it is
+// admitted under.
+func printPlan(w io.Writer, req *http.Request, p plan, x explained) {
 	fmt.Fprintf(w, "request  %s %s (host %s)\n", req.Method, req.RequestURI, req.Host)
-	if canonical != req {
+	c := p.req
+	if c.Method != req.Method || c.RequestURI != req.RequestURI || c.Host != req.Host {
 		fmt.Fprintf(w, "forward  %s %s (host %s): the canonical form, which admit matches and forwards (the host as X-Forwarded-Host)\n",
-			canonical.Method, canonical.RequestURI, canonical.Host)
+			c.Method, c.RequestURI, c.Host)
 	}
-	if len(x.matched) == 0 {
+	if len(p.matched) == 0 {
 		fmt.Fprintf(w, "group    none: no route matches, so the request passes through unlimited\n")
 	}
-	var limits []admit.Group
-	cost := 1
-	for i, m := range x.matched {
+	for i, m := range p.matched {
 		r := x.table.routes[m.index]
-		label, names := "group   ", make([]string, len(r.Groups))
+		label := "group   "
 		if i > 0 {
 			label = "also    "
 		}
-		for j, g := range r.Groups {
-			names[j] = string(g)
-			if !slices.Contains(limits, g) {
-				limits = append(limits, g)
-			}
-		}
-		cost = max(cost, r.cost())
 		note := ""
 		if r.Pattern == grpcHealthPattern {
 			note = " (the gRPC health service)"
 		}
-		fmt.Fprintf(w, "%s %s (route %s%s)\n", label, strings.Join(names, ", "), r.Pattern, note)
+		fmt.Fprintf(w, "%s %s (route %s%s)\n", label, groupList(r.Groups), r.Pattern, note)
 		if how := m.sp.explained(); how != "" {
 			fmt.Fprintf(w, "matched  %s: an upstream that reads it so routes it to this route\n", how)
 		}
@@ -213,22 +191,28 @@ func printExplanation(w io.Writer, req, canonical *http.Request, x explained, e 
 			fmt.Fprintf(w, "host     the route limits only host %s: the upstream must route by X-Forwarded-Host, since it receives its own Host, or another host reaches the same handler unlimited\n", host)
 		}
 	}
-	if len(x.matched) > 1 {
+	if len(p.matched) > 1 {
 		fmt.Fprintf(w, "stacked  every limit of every route matched applies, in order\n")
-		if _, err := x.door.Handler(admit.Route{Groups: limits, Cost: cost}, http.NotFoundHandler()); err != nil {
-			cost = maxCost(func(c int) bool {
-				_, err := x.door.Handler(admit.Route{Groups: limits, Cost: c}, http.NotFoundHandler())
-				return err == nil
-			}, cost)
-		}
 	}
-	for _, g := range limits {
-		printLimit(w, x.door, g, cost, canonical)
+	for _, g := range p.route.Groups {
+		printLimit(w, x.door, g, max(p.route.Cost, 1), c)
 		if interval := x.async[g]; interval > 0 {
 			b, _ := x.door.Budget(g)
 			fmt.Fprintf(w, "sync     %s: async, reconciled with the store every %s: %s\n", g, durationText(interval), asyncBound(b, interval))
 		}
 	}
+}
+
+func groupList(gs []admit.Group) string {
+	names := make([]string, len(gs))
+	for i, g := range gs {
+		names[i] = string(g)
+	}
+	return strings.Join(names, ", ")
+}
+
+// printClient writes how a request's client key was found.
+func printClient(w io.Writer, req *http.Request, e clientip.Explanation) {
 	peer := "not an IP address"
 	if e.Peer.IsValid() {
 		peer = e.Peer.String()
@@ -282,13 +266,7 @@ func printExplainUsage(w io.Writer) {
 // cost and its key, hashed where the client chose it.
 func printLimit(w io.Writer, door *admit.Door, g admit.Group, cost int, r *http.Request) {
 	b, _ := door.Budget(g)
-	amount := fmt.Sprintf("token-bucket %s/s, burst %d", rateText(b.Rate), b.Burst)
-	if b.Rate == rate.Inf {
-		amount = "token-bucket without a rate limit"
-	}
-	if b.Algorithm == admit.FixedWindow {
-		amount = fmt.Sprintf("fixed-window %d per %s", b.Limit, durationText(b.Window))
-	}
+	amount := amountText(b)
 	key, err := door.KeyOf(g, r)
 	switch {
 	case err != nil:

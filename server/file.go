@@ -6,15 +6,22 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
-	"golang.org/x/time/rate"
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/internal/canon"
+)
+
+// The file's keys that the server's logs and answers also use, for the
+// same things.
+const (
+	fieldRoutes  = "routes"
+	fieldBudgets = "budgets"
+	fieldGroup   = "group"
+	fieldPattern = "pattern"
 )
 
 // readFile reads the YAML config file at path: its routes come before those
@@ -49,8 +56,8 @@ func (c *config) readFile(path string) error {
 	// wherever they stand in the file.
 	var routes, budgets *yaml.Node
 	err = eachField(root, "", map[string]func(*yaml.Node) error{
-		"routes":  func(n *yaml.Node) error { routes = n; return nil },
-		"budgets": func(n *yaml.Node) error { budgets = n; return nil },
+		fieldRoutes:  func(n *yaml.Node) error { routes = n; return nil },
+		fieldBudgets: func(n *yaml.Node) error { budgets = n; return nil },
 		"upstream_profile": scalar("upstream_profile", func(v string) error {
 			p, err := parseProfile(v)
 			c.fileProfile = &p
@@ -128,15 +135,15 @@ func (c *config) readAllowSpellings(n *yaml.Node) error {
 // a pattern and an optional cost.
 func (c *config) readRoutes(list *yaml.Node) error {
 	if list.Kind != yaml.SequenceNode {
-		return at(list, "routes", "want a list of routes, each with a group and a pattern")
+		return at(list, fieldRoutes, "want a list of routes, each with a group and a pattern")
 	}
 	for i, n := range list.Content {
 		where := fmt.Sprintf("routes[%d]", i)
 		r := route{from: fmt.Sprintf("line %d: %s", n.Line, where), inFile: true}
 		err := eachField(n, where, map[string]func(*yaml.Node) error{
-			"group":   func(g *yaml.Node) error { return readGroups(g, where+".group", &r.Groups) },
-			"pattern": scalar(where+".pattern", func(v string) error { r.Pattern = v; return nil }),
-			"cost":    scalar(where+".cost", func(v string) (err error) { r.Cost, err = parseFileCount(v); return err }),
+			fieldGroup:   func(g *yaml.Node) error { return readGroups(g, where+".group", &r.Groups) },
+			fieldPattern: scalar(where+".pattern", func(v string) error { r.Pattern = v; return nil }),
+			"cost":       scalar(where+".cost", func(v string) (err error) { r.Cost, err = parseFileCount(v); return err }),
 		})
 		switch {
 		case err != nil:
@@ -178,30 +185,30 @@ func readGroups(n *yaml.Node, where string, dst *[]admit.Group) error {
 // readBudgets reads each group's budget fields onto an admit.Budget.
 func (c *config) readBudgets(m *yaml.Node) error {
 	if m.Kind != yaml.MappingNode {
-		return at(m, "budgets", "want a map from group names to their budgets")
+		return at(m, fieldBudgets, "want a map from group names to their budgets")
 	}
 	fields := make(map[string]func(*yaml.Node) error)
 	for i := 0; i < len(m.Content); i += 2 {
 		name := m.Content[i].Value
 		fields[name] = func(n *yaml.Node) error {
 			if err := checkGroupName(name); err != nil {
-				return at(m.Content[i], "budgets", "%v", err)
+				return at(m.Content[i], fieldBudgets, "%v", err)
 			}
-			b, like, async, err := readBudget(n, "budgets."+name, admit.Group(name))
+			d, err := readBudget(n, "budgets."+name, admit.Group(name))
 			if err != nil {
 				return err
 			}
-			if async > 0 {
+			if d.interval > 0 {
 				if c.Async == nil {
 					c.Async = make(map[admit.Group]time.Duration)
 				}
-				c.Async[admit.Group(name)] = async
+				c.Async[admit.Group(name)] = d.interval
 			}
 			if c.Budgets == nil {
 				c.Budgets, c.Likes = make(map[admit.Group]admit.Budget), make(map[admit.Group]admit.Group)
 			}
-			c.Budgets[admit.Group(name)] = b
-			c.Likes[admit.Group(name)] = like
+			c.Budgets[admit.Group(name)] = d.b
+			c.Likes[admit.Group(name)] = d.like
 			if c.budgetLines == nil {
 				c.budgetLines = make(map[admit.Group]int)
 			}
@@ -209,7 +216,7 @@ func (c *config) readBudgets(m *yaml.Node) error {
 			return nil
 		}
 	}
-	return eachField(m, "budgets", fields)
+	return eachField(m, fieldBudgets, fields)
 }
 
 // checkGroupName refuses a group name a metric attribute or a route could
@@ -236,122 +243,6 @@ const (
 	minSyncInterval     = 10 * time.Millisecond
 	maxSyncInterval     = time.Minute
 )
-
-// readBudget reads one group's fields, and returns the built-in group it is
-// (or is like; "" for neither) and, for sync: async, its reconcile
-// interval (0: exact). A field left out keeps the group's default. In the
-// file, as in nginx, a 0 timeout or body cap means none.
-func readBudget(n *yaml.Node, where string, g admit.Group) (admit.Budget, admit.Group, time.Duration, error) {
-	var b admit.Budget
-	like := admit.Group("")
-	if slices.Contains(builtInGroups, g) {
-		like = g
-	}
-	if isNull(n) {
-		return b, like, 0, checkAmounts(n, where, b, like)
-	}
-	sync, interval := "", time.Duration(0)
-	count := func(name string, dst *int) func(*yaml.Node) error {
-		return scalar(where+"."+name, func(v string) (err error) { *dst, err = parseFileCount(v); return err })
-	}
-	limit := func(name string, dst *rate.Limit) func(*yaml.Node) error {
-		return scalar(where+"."+name, func(v string) (err error) { *dst, err = parseFileRate(v); return err })
-	}
-	timeout := func(name string, dst *time.Duration) func(*yaml.Node) error {
-		return scalar(where+"."+name, func(v string) (err error) { *dst, err = parseFileTimeout(v); return err })
-	}
-	err := eachField(n, where, map[string]func(*yaml.Node) error{
-		"rate":         limit("rate", &b.Rate),
-		"burst":        count("burst", &b.Burst),
-		"shared_rate":  limit("shared_rate", &b.SharedRate),
-		"shared_burst": count("shared_burst", &b.SharedBurst),
-		"per_client":   count("per_client", &b.PerClient),
-		"inflight":     count("inflight", &b.Inflight),
-		"max_clients":  count("max_clients", &b.MaxClients),
-		"read_timeout": timeout("read_timeout", &b.ReadTimeout),
-		"hold_timeout": timeout("hold_timeout", &b.HoldTimeout),
-		"max_body_bytes": scalar(where+".max_body_bytes", func(v string) (err error) {
-			b.MaxBodyBytes, err = parseFileBytes(v)
-			return err
-		}),
-		"charge_on_failure": scalar(where+".charge_on_failure", func(v string) error {
-			on, err := parseBool(v)
-			b.Charge = admit.ChargeAlways
-			if on {
-				b.Charge = admit.ChargeOnFailure
-			}
-			return err
-		}),
-		"like": scalar(where+".like", func(v string) error {
-			if !slices.Contains(builtInGroups, admit.Group(v)) {
-				return fmt.Errorf("unknown group %q: want webhook, link or health", v)
-			}
-			if slices.Contains(builtInGroups, g) && admit.Group(v) != g {
-				return errors.New("a built-in group cannot be like another")
-			}
-			like, b.Like = admit.Group(v), admit.Group(v)
-			return nil
-		}),
-		"algorithm": scalar(where+".algorithm", func(v string) error {
-			switch v {
-			case "token-bucket":
-				b.Algorithm = admit.TokenBucket
-			case "fixed-window":
-				b.Algorithm = admit.FixedWindow
-			default:
-				return fmt.Errorf("unknown algorithm %q: want token-bucket or fixed-window", v)
-			}
-			return nil
-		}),
-		"sync": scalar(where+".sync", func(v string) error {
-			if v != "exact" && v != "async" {
-				return fmt.Errorf("unknown sync %q: want exact or async", v)
-			}
-			sync = v
-			return nil
-		}),
-		"sync_interval": scalar(where+".sync_interval", func(v string) (err error) {
-			interval, err = parseDuration(v, true)
-			if err == nil && (interval < minSyncInterval || interval > maxSyncInterval) {
-				err = fmt.Errorf("%s: want %s to %s", v, durationText(minSyncInterval), durationText(maxSyncInterval))
-			}
-			return err
-		}),
-		"limit": count("limit", &b.Limit),
-		"window": scalar(where+".window", func(v string) (err error) {
-			b.Window, err = parseDuration(v, true)
-			return err
-		}),
-		"key":               scalar(where+".key", func(v string) error { return parseKey(v, &b.Key) }),
-		"ipv4_prefix":       scalar(where+".ipv4_prefix", func(v string) (err error) { b.Key.IPv4Prefix, err = parsePrefixBits(v, 32); return err }),
-		"ipv6_prefix":       scalar(where+".ipv6_prefix", func(v string) (err error) { b.Key.IPv6Prefix, err = parsePrefixBits(v, 128); return err }),
-		"key_authenticated": scalar(where+".key_authenticated", func(v string) (err error) { b.Key.Authenticated, err = parseBool(v); return err }),
-		"on_missing": scalar(where+".on_missing", func(v string) error {
-			switch v {
-			case "peer":
-				b.Key.RejectMissing = false
-			case "reject":
-				b.Key.RejectMissing = true
-			default:
-				return fmt.Errorf("%q: want peer or reject", v)
-			}
-			return nil
-		}),
-	})
-	if err == nil {
-		err = checkAmounts(n, where, b, like)
-	}
-	if err == nil && sync != "async" && interval > 0 {
-		err = at(n, where+".sync_interval", "applies to sync: async only")
-	}
-	if sync != "async" {
-		return b, like, 0, err
-	}
-	if interval == 0 {
-		interval = defaultSyncInterval
-	}
-	return b, like, interval, err
-}
 
 // checkAmounts refuses a budget whose fields do not make one algorithm's
 // budget, in the file's words; the door checks the same in its own.

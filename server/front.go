@@ -49,46 +49,62 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if faultyFraming(r) {
 		w.Header()["Connection"] = closeValue
 	}
+	var found [maxSpellings]routeMatch
+	p, err := f.plan(w, r, found[:0])
+	switch {
+	case err != nil:
+		f.refuse(w, r, err)
+	case len(p.matched) == 0:
+		f.rest.ServeHTTP(w, p.req)
+	case len(p.matched) == 1:
+		f.handlers[p.matched[0].index].ServeHTTP(w, p.req)
+	default:
+		// Built per request, since such requests are rare and caching
+		// every combination would let requests grow memory. Its limits
+		// were accepted by the door as the plan was made.
+		h, _ := f.door.Handler(p.route, f.routes[p.matched[0].index].next)
+		h.ServeHTTP(w, p.req)
+	}
+}
+
+// plan is what the front makes of a request, once, for the server to serve
+// and for explain to print: its canonical form, the routes it matched and
+// the limits it is admitted under.
+type plan struct {
+	req     *http.Request // the canonical request: what is matched, keyed and forwarded
+	matched []routeMatch  // in the table's order; none: the request passes unlimited
+	route   admit.Route   // the limits and cost of the routes matched, combined
+}
+
+// plan canonicalises r and matches it: the error is why the request has no
+// canonical form (or no one method), and it is answered 400. found holds
+// the matches, so that the caller can keep them off the heap. w, when not
+// nil, lets a form body be read for a _method override.
+func (f *front) plan(w http.ResponseWriter, r *http.Request, found []routeMatch) (plan, error) {
 	c, err := canon.Request(r, f.canon)
 	if err != nil {
-		f.refuse(w, r, err)
-		return
+		return plan{}, err
 	}
 	// A key header's underscore spelling would reach a CGI or WSGI app as
 	// the header itself, a value admit never keyed by; it is dropped, as
 	// nginx drops every header with an underscore by default.
 	if h := f.keySpellings().strip(c.Header); h != nil {
-		if c == r {
-			c = new(http.Request)
-			*c = *r
-		}
-		c.Header = h
+		c = withHeader(c, r, h)
 	}
 	if f.matchedHost && len(c.Header["X-Forwarded-Host"]) > 0 {
 		h := c.Header.Clone()
 		delete(h, "X-Forwarded-Host")
-		if c == r {
-			c = new(http.Request)
-			*c = *r
-		}
-		c.Header = h
+		c = withHeader(c, r, h)
 	}
 	var overrides []string
 	if f.overrides {
 		if overrides, err = overrideMethods(c.Header); err != nil {
-			f.refuse(w, r, err)
-			return
+			return plan{}, err
 		}
 	}
-	var found [maxSpellings]routeMatch
-	matched, err := f.table.matchWithParams(w, c, overrides, found[:0])
-	if err != nil {
-		f.refuse(w, r, err)
-		return
-	}
-	if len(matched) == 0 {
-		f.rest.ServeHTTP(w, c)
-		return
+	matched, err := f.table.matchWithParams(w, c, overrides, found)
+	if err != nil || len(matched) == 0 {
+		return plan{req: c}, err
 	}
 	// The limits of every route matched key by that route's own
 	// wildcards, as its spelling matched them; a name an earlier route
@@ -104,15 +120,25 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	first := matched[0]
 	// What the access log names the request by: the route, never the
 	// path, which may be a share link's secret.
-	c.Pattern = f.table.routes[first.index].Pattern
-	if len(matched) == 1 {
-		f.handlers[first.index].ServeHTTP(w, c)
-		return
+	c.Pattern = f.table.routes[matched[0].index].Pattern
+	p := plan{req: c, matched: matched, route: f.routes[matched[0].index].rt}
+	if len(matched) > 1 {
+		p.route = f.combined(matched)
 	}
-	f.combined(matched).ServeHTTP(w, c)
+	return p, nil
+}
+
+// withHeader returns c with header h, copying c first when it is still the
+// server's request r.
+func withHeader(c, r *http.Request, h http.Header) *http.Request {
+	if c == r {
+		c = new(http.Request)
+		*c = *r
+	}
+	c.Header = h
+	return c
 }
 
 // refuse answers 400 to a request admit cannot read one way, and closes an
@@ -151,14 +177,12 @@ type frontRoute struct {
 	pathKeys []string // the wildcards its limits are keyed by
 }
 
-// combined returns a handler for a request whose spellings match several
+// combined returns the route of a request whose spellings match several
 // routes, as upstreams that fold case or slashes may route it to any of
-// them: the first route's handler, under every limit of every route
+// them: the first route's overflow, under every limit of every route
 // matched, in order, at the highest cost, or the most every limit holds
-// when that is less. It is built per request, since
-// such requests are rare and caching every combination would let requests
-// grow memory.
-func (f *front) combined(matched []routeMatch) http.Handler {
+// when that is less.
+func (f *front) combined(matched []routeMatch) admit.Route {
 	first := f.routes[matched[0].index]
 	rt := admit.Route{Cost: first.rt.Cost, Overflow: first.rt.Overflow}
 	for _, m := range matched {
@@ -169,8 +193,7 @@ func (f *front) combined(matched []routeMatch) http.Handler {
 		}
 		rt.Cost = max(rt.Cost, f.routes[m.index].rt.Cost)
 	}
-	h, err := f.door.Handler(rt, first.next)
-	if err != nil {
+	if _, err := f.door.Handler(rt, first.next); err != nil {
 		// The highest cost is more than some limit holds: charge the
 		// most that every limit holds rather than drop that limit. Each
 		// route was accepted alone, so one token always is.
@@ -180,9 +203,8 @@ func (f *front) combined(matched []routeMatch) http.Handler {
 			_, err := f.door.Handler(rt, first.next)
 			return err == nil
 		}, rt.Cost)
-		h, _ = f.door.Handler(rt, first.next)
 	}
-	return h
+	return rt
 }
 
 // maxCost returns the highest cost from 1 to below over that accepts, which

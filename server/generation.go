@@ -139,21 +139,30 @@ func (s *server) routes(cfg config, door *admit.Door) (*front, error) {
 	})
 	healthBudget, _ := door.Budget(admit.GroupHealth)
 	_, grpc := grpchealth.NewHandler(s.health, grpcHealthOptions(healthBudget)...)
+	return newFront(cfg, door, proxy, s.access, &s.malformed, func(r route) (next, overflow http.Handler) {
+		switch {
+		case r.Pattern == grpcHealthPattern:
+			return grpc, grpc
+		case cfg.isProbe(r):
+			return probe, status
+		}
+		return proxy, nil
+	})
+}
+
+// newFront builds the front of cfg's routes on door: handlers says what
+// each route admits its requests to, and what serves those over budget
+// (nil: none); rest serves the requests no route matches.
+func newFront(cfg config, door *admit.Door, rest http.Handler, access *accessLog, malformed *malformedCounts, handlers func(route) (next, overflow http.Handler)) (*front, error) {
 	table, err := newRouteTable(withGRPCHealth(cfg.Routes), cfg.matching())
 	if err != nil {
 		return nil, err
 	}
-	f := &front{table: table, rest: proxy, canon: canon.Options{Slashes: cfg.EscapedSlashes, Allow: cfg.AllowSpellings}, overrides: cfg.MethodOverride,
-		malformed: &s.malformed, access: s.access, door: door, matchedHost: namesAHost(cfg.Routes)}
+	f := &front{table: table, rest: rest, canon: canon.Options{Slashes: cfg.EscapedSlashes, Allow: cfg.AllowSpellings}, overrides: cfg.MethodOverride,
+		malformed: malformed, access: access, door: door, matchedHost: namesAHost(cfg.Routes)}
 	for _, r := range table.routes {
-		rt := admit.Route{Groups: r.Groups, Cost: r.Cost}
-		var next http.Handler = proxy
-		switch {
-		case r.Pattern == grpcHealthPattern:
-			next, rt.Overflow = grpc, grpc
-		case cfg.isProbe(r):
-			next, rt.Overflow = probe, status
-		}
+		next, overflow := handlers(r)
+		rt := admit.Route{Groups: r.Groups, Cost: r.Cost, Overflow: overflow}
 		h, err := door.Handler(rt, next)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("admit: route %s: %w", r, err)}
@@ -220,7 +229,7 @@ func logRoutes(log *slog.Logger, cfg config, door *admit.Door) {
 		for i, g := range r.Groups {
 			names[i] = string(g)
 		}
-		log.Info("admit: route", "pattern", r.Pattern, "groups", strings.Join(names, ","), "limits", routeLimits(door, r))
+		log.Info("admit: route", fieldPattern, r.Pattern, "groups", strings.Join(names, ","), "limits", routeLimits(door, r))
 	}
 }
 

@@ -352,7 +352,7 @@ routes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"limit    small: token-bucket 0.001/s, burst 5, cost 5,", "limit    big: token-bucket 0.001/s, burst 100, cost 5,"} {
+	for _, want := range []string{"limit    small: token-bucket rate 0.001/s, burst 5, cost 5,", "limit    big: token-bucket rate 0.001/s, burst 100, cost 5,"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -418,7 +418,7 @@ routes:
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := "limit    big: token-bucket 0.001/s, burst 100, " + tc.cost; !strings.Contains(out, want) {
+			if want := "limit    big: token-bucket rate 0.001/s, burst 100, " + tc.cost; !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
 			}
 		})

@@ -226,9 +226,9 @@ routes:
 		"route  wide,api=GET /b/{x}: wide (token-bucket rate 1/s, burst 20, key peer), then api (token-bucket rate 0.5/s, burst 3, key header:X-Api-Key), cost 2\n",
 		"route  open=GET /c: open (token-bucket without a rate limit, key peer)\n",
 		"group  fw: {algorithm: fixed-window, limit: 100, window: 1h, shared_burst: 100, key: peer, per_client: 32, inflight: 256, max_clients: 16384, read_timeout: 0, max_body_bytes: 65536, hold_timeout: 10s, charge_on_failure: false}\n",
-		"group  open: {algorithm: token-bucket, rate: .inf, burst: 20, shared_rate: .inf, shared_burst: 20, key: peer, per_client: 32, inflight: 256, max_clients: 16384, read_timeout: 0, max_body_bytes: 65536, hold_timeout: 5s, charge_on_failure: false}\n",
+		"group  open: {like: health, algorithm: token-bucket, rate: .inf, burst: 20, shared_rate: .inf, shared_burst: 20, key: peer, per_client: 32, inflight: 256, max_clients: 16384, read_timeout: 0, max_body_bytes: 65536, hold_timeout: 5s, charge_on_failure: false}\n",
 		"group  api: {algorithm: token-bucket, rate: 0.5, burst: 3, shared_rate: 0.5, shared_burst: 3, key: header:X-Api-Key, key_authenticated: true, on_missing: reject, per_client: 256, inflight: 256, max_clients: 16384, read_timeout: 0, max_body_bytes: 0, hold_timeout: 1m30s, charge_on_failure: true}\n",
-		"group  wide: {algorithm: token-bucket, rate: 1, burst: 20, shared_rate: 1, shared_burst: 20, key: peer, ipv4_prefix: 24, ipv6_prefix: 48, per_client: 32, inflight: 256, max_clients: 16384, read_timeout: 0, max_body_bytes: 65536, hold_timeout: 10s, charge_on_failure: false}\n",
+		"group  wide: {like: link, algorithm: token-bucket, rate: 1, burst: 20, shared_rate: 1, shared_burst: 20, key: peer, ipv4_prefix: 24, ipv6_prefix: 48, per_client: 32, inflight: 256, max_clients: 16384, read_timeout: 0, max_body_bytes: 65536, hold_timeout: 10s, charge_on_failure: false}\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("validate lacks %q:\n%s", want, out)

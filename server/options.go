@@ -23,6 +23,12 @@ type option struct {
 	oldEnv  []string // variables an earlier release read for it, still read after its own
 	usage   string
 	set     func(c *config, v string) error
+	// running is the setting as a server runs it, which a reload compares
+	// with what the server started with: only a restart applies a change.
+	// Flags and the environment stay as they were at the start, so they
+	// differ only when those do. nil: a reload may change it (a setting the
+	// config file can give too, or one that only prints).
+	running func(c config) any
 }
 
 // isBool reports a boolean option: its flag needs no value.

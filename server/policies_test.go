@@ -224,9 +224,9 @@ routes:
 	}
 	for _, want := range []string{
 		"group    per-address, tenant, token (route GET /t/{tenant}/items)",
-		"limit    per-address: token-bucket 1/s, burst 10, cost 2, key peer = 192.0.2.7/32",
-		"limit    tenant: fixed-window 100 per 1m, cost 2, key path:tenant = ",
-		"limit    token: token-bucket 5/s, burst 5, cost 2, key header:X-Api-Key = ",
+		"limit    per-address: token-bucket rate 1/s, burst 10, cost 2, key peer = 192.0.2.7/32",
+		"limit    tenant: fixed-window limit 100 per 1m, cost 2, key path:tenant = ",
+		"limit    token: token-bucket rate 5/s, burst 5, cost 2, key header:X-Api-Key = ",
 		"(the value's SHA-256, never the value)",
 	} {
 		if !strings.Contains(out, want) {

@@ -66,7 +66,7 @@ func (s *server) reloadLocked() error {
 			afresh = append(afresh, string(name))
 		}
 	}
-	s.log.Info("admit: reloaded", "config", cfg.ConfigFile, "routes", len(cfg.Routes),
+	s.log.Info("admit: reloaded", "config", cfg.ConfigFile, fieldRoutes, len(cfg.Routes),
 		"kept", strings.Join(kept, ","), "afresh", strings.Join(afresh, ","))
 	logRoutes(s.log, cfg, g.door)
 	return nil
@@ -90,73 +90,19 @@ func sameStore(a, b quota.Charger) bool {
 	return t == reflect.TypeOf(b) && t.Comparable() && a == b
 }
 
-// restartOnly are the settings a reload cannot change, by flag: all but the
-// config file's routes and budgets, and the content of the admin token
-// file.
-// They come from flags and the environment, which a running process keeps
-// as they were at its start, so they differ only when those do.
-var restartOnly = []struct {
-	flag  string
-	value func(c config) any
-}{
-	{"listen", func(c config) any { return c.Listen }},
-	{"upstream", func(c config) any { return c.Upstream }},
-	{"upstream-health", func(c config) any { return c.UpstreamHealth }},
-	{"demo", func(c config) any { return c.Demo }},
-	{"trusted-proxy", func(c config) any { return c.TrustedProxies }},
-	{"proxy-protocol-from", func(c config) any { return c.ProxyProtocolFrom }},
-	{"shadow", func(c config) any { return c.Shadow }},
-	{"policy-headers", func(c config) any { return c.PolicyHeaders }},
-	{"escaped-slashes", func(c config) any { return c.EscapedSlashes }},
-	{"route-folding", func(c config) any { return c.RouteFolding }},
-	{"method-override", func(c config) any { return c.MethodOverride }},
-	{"store", func(c config) any { return c.Store }},
-	{"store-prefix", func(c config) any { return c.StorePrefix }},
-	{"store-table", func(c config) any { return c.StoreTable }},
-	{"store-migrate", func(c config) any { return c.StoreMigrate }},
-	{"store-fail", func(c config) any { return c.StoreFail }},
-	{"replicas", func(c config) any { return c.Replicas }},
-	{"max-conns", func(c config) any { return c.MaxConns }},
-	{"max-conns-per-client", func(c config) any { return c.MaxConnsPerClient }},
-	{"metrics-listen", func(c config) any { return c.MetricsListen }},
-	{"metrics-max-conns", func(c config) any { return c.MetricsMaxConns }},
-	{"metrics-max-conns-per-client", func(c config) any { return c.MetricsPerClient }},
-	{"tls-cert", func(c config) any { return c.TLSCert }},
-	{"tls-key", func(c config) any { return c.TLSKey }},
-	{"h2c", func(c config) any { return c.H2C }},
-	{"drain-delay", func(c config) any { return c.DrainDelay }},
-	{"drain-timeout", func(c config) any { return c.DrainTimeout }},
-	{"log-format", func(c config) any { return c.LogFormat }},
-	{"log-level", func(c config) any { return c.LogLevel }},
-	{"access-log", func(c config) any { return c.AccessLog }},
-	{"access-log-refusals", func(c config) any { return c.AccessLogRefusals }},
-	{"config", func(c config) any { return c.ConfigFile }},
-	{"admin-token-file", func(c config) any { return c.AdminTokenFile }},
-}
-
 // checkRestartOnly refuses a reload that changes a setting only a restart
 // applies, naming it; never its value, which may hold a password.
 func checkRestartOnly(old, c config) error {
-	for _, o := range restartOnly {
-		if !reflect.DeepEqual(o.value(old), o.value(c)) {
+	for _, o := range options {
+		if o.running != nil && !reflect.DeepEqual(o.running(old), o.running(c)) {
 			env := ""
-			if i := optionIndex(o.flag); i >= 0 && len(options[i].envs()) > 0 {
-				env = " (" + options[i].envs()[0] + ")"
+			if envs := o.envs(); len(envs) > 0 {
+				env = " (" + envs[0] + ")"
 			}
-			return fmt.Errorf("admit: reload: --%s%s differs from what admit started with, and only a restart applies it; change it and restart, or change it back", o.flag, env)
+			return fmt.Errorf("admit: reload: --%s%s differs from what admit started with, and only a restart applies it; change it and restart, or change it back", o.name, env)
 		}
 	}
 	return nil
-}
-
-// optionIndex returns the index of the option named name, or -1.
-func optionIndex(name string) int {
-	for i, o := range options {
-		if o.name == name {
-			return i
-		}
-	}
-	return -1
 }
 
 // reloadCounter counts reloads by result in admit.config.reloads, and keeps

@@ -157,18 +157,9 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	if transport == nil {
 		transport = upstream.Transport()
 	}
-	var inner grpchealth.Checker = grpchealth.NewStaticChecker()
-	if cfg.UpstreamHealth != "" {
-		// Joined as the proxy joins request paths to the upstream's.
-		path, query, _ := strings.Cut(cfg.UpstreamHealth, "?")
-		probe := target.JoinPath(path)
-		probe.RawQuery = query
-		if inner, err = health.HTTP(&http.Client{Transport: transport}, probe.String()); err != nil {
-			return nil, fmt.Errorf("admit: --upstream-health %q: %w", cfg.UpstreamHealth, err)
-		}
+	if s.health, err = s.upstreamHealth(target, transport); err != nil {
+		return nil, err
 	}
-	s.health = health.Cached(inner, s.draining.Load, healthTTL, nil)
-
 	s.proxy = newProxy(target, s.resolver, cfg.TrustedProxies, cfg.MethodOverride, transport, log)
 	g, err := s.build(cfg, nil)
 	if err != nil {
@@ -177,18 +168,11 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	s.gen.Store(g)
 	s.door = g.door
 	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.gen.Load().front.ServeHTTP(w, r) })
-	m := s.tel.provider.Meter(meter.Name)
-	if err := s.reloads.register(m); err != nil {
-		return nil, fmt.Errorf("admit: metrics: %w", err)
-	}
-	if s.malformedReg, err = s.malformed.register(m); err != nil {
-		return nil, fmt.Errorf("admit: metrics: %w", err)
-	}
-	if s.connsReg, err = registerConns(m, map[string]*connCounts{"proxy": &s.conns, "metrics": &s.metricsConns}); err != nil {
-		return nil, fmt.Errorf("admit: metrics: %w", err)
+	if err := s.registerMetrics(); err != nil {
+		return nil, err
 	}
 	log.Info("admit: starting", "upstream", target.Redacted(), "upstream_health", cfg.UpstreamHealth,
-		"routes", len(cfg.Routes), "trusted_proxies", len(cfg.TrustedProxies),
+		fieldRoutes, len(cfg.Routes), "trusted_proxies", len(cfg.TrustedProxies),
 		"proxy_protocol_from", len(cfg.ProxyProtocolFrom), "shadow", cfg.Shadow,
 		"store", cfg.Store.Kind, "store_url", redactURL(cfg.Store.URL), "store_fail", cfg.StoreFail,
 		"config", cfg.ConfigFile)
@@ -196,31 +180,36 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	return s, nil
 }
 
-// listen binds the proxy's and the metrics listeners, each under its own
-// connection caps. The proxy's accepts PROXY protocol headers from the
-// configured peers.
-func (s *server) listen() error {
-	ln, err := net.Listen("tcp", s.cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("admit: --listen: %w", err)
+// upstreamHealth is the health the server reports: the upstream's, probed
+// at --upstream-health and cached, or always serving without one.
+func (s *server) upstreamHealth(target *url.URL, transport http.RoundTripper) (grpchealth.Checker, error) {
+	var inner grpchealth.Checker = grpchealth.NewStaticChecker()
+	if s.cfg.UpstreamHealth != "" {
+		// Joined as the proxy joins request paths to the upstream's.
+		path, query, _ := strings.Cut(s.cfg.UpstreamHealth, "?")
+		probe := target.JoinPath(path)
+		probe.RawQuery = query
+		var err error
+		if inner, err = health.HTTP(&http.Client{Transport: transport}, probe.String()); err != nil {
+			return nil, fmt.Errorf("admit: --upstream-health %q: %w", s.cfg.UpstreamHealth, err)
+		}
 	}
-	mln, err := net.Listen("tcp", s.cfg.MetricsListen)
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("admit: --metrics-listen: %w", err)
+	return health.Cached(inner, s.draining.Load, healthTTL, nil), nil
+}
+
+// registerMetrics registers the server's own instruments: reloads,
+// malformed requests and connections.
+func (s *server) registerMetrics() (err error) {
+	m := s.tel.provider.Meter(meter.Name)
+	if err := s.reloads.register(m); err != nil {
+		return fmt.Errorf("admit: metrics: %w", err)
 	}
-	// Trusted proxies carry clients' requests to the proxy, not scrapes,
-	// so none is exempt here. Loopback peers are held to the per-client
-	// cap too: exempting them would let one local process take every
-	// slot from the address a local Prometheus and probe share, and the
-	// default per-client cap leaves those two room (a scraper keeps one
-	// connection, two while scrapes overlap; a probe one).
-	s.metricsLn = newConnLimit(mln, s.cfg.MetricsMaxConns, s.cfg.MetricsPerClient, 64, nil, &s.metricsConns)
-	s.ln = ln
-	if len(s.cfg.ProxyProtocolFrom) > 0 {
-		s.ln = clientip.ProxyProtocolListener(ln, s.cfg.ProxyProtocolFrom, 0)
+	if s.malformedReg, err = s.malformed.register(m); err != nil {
+		return fmt.Errorf("admit: metrics: %w", err)
 	}
-	s.ln = newConnLimit(s.ln, s.cfg.MaxConns, s.cfg.MaxConnsPerClient, 64, s.cfg.TrustedProxies, &s.conns)
+	if s.connsReg, err = registerConns(m, map[string]*connCounts{"proxy": &s.conns, "metrics": &s.metricsConns}); err != nil {
+		return fmt.Errorf("admit: metrics: %w", err)
+	}
 	return nil
 }
 
@@ -229,26 +218,7 @@ func (s *server) listen() error {
 // requests get DrainTimeout to finish. It returns nil after a drain.
 func (s *server) serve(ctx context.Context) error {
 	errorLog := slog.NewLogLogger(s.log.Handler(), slog.LevelDebug) // its lines name clients
-	srv := &http.Server{
-		Handler:           s.handler,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout:       idleTimeout,
-		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: maxConcurrentStreams},
-		ErrorLog:          errorLog,
-	}
-	srv.RegisterOnShutdown(func() { close(s.listenerClosed) }) // runs once the listener is closed
-	if s.tlsCert != nil {
-		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{*s.tlsCert}, MinVersion: tls.VersionTLS12}
-	}
-	if s.cfg.H2C {
-		// HTTP/2 with prior knowledge beside HTTP/1.1, under the same
-		// header and stream limits as over TLS (MaxHeaderBytes, HTTP2).
-		var p http.Protocols
-		p.SetHTTP1(true)
-		p.SetUnencryptedHTTP2(true)
-		srv.Protocols = &p
-	}
+	srv := s.proxyServer(errorLog)
 	msrv := s.metricsServer(errorLog)
 
 	var wg sync.WaitGroup

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/quota"
 )
 
@@ -204,8 +204,8 @@ func (r *run) checkMetrics(reader *sdkmetric.ManualReader) {
 				continue
 			}
 			for _, p := range sum.DataPoints {
-				group, _ := p.Attributes.Value(admit.AttrGroup)
-				door, _ := p.Attributes.Value(admit.AttrOutcome)
+				group, _ := p.Attributes.Value(attribute.Key("admit.door.group"))
+				door, _ := p.Attributes.Value(attribute.Key("admit.door.outcome"))
 				store, _ := p.Attributes.Value("admit.quota.outcome")
 				switch {
 				case m.Name == "admit.door.requests" && group.AsString() == string(loadGroup):

@@ -1,0 +1,321 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/time/rate"
+
+	"github.com/admitgo/admit"
+)
+
+// budgetField is one field of a group's budget as the config file spells
+// it. The file's reader, validate's listing and the admin API's JSON are
+// all made from budgetFields, so a field has one spelling, one parser and
+// one way of being written back.
+type budgetField struct {
+	key string
+	// read sets the field from the file's value.
+	read func(d *budgetDraft, v string) error
+	// show is the field of a resolved budget as the file would write it,
+	// and whether it is one of that budget's fields at all.
+	show func(v budgetView) (any, bool)
+}
+
+// budgetDraft is one group's budget as the file is read: the door's
+// Budget, and what the file says beside it.
+type budgetDraft struct {
+	group    admit.Group
+	b        admit.Budget
+	like     admit.Group // the built-in group it is, or is like; "" for neither
+	sync     string      // "exact", "async", or "" when not given
+	interval time.Duration
+}
+
+// budgetView is a resolved budget, with what the file says beside it.
+type budgetView struct {
+	b        admit.Budget
+	name     admit.Group
+	like     admit.Group
+	interval time.Duration // the async mode's; 0: exact
+}
+
+// Spellings of the file's values that more than one field or check uses.
+const (
+	fieldKey    = "key" // also the access log's and the admin API's word for a client's key
+	tokenBucket = "token-bucket"
+	fixedWindow = "fixed-window"
+	syncExact   = "exact"
+	syncAsync   = "async"
+)
+
+var budgetFields = []budgetField{
+	{"like", readLike, func(v budgetView) (any, bool) { return v.like, v.like != "" && v.like != v.name }},
+	{"algorithm", readAlgorithm, func(v budgetView) (any, bool) {
+		if v.b.Algorithm == admit.FixedWindow {
+			return fixedWindow, true
+		}
+		return tokenBucket, true
+	}},
+	{"limit", readCount(func(b *admit.Budget) *int { return &b.Limit }), fixedOnly(func(b admit.Budget) any { return b.Limit })},
+	{"window", readWith(parsePositive, func(b *admit.Budget) *time.Duration { return &b.Window }), fixedOnly(func(b admit.Budget) any { return fileDuration(b.Window) })},
+	{"rate", readWith(parseFileRate, func(b *admit.Budget) *rate.Limit { return &b.Rate }), bucketOnly(func(b admit.Budget) any { return fileRate(b.Rate) })},
+	{"burst", readCount(func(b *admit.Budget) *int { return &b.Burst }), bucketOnly(func(b admit.Budget) any { return b.Burst })},
+	{"shared_rate", readWith(parseFileRate, func(b *admit.Budget) *rate.Limit { return &b.SharedRate }), bucketOnly(func(b admit.Budget) any { return fileRate(b.SharedRate) })},
+	{"shared_burst", readCount(func(b *admit.Budget) *int { return &b.SharedBurst }), always(func(b admit.Budget) any { return b.SharedBurst })},
+	{fieldKey, func(d *budgetDraft, v string) error { return parseKey(v, &d.b.Key) }, always(func(b admit.Budget) any { return keyText(b.Key) })},
+	{"ipv4_prefix", readPrefix(32, func(k *admit.Key) *int { return &k.IPv4Prefix }), func(v budgetView) (any, bool) { return v.b.Key.IPv4Prefix, v.b.Key.IPv4Prefix != 0 }},
+	{"ipv6_prefix", readPrefix(128, func(k *admit.Key) *int { return &k.IPv6Prefix }), func(v budgetView) (any, bool) { return v.b.Key.IPv6Prefix, v.b.Key.IPv6Prefix != 0 }},
+	{"key_authenticated", func(d *budgetDraft, v string) (err error) { d.b.Key.Authenticated, err = parseBool(v); return err },
+		valueKeyed(func(k admit.Key) any { return k.Authenticated })},
+	{"on_missing", readOnMissing, valueKeyed(func(k admit.Key) any {
+		if k.RejectMissing {
+			return "reject"
+		}
+		return "peer"
+	})},
+	{"per_client", readCount(func(b *admit.Budget) *int { return &b.PerClient }), always(func(b admit.Budget) any { return b.PerClient })},
+	{"inflight", readCount(func(b *admit.Budget) *int { return &b.Inflight }), always(func(b admit.Budget) any { return b.Inflight })},
+	{"max_clients", readCount(func(b *admit.Budget) *int { return &b.MaxClients }), always(func(b admit.Budget) any { return b.MaxClients })},
+	// In the file, as in nginx, a 0 timeout or body cap means none; the
+	// door's Budget says none with a negative value, since its 0 is the
+	// default.
+	{"read_timeout", readWith(parseFileTimeout, func(b *admit.Budget) *time.Duration { return &b.ReadTimeout }),
+		always(func(b admit.Budget) any { return fileDuration(max(b.ReadTimeout, 0)) })},
+	{"max_body_bytes", readWith(parseFileBytes, func(b *admit.Budget) *int64 { return &b.MaxBodyBytes }),
+		always(func(b admit.Budget) any { return max(b.MaxBodyBytes, 0) })},
+	{"hold_timeout", readWith(parseFileTimeout, func(b *admit.Budget) *time.Duration { return &b.HoldTimeout }),
+		always(func(b admit.Budget) any { return fileDuration(max(b.HoldTimeout, 0)) })},
+	{"charge_on_failure", readCharge, always(func(b admit.Budget) any { return b.Charge == admit.ChargeOnFailure })},
+	{"sync", readSync, func(v budgetView) (any, bool) { return syncAsync, v.interval > 0 }},
+	{"sync_interval", readSyncInterval, func(v budgetView) (any, bool) { return fileDuration(v.interval), v.interval > 0 }},
+}
+
+// budgetFieldKeys lists the keys of budgetFields, for tests and errors.
+func budgetFieldKeys() []string {
+	keys := make([]string, len(budgetFields))
+	for i, f := range budgetFields {
+		keys[i] = f.key
+	}
+	return keys
+}
+
+// shownFields returns every field of a resolved budget as the file would
+// write it, in budgetFields' order.
+func shownFields(v budgetView) []shownField {
+	var out []shownField
+	for _, f := range budgetFields {
+		if val, ok := f.show(v); ok {
+			out = append(out, shownField{f.key, val})
+		}
+	}
+	return out
+}
+
+type shownField struct {
+	key   string
+	value any
+}
+
+// budgetText is a resolved budget as the config file spells it, a YAML map
+// that could stand under the group's name.
+func budgetText(v budgetView) string {
+	var f []string
+	for _, sf := range shownFields(v) {
+		f = append(f, fmt.Sprintf("%s: %v", sf.key, sf.value))
+	}
+	return "{" + strings.Join(f, ", ") + "}"
+}
+
+// budgetJSON is a resolved budget as a JSON object in the file's words,
+// its fields in budgetFields' order.
+type budgetJSON []shownField
+
+func (b budgetJSON) MarshalJSON() ([]byte, error) {
+	out := []byte{'{'}
+	for i, f := range b {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		k, _ := json.Marshal(f.key)
+		v, err := json.Marshal(f.value)
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(append(out, k...), ':'), v...)
+	}
+	return append(out, '}'), nil
+}
+
+// fileRate is a rate as the file writes it: a number, or .inf for none.
+type fileRate rate.Limit
+
+func (r fileRate) String() string { return rateText(rate.Limit(r)) }
+
+func (r fileRate) MarshalJSON() ([]byte, error) {
+	if rate.Limit(r) == rate.Inf {
+		return []byte(`".inf"`), nil
+	}
+	return json.Marshal(float64(r))
+}
+
+// fileDuration is a duration as the file writes it: "1h" rather than
+// "1h0m0s", and 0 for none.
+type fileDuration time.Duration
+
+func (d fileDuration) String() string { return durationText(time.Duration(d)) }
+
+func (d fileDuration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// The readers and showers that several fields share.
+
+func readWith[T any](parse func(string) (T, error), field func(*admit.Budget) *T) func(*budgetDraft, string) error {
+	return func(d *budgetDraft, v string) (err error) {
+		*field(&d.b), err = parse(v)
+		return err
+	}
+}
+
+func readCount(field func(*admit.Budget) *int) func(*budgetDraft, string) error {
+	return readWith(parseFileCount, field)
+}
+
+func readPrefix(most int, field func(*admit.Key) *int) func(*budgetDraft, string) error {
+	return func(d *budgetDraft, v string) (err error) {
+		*field(&d.b.Key), err = parsePrefixBits(v, most)
+		return err
+	}
+}
+
+func parsePositive(v string) (time.Duration, error) { return parseDuration(v, true) }
+
+func always(f func(admit.Budget) any) func(budgetView) (any, bool) {
+	return func(v budgetView) (any, bool) { return f(v.b), true }
+}
+
+func fixedOnly(f func(admit.Budget) any) func(budgetView) (any, bool) {
+	return func(v budgetView) (any, bool) { return f(v.b), v.b.Algorithm == admit.FixedWindow }
+}
+
+func bucketOnly(f func(admit.Budget) any) func(budgetView) (any, bool) {
+	return func(v budgetView) (any, bool) { return f(v.b), v.b.Algorithm != admit.FixedWindow }
+}
+
+// valueKeyed shows a field that applies to a key by a header or path value.
+func valueKeyed(f func(admit.Key) any) func(budgetView) (any, bool) {
+	return func(v budgetView) (any, bool) {
+		return f(v.b.Key), v.b.Key.Header != "" || v.b.Key.PathValue != ""
+	}
+}
+
+// The readers of one field each.
+
+func readLike(d *budgetDraft, v string) error {
+	g := admit.Group(v)
+	if !slices.Contains(builtInGroups, g) {
+		return fmt.Errorf("unknown group %q: want webhook, link or health", v)
+	}
+	if slices.Contains(builtInGroups, d.group) && g != d.group {
+		return errors.New("a built-in group cannot be like another")
+	}
+	d.like, d.b.Like = g, g
+	return nil
+}
+
+func readAlgorithm(d *budgetDraft, v string) error {
+	switch v {
+	case tokenBucket:
+		d.b.Algorithm = admit.TokenBucket
+	case fixedWindow:
+		d.b.Algorithm = admit.FixedWindow
+	default:
+		return fmt.Errorf("unknown algorithm %q: want %s or %s", v, tokenBucket, fixedWindow)
+	}
+	return nil
+}
+
+func readOnMissing(d *budgetDraft, v string) error {
+	switch v {
+	case "peer":
+		d.b.Key.RejectMissing = false
+	case "reject":
+		d.b.Key.RejectMissing = true
+	default:
+		return fmt.Errorf("%q: want peer or reject", v)
+	}
+	return nil
+}
+
+func readCharge(d *budgetDraft, v string) error {
+	on, err := parseBool(v)
+	d.b.Charge = admit.ChargeAlways
+	if on {
+		d.b.Charge = admit.ChargeOnFailure
+	}
+	return err
+}
+
+func readSync(d *budgetDraft, v string) error {
+	if v != syncExact && v != syncAsync {
+		return fmt.Errorf("unknown sync %q: want %s or %s", v, syncExact, syncAsync)
+	}
+	d.sync = v
+	return nil
+}
+
+func readSyncInterval(d *budgetDraft, v string) (err error) {
+	d.interval, err = parseDuration(v, true)
+	if err == nil && (d.interval < minSyncInterval || d.interval > maxSyncInterval) {
+		err = fmt.Errorf("%s: want %s to %s", v, durationText(minSyncInterval), durationText(maxSyncInterval))
+	}
+	return err
+}
+
+// readBudget reads one group's fields onto a draft whose like is the
+// built-in group the group is (or is like; "" for neither), and whose
+// interval is the async mode's (0: exact). A field left out keeps the
+// group's default.
+func readBudget(n *yaml.Node, where string, g admit.Group) (budgetDraft, error) {
+	d := budgetDraft{group: g}
+	if slices.Contains(builtInGroups, g) {
+		d.like = g
+	}
+	if !isNull(n) {
+		readers := make(map[string]func(*yaml.Node) error, len(budgetFields))
+		for _, f := range budgetFields {
+			readers[f.key] = scalar(dotted(where, f.key), func(v string) error { return f.read(&d, v) })
+		}
+		if err := eachField(n, where, readers); err != nil {
+			return d, err
+		}
+	}
+	if err := checkAmounts(n, where, d.b, d.like); err != nil {
+		return d, err
+	}
+	if d.sync != syncAsync {
+		if d.interval > 0 {
+			return d, at(n, where+".sync_interval", "applies to sync: async only")
+		}
+		return d, nil
+	}
+	if d.interval == 0 {
+		d.interval = defaultSyncInterval
+	}
+	return d, nil
+}
+
+// view returns group g's budget as door resolves it, with what c's file
+// says beside it.
+func (c *config) view(door *admit.Door, g admit.Group) budgetView {
+	b, _ := door.Budget(g)
+	like := c.Likes[g]
+	if like == "" && slices.Contains(builtInGroups, g) {
+		like = g
+	}
+	return budgetView{b: b, name: g, like: like, interval: c.Async[g]}
+}

@@ -1,0 +1,60 @@
+package server
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestFileKeysSpelledOnce holds the config file's keys to one spelling
+// each: every key is a string literal in exactly one non-test Go file of
+// the server and the binary, so a second reader or printer of a field
+// cannot drift from the first. The file's readers are the source of the
+// keys, so a key added to them is held too.
+func TestFileKeysSpelledOnce(t *testing.T) {
+	keys := slices.Concat(budgetFieldKeys(), []string{fieldRoutes, fieldBudgets, fieldGroup, fieldPattern, "cost", "upstream_profile", "allow_spellings"})
+	in := make(map[string]map[string]bool)
+	for _, dir := range []string{".", "../cmd"} {
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				return err
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				if _, imp := n.(*ast.ImportSpec); imp {
+					return false
+				}
+				if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					v, _ := strconv.Unquote(lit.Value)
+					if in[v] == nil {
+						in[v] = make(map[string]bool)
+					}
+					in[v][path] = true
+				}
+				return true
+			})
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range keys {
+		if files := in[k]; len(files) != 1 {
+			t.Errorf("file key %q is a string literal in %d files, want 1: %v", k, len(files), slices.Sorted(maps.Keys(files)))
+		}
+	}
+	if len(keys) < 25 {
+		t.Errorf("found %d file keys; the readers lost some", len(keys))
+	}
+}
