@@ -53,17 +53,6 @@ const (
 	FixedWindow
 )
 
-// String returns the algorithm as the config file spells it.
-func (a Algorithm) String() string {
-	switch a {
-	case TokenBucket:
-		return "token-bucket"
-	case FixedWindow:
-		return "fixed-window"
-	}
-	return fmt.Sprintf("Algorithm(%d)", uint8(a))
-}
-
 // Budget is what one group admits. A field left zero takes the group's
 // default (see [DefaultBudgets]), or the defaults of the group it is Like;
 // a group that is neither built in nor Like one takes GroupLink's, but must
@@ -272,15 +261,4 @@ func (b Budget) rule(g Group) quota.Rule {
 		limit, window = math.MaxInt32, time.Second
 	}
 	return quota.Rule{Name: "admit." + string(g), Limit: limit, Window: window, Algorithm: quota.GCRA, Burst: b.Burst}
-}
-
-// String returns the charge as the config file spells it.
-func (c Charge) String() string {
-	switch c {
-	case ChargeAlways:
-		return "always"
-	case ChargeOnFailure:
-		return "on-failure"
-	}
-	return fmt.Sprintf("Charge(%d)", uint8(c))
 }

@@ -66,7 +66,8 @@
 // group_concurrency, cached (served by an overflow handler), store_error,
 // fallback, missing_key (no value to key the request by), or a would_* form. The door also reports admit.door.inflight,
 // admit.door.clients and admit.door.evictions. Attributes are the group
-// ([AttrGroup]) and the outcome ([AttrOutcome]) only, never a client key.
+// (admit.door.group) and the outcome (admit.door.outcome) only, never a
+// client key.
 //
 // The admitted path allocates nothing for a request without a body, and one
 // http.MaxBytesReader for a request with one.

@@ -173,6 +173,17 @@ func (d *Door) Handler(rt Route, next http.Handler) (http.Handler, error) {
 	if next == nil {
 		return nil, fmt.Errorf("admit: route %v: nil handler", rt.Groups)
 	}
+	h, err := d.route(rt)
+	if err != nil {
+		return nil, err
+	}
+	h.next, h.overflow = next, rt.Overflow
+	return h, nil
+}
+
+// route returns the limits of rt, checked as Handler documents, without
+// the handlers they admit to.
+func (d *Door) route(rt Route) (*handler, error) {
 	if len(rt.Groups) == 0 || len(rt.Groups) > maxLimits {
 		return nil, fmt.Errorf("admit: route %v: %d groups, want 1 to %d", rt.Groups, len(rt.Groups), maxLimits)
 	}
@@ -180,7 +191,7 @@ func (d *Door) Handler(rt Route, next http.Handler) (http.Handler, error) {
 	if rt.Cost < 0 {
 		return nil, fmt.Errorf("admit: route %v: Cost %d, want 1 or more (0: 1)", rt.Groups, rt.Cost)
 	}
-	h := &handler{cost: int32(cost), next: next, overflow: rt.Overflow, headers: d.set.headers, shadow: d.set.shadow, now: d.set.now, decided: d.set.decided}
+	h := &handler{cost: int32(cost), headers: d.set.headers, shadow: d.set.shadow, now: d.set.now, decided: d.set.decided}
 	chosen := true
 	var policies []string
 	for _, name := range rt.Groups {

@@ -1,10 +1,12 @@
 package admit_test
 
 import (
+	"context"
 	"fmt"
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
@@ -116,4 +118,33 @@ func ExampleDoor_Middleware() {
 	}
 	fmt.Println()
 	// Output: 200 200 429
+}
+
+// A front that is not an http.Handler, such as a gRPC server, asks the door
+// directly, and answers a refusal in its own protocol.
+func ExampleDoor_Decide() {
+	door, err := admit.New(admit.Config{Budgets: map[admit.Group]admit.Budget{
+		"rpc": {Rate: 1, Burst: 2},
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	rpc := admit.Route{Groups: []admit.Group{"rpc"}}
+	client := netip.MustParsePrefix("192.0.2.7/32") // the gRPC peer, as clientip keys it
+	for range 3 {
+		v, done, err := door.Decide(context.Background(), rpc, client, http.Header{})
+		if err != nil {
+			log.Fatal(err)
+		}
+		if done == nil {
+			fmt.Println(v.Status, v.Outcome, "retry after", v.Header.Get("Retry-After"))
+			continue
+		}
+		fmt.Println(v.Status, v.Outcome)
+		done(http.StatusOK) // the call's answer, as an HTTP status
+	}
+	// Output:
+	// 200 ok
+	// 200 ok
+	// 429 rate_limited retry after 1
 }

@@ -1,6 +1,7 @@
 package admit
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"time"
@@ -32,47 +33,17 @@ type handler struct {
 // settle what admission took.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := passes.Get().(*pass)
-	tickets, verdicts := p.tickets[:len(h.limits)], p.verdicts[:len(h.limits)]
-	ctx := r.Context()
-	now := h.now()
 	var client clientKey
-	admitted := 0 // limits whose admission must be undone should a store panic
-	defer func() {
-		if admitted >= 0 { // a store panicked: undo the limits before it, and let it unwind
-			h.cancel(r, tickets[:admitted])
-		}
-	}()
-	for i, g := range h.limits {
-		admitted = i
-		key, err := g.keyOf(r, &client)
-		if err != nil && h.shadow {
-			// Shadow mode refuses nothing: this limit takes nothing and
-			// counts what it would have answered; the others decide.
-			tickets[i] = ticket{slot: -1}
-			verdicts[i] = verdict{admitted: true, outcome: outcomeMissingKey.would()}
-			continue
-		}
-		if err != nil {
-			admitted = -1
-			h.cancel(r, tickets[:i])
-			h.refuseKey(w, r, g, err)
-			passes.Put(p)
-			return
-		}
-		t := &tickets[i]
-		verdicts[i] = g.admit(ctx, key, h.cost, now, t)
-		if verdicts[i].evicted {
-			g.shards[t.shard].counts.evictions.Add(1)
-		}
-		if !verdicts[i].admitted {
-			admitted = -1
-			h.cancel(r, tickets[:i])
-			h.refuse(w, r, g, t, verdicts[i])
-			passes.Put(p)
-			return
-		}
+	if i, err := h.admitAll(r.Context(), r, r.Header, &client, p); err != nil {
+		h.refuseKey(w, r, h.limits[i], err)
+		passes.Put(p)
+		return
+	} else if i >= 0 {
+		h.refuse(w, r, h.limits[i], &p.tickets[i], p.verdicts[i])
+		passes.Put(p)
+		return
 	}
-	admitted = -1 // from here on, settling gives back what admission took
+	tickets, verdicts := p.tickets[:len(h.limits)], p.verdicts[:len(h.limits)]
 	if h.headers {
 		h.setHeaders(w.Header(), tickets, verdicts)
 	}
@@ -89,7 +60,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				status = ww.status
 			}
 			ww.release()
-			h.settle(r, tickets, verdicts, status)
+			h.settle(r.Context(), r, tickets, verdicts, status)
 		}
 	}()
 	if h.prepare(ww, r) {
@@ -97,9 +68,54 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	settled = true
 	ww.release()
-	h.settle(r, tickets, verdicts, ww.answered())
+	h.settle(r.Context(), r, tickets, verdicts, ww.answered())
 	p.w = writer{}
 	passes.Put(p)
+}
+
+// admitAll admits a request under each limit in order, filling p's tickets
+// and verdicts, and returns -1 when every limit admitted it. Otherwise it
+// returns the limit that refused, having undone the limits before it, with
+// the error that kept that limit from keying the request, if that is why.
+// r is nil for a request that is not HTTP; header holds the values limits
+// are keyed by.
+func (h *handler) admitAll(ctx context.Context, r *http.Request, header http.Header, client *clientKey, p *pass) (int, error) {
+	tickets, verdicts := p.tickets[:len(h.limits)], p.verdicts[:len(h.limits)]
+	now := h.now()
+	admitted := 0 // limits whose admission must be undone should a store panic
+	defer func() {
+		if admitted >= 0 { // a store panicked: undo the limits before it, and let it unwind
+			h.cancel(ctx, tickets[:admitted])
+		}
+	}()
+	for i, g := range h.limits {
+		admitted = i
+		key, err := g.keyOf(r, header, client)
+		if err != nil && h.shadow {
+			// Shadow mode refuses nothing: this limit takes nothing and
+			// counts what it would have answered; the others decide.
+			tickets[i] = ticket{slot: -1}
+			verdicts[i] = verdict{admitted: true, outcome: outcomeMissingKey.would()}
+			continue
+		}
+		if err != nil {
+			admitted = -1
+			h.cancel(ctx, tickets[:i])
+			return i, err
+		}
+		t := &tickets[i]
+		verdicts[i] = g.admit(ctx, key, h.cost, now, t)
+		if verdicts[i].evicted {
+			g.shards[t.shard].counts.evictions.Add(1)
+		}
+		if !verdicts[i].admitted {
+			admitted = -1
+			h.cancel(ctx, tickets[:i])
+			return i, nil
+		}
+	}
+	admitted = -1 // from here on, settling gives back what admission took
+	return -1, nil
 }
 
 // pass is one request's way through the door: what each of its limits
@@ -119,10 +135,10 @@ var passes = sync.Pool{New: func() any { return new(pass) }}
 
 // cancel undoes the admissions of the limits before one that refused, last
 // first, so that one limit's refusal spends no other's budget.
-func (h *handler) cancel(r *http.Request, tickets []ticket) {
+func (h *handler) cancel(ctx context.Context, tickets []ticket) {
 	for i := len(tickets) - 1; i >= 0; i-- {
 		if t := &tickets[i]; t.taken {
-			h.limits[i].engine.cancel(r.Context(), t)
+			h.limits[i].engine.cancel(ctx, t)
 		}
 	}
 }
@@ -140,10 +156,7 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, g *group, t *ti
 		v.outcome, v.retry = outcomeGroupConcurrency, 1 // the overflow is at the group's cap
 	}
 	g.count(t, v.outcome)
-	status := http.StatusTooManyRequests
-	if v.outcome == outcomeGroupConcurrency || v.outcome == outcomeStoreError {
-		status = http.StatusServiceUnavailable
-	}
+	status := v.status()
 	if h.headers && v.outcome == outcomeRateLimited {
 		setRefusalHeaders(w.Header(), g, v.retry)
 	}
@@ -155,12 +168,27 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, g *group, t *ti
 // Authorization header and it is missing, 400 otherwise.
 func (h *handler) refuseKey(w http.ResponseWriter, r *http.Request, g *group, err error) {
 	g.shards[0].counts.outcomes[outcomeMissingKey].Add(1)
-	status := http.StatusBadRequest
-	if err == errMissingKey && http.CanonicalHeaderKey(g.budget.Key.Header) == "Authorization" {
-		status = http.StatusUnauthorized
-	}
+	status := g.keyStatus(err)
 	refuse(w, r, g, status)
 	h.tell(r, g, outcomeMissingKey, status)
+}
+
+// status is what a refusal answers: 503 when the group's in-flight cap or
+// its store refused, 429 for the rest.
+func (v verdict) status() int {
+	if v.outcome == outcomeGroupConcurrency || v.outcome == outcomeStoreError {
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusTooManyRequests
+}
+
+// keyStatus is what a request g cannot key is answered: 401 when the key
+// is the Authorization header and it is missing, 400 otherwise.
+func (g *group) keyStatus(err error) int {
+	if err == errMissingKey && http.CanonicalHeaderKey(g.budget.Key.Header) == "Authorization" {
+		return http.StatusUnauthorized
+	}
+	return http.StatusBadRequest
 }
 
 // tell calls the door's Decided hook, if it has one.
@@ -231,12 +259,12 @@ func (h *handler) prepare(w *writer, r *http.Request) bool {
 // settle frees what admission took, last limit first, and counts the
 // request's one outcome on each limit: the outcome admission left pending
 // (a shadow would_* or store_error) if any, otherwise the class of the
-// answer.
-func (h *handler) settle(r *http.Request, tickets []ticket, verdicts []verdict, status int) {
+// answer. r is nil for a request that is not HTTP.
+func (h *handler) settle(ctx context.Context, r *http.Request, tickets []ticket, verdicts []verdict, status int) {
 	for i := len(tickets) - 1; i >= 0; i-- {
 		g, t := h.limits[i], &tickets[i]
 		if t.taken {
-			g.engine.settle(r.Context(), t, status)
+			g.engine.settle(ctx, t, status)
 		}
 		o := verdicts[i].outcome
 		if o == outcomeOK {

@@ -122,7 +122,8 @@ type clientKey struct {
 	found bool
 }
 
-// of returns the client key of r, finding it on the first call.
+// of returns the client key of r, finding it on the first call; a request
+// that is not HTTP comes with its client key found.
 func (c *clientKey) of(set *settings, r *http.Request) netip.Prefix {
 	if !c.found {
 		c.key, c.found = set.key(r), true
@@ -130,16 +131,18 @@ func (c *clientKey) of(set *settings, r *http.Request) netip.Prefix {
 	return c.key
 }
 
-// keyOf returns the key of r under group g's Key: the client key (widened),
-// or a hash of the header or path value, or the one global key. A missing
-// value falls back to the client key unless the group rejects it.
-func (g *group) keyOf(r *http.Request, client *clientKey) (netip.Prefix, error) {
+// keyOf returns the key of a request under group g's Key: the client key
+// (widened), or a hash of the header or path value, or the one global key.
+// A missing value falls back to the client key unless the group rejects
+// it. header is the request's; r is nil for a request that is not HTTP,
+// which has no path values.
+func (g *group) keyOf(r *http.Request, header http.Header, client *clientKey) (netip.Prefix, error) {
 	k := &g.budget.Key
 	switch g.keyKind {
 	case keyGlobal:
 		return globalKey, nil
 	case keyHeader:
-		vs := r.Header.Values(k.Header)
+		vs := header.Values(k.Header)
 		switch {
 		case len(vs) > 1:
 			return netip.Prefix{}, errAmbiguousKey
@@ -153,6 +156,9 @@ func (g *group) keyOf(r *http.Request, client *clientKey) (netip.Prefix, error) 
 			}
 		}
 	case keyPath:
+		if r == nil {
+			break
+		}
 		if v := r.PathValue(k.PathValue); v != "" {
 			return hashKey(v), nil
 		}
@@ -172,7 +178,7 @@ func (d *Door) KeyOf(g Group, r *http.Request) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("admit: unknown group %q", g)
 	}
-	k, err := grp.keyOf(r, &clientKey{})
+	k, err := grp.keyOf(r, r.Header, &clientKey{})
 	if err != nil {
 		return "", err
 	}

@@ -64,8 +64,8 @@ func (o outcome) would() outcome {
 // Attribute keys of the door's instruments; no instrument carries any other
 // attribute, and never a client key.
 const (
-	AttrGroup   = attribute.Key("admit.door.group")
-	AttrOutcome = attribute.Key("admit.door.outcome")
+	attrGroup   = attribute.Key("admit.door.group")
+	attrOutcome = attribute.Key("admit.door.outcome")
 )
 
 // meters holds the door's instruments, created once in New. Every
@@ -128,9 +128,9 @@ type groupMeters struct {
 
 func newGroupMeters(g Group) *groupMeters {
 	gm := &groupMeters{}
-	groupAttr := AttrGroup.String(string(g))
+	groupAttr := attrGroup.String(string(g))
 	for o := range numOutcomes {
-		set := attribute.NewSet(groupAttr, AttrOutcome.String(o.String()))
+		set := attribute.NewSet(groupAttr, attrOutcome.String(o.String()))
 		gm.outcome[o] = []metric.ObserveOption{metric.WithAttributeSet(set)}
 	}
 	gm.group = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(groupAttr))}

@@ -37,8 +37,8 @@ func outcomes(t *testing.T, points []metricdata.DataPoint[int64]) map[string]int
 	t.Helper()
 	got := make(map[string]int64)
 	for _, p := range points {
-		g, _ := p.Attributes.Value(AttrGroup)
-		o, _ := p.Attributes.Value(AttrOutcome)
+		g, _ := p.Attributes.Value(attrGroup)
+		o, _ := p.Attributes.Value(attrOutcome)
 		if p.Attributes.Len() != 2 {
 			t.Errorf("requests point carries %v, want only group and outcome", p.Attributes.ToSlice())
 		}
@@ -128,7 +128,7 @@ func TestMetricsCountEveryOutcome(t *testing.T) {
 			t.Errorf("%s: no data points", name)
 		}
 		for _, p := range pts {
-			if _, ok := p.Attributes.Value(AttrGroup); !ok || p.Attributes.Len() != 1 {
+			if _, ok := p.Attributes.Value(attrGroup); !ok || p.Attributes.Len() != 1 {
 				t.Errorf("%s: point carries %v, want only the group", name, p.Attributes.ToSlice())
 			}
 		}
@@ -145,7 +145,7 @@ func TestMetricsCountEveryOutcome(t *testing.T) {
 func gauge(points []metricdata.DataPoint[int64], group string) int64 {
 	var sum int64
 	for _, p := range points {
-		if v, _ := p.Attributes.Value(AttrGroup); v.AsString() == group {
+		if v, _ := p.Attributes.Value(attrGroup); v.AsString() == group {
 			sum += p.Value
 		}
 	}

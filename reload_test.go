@@ -194,10 +194,10 @@ func collected(t *testing.T, reader interface {
 				continue
 			}
 			for _, p := range sum.DataPoints {
-				if gv, _ := p.Attributes.Value(AttrGroup); gv.AsString() != string(g) {
+				if gv, _ := p.Attributes.Value(attrGroup); gv.AsString() != string(g) {
 					continue
 				}
-				if ov, _ := p.Attributes.Value(AttrOutcome); ov.AsString() == o {
+				if ov, _ := p.Attributes.Value(attrOutcome); ov.AsString() == o {
 					total += p.Value
 				}
 			}

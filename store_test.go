@@ -108,7 +108,7 @@ func TestReplicasShareOneBudget(t *testing.T) {
 func TestStackedStoreLimitsRefund(t *testing.T) {
 	for _, algorithm := range []Algorithm{TokenBucket, FixedWindow} {
 		for _, order := range [][]Group{{"per-address", "tenant"}, {"tenant", "per-address"}} {
-			t.Run(algorithm.String()+"/"+string(order[0]), func(t *testing.T) {
+			t.Run(fmt.Sprint(algorithm)+"/"+string(order[0]), func(t *testing.T) {
 				clk := newClock()
 				store, err := redisquota.New(testredis.Client(t), redisquota.Config{Prefix: testredis.Prefix(t), Now: clk.Now})
 				if err != nil {

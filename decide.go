@@ -1,0 +1,126 @@
+package admit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync/atomic"
+)
+
+// Verdict is the door's answer to [Door.Decide]: what [Door.Handler] would
+// have answered the request.
+type Verdict struct {
+	// Status is 200 when every limit admitted the request; otherwise what
+	// Handler answers: 429 or 503 when a limit refused it, 400 or 401 when a
+	// limit could not key it (a missing value its group rejects, a header
+	// sent twice, a malformed Basic credential).
+	Status int
+	// Group is the limit that refused; "" when admitted.
+	Group Group
+	// Outcome is the outcome the door counts, as the admit.door.outcome
+	// attribute spells it ("rate_limited", "client_concurrency"). For an
+	// admitted request it is "ok", or what a limit left pending: shadow
+	// mode's would_* or store_error when a limit's store could not decide
+	// and its policy let the request in; the status the request ends with
+	// settles the rest.
+	Outcome string
+	// Header holds what Handler would send: Retry-After on a 429 or 503, and
+	// with Config.PolicyHeaders the RateLimit-Policy and RateLimit fields.
+	Header http.Header
+}
+
+// Decide admits one request of a front that is not an http.Handler (a gRPC
+// server, a message consumer) under rt's limits, with the groups, tables,
+// stores and fallback that Handler uses, and answers as Handler would.
+// client is the request's client key, as a clientip.Resolver finds it; it
+// is narrowed to at most /32 (IPv4) or /64 (IPv6), so that a caller passing
+// whole addresses cannot give one host a bucket per address. header holds
+// the values that limits keyed by a header read (gRPC metadata maps to it);
+// a limit keyed by a path value finds none. rt.Overflow must be nil: the
+// caller answers a refusal itself. The body cap, read deadline and hold bound
+// are the caller's to apply.
+//
+// When the request is admitted, done is not nil and the caller must call it
+// once, with the HTTP status the request ended with (for gRPC, the status
+// its code maps to), once it is answered: it frees the request's in-flight
+// slots and charges a ChargeOnFailure group for a 4xx. A second call does
+// nothing. The error is the route's, as Handler's, and no request is
+// counted.
+func (d *Door) Decide(ctx context.Context, rt Route, client netip.Prefix, header http.Header) (v Verdict, done func(status int), err error) {
+	if rt.Overflow != nil {
+		return Verdict{}, nil, fmt.Errorf("admit: route %v: Decide takes no Overflow: its caller answers a refusal", rt.Groups)
+	}
+	if !client.IsValid() {
+		return Verdict{}, nil, errors.New("admit: Decide: the client key is not a prefix")
+	}
+	h, err := d.route(rt)
+	if err != nil {
+		return Verdict{}, nil, err
+	}
+	p := passes.Get().(*pass)
+	ck := clientKey{key: narrow(client), found: true}
+	v.Header = make(http.Header)
+	if i, err := h.admitAll(ctx, nil, header, &ck, p); err != nil {
+		g := h.limits[i]
+		g.shards[0].counts.outcomes[outcomeMissingKey].Add(1)
+		v.Status, v.Group, v.Outcome = g.keyStatus(err), g.name, outcomeMissingKey.String()
+		passes.Put(p)
+		h.tellDecided(g, v)
+		return v, nil, nil
+	} else if i >= 0 {
+		g, t, verd := h.limits[i], &p.tickets[i], p.verdicts[i]
+		g.count(t, verd.outcome)
+		v.Status, v.Group, v.Outcome = verd.status(), g.name, verd.outcome.String()
+		v.Header.Set("Retry-After", strconv.Itoa(max(verd.retry, 1)))
+		if h.headers && verd.outcome == outcomeRateLimited {
+			setRefusalHeaders(v.Header, g, verd.retry)
+		}
+		passes.Put(p)
+		h.tellDecided(g, v)
+		return v, nil, nil
+	}
+	tickets, verdicts := p.tickets[:len(h.limits)], p.verdicts[:len(h.limits)]
+	v.Status, v.Outcome = http.StatusOK, outcomeOK.String()
+	for _, verd := range verdicts {
+		if verd.outcome != outcomeOK {
+			v.Outcome = verd.outcome.String()
+			break
+		}
+	}
+	if h.headers {
+		h.setHeaders(v.Header, tickets, verdicts)
+	}
+	var once atomic.Bool
+	return v, func(status int) {
+		if once.Swap(true) {
+			return
+		}
+		h.settle(ctx, nil, tickets, verdicts, status)
+		passes.Put(p)
+	}, nil
+}
+
+// narrow masks a client key to at most the width the door keys a client by.
+func narrow(p netip.Prefix) netip.Prefix {
+	a := p.Addr().Unmap()
+	bits := min(p.Bits(), 64)
+	if a.Is4() {
+		bits = min(p.Bits(), 32)
+		if p.Addr().Is4In6() {
+			bits = min(p.Bits()-96, 32)
+		}
+	}
+	// A key of no bits is a hash's (hashKey), never a client's.
+	n, _ := a.Prefix(max(bits, 1))
+	return n
+}
+
+// tellDecided calls the door's Decided hook for a refusal Decide answered.
+func (h *handler) tellDecided(g *group, v Verdict) {
+	if h.decided != nil {
+		h.decided(nil, g.name, v.Outcome, v.Status)
+	}
+}
