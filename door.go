@@ -77,7 +77,12 @@ type settings struct {
 }
 
 // New validates cfg and returns a door. An error names the group and the field
-// at fault.
+// at fault. An error refusing fields that do not make one budget (a fixed
+// window without its Limit, a prefix on a key that is not the client's) also
+// has the methods Group() Group and InWords(func(name string) string) string,
+// which writes its reason with each field named as the given function names
+// it (Limit, Key.IPv4Prefix; the value FixedWindow), for a front that reads
+// budgets from a file of its own to word the error in that file's terms.
 func New(cfg Config) (*Door, error) {
 	set := &settings{key: cfg.Key, now: timeline(cfg.Now), logger: cfg.Logger, shadow: cfg.Shadow, headers: cfg.PolicyHeaders, decided: cfg.Decided}
 	if set.logger == nil {

@@ -276,6 +276,17 @@ func readSyncInterval(d *budgetDraft, v string) (err error) {
 	return err
 }
 
+// doorWords names the door's fields and values, as its errors name them
+// (see admit.New), in the file's words, so that each check of how fields
+// combine is written once, in the door.
+var doorWords = map[string]string{
+	"Limit": "limit", "Window": "window", "Rate": "rate", "Burst": "burst", "SharedRate": "shared_rate", "Like": "like",
+	"FixedWindow":    "algorithm: " + fixedWindow,
+	"Key.IPv4Prefix": "ipv4_prefix", "Key.IPv6Prefix": "ipv6_prefix",
+	"Key.RejectMissing": "on_missing", "Key.Authenticated": "key_authenticated",
+	"Key.Header": "header:NAME", "Key.PathValue": "path:NAME",
+}
+
 // readBudget reads one group's fields onto a draft whose like is the
 // built-in group the group is (or is like; "" for neither), and whose
 // interval is the async mode's (0: exact). A field left out keeps the
@@ -293,9 +304,6 @@ func readBudget(n *yaml.Node, where string, g admit.Group) (budgetDraft, error) 
 		if err := eachField(n, where, readers); err != nil {
 			return d, err
 		}
-	}
-	if err := checkAmounts(n, where, d.b, d.like); err != nil {
-		return d, err
 	}
 	if d.sync != syncAsync {
 		if d.interval > 0 {

@@ -243,24 +243,3 @@ const (
 	minSyncInterval     = 10 * time.Millisecond
 	maxSyncInterval     = time.Minute
 )
-
-// checkAmounts refuses a budget whose fields do not make one algorithm's
-// budget, in the file's words; the door checks the same in its own.
-func checkAmounts(n *yaml.Node, where string, b admit.Budget, like admit.Group) error {
-	k := b.Key
-	switch {
-	case b.Algorithm == admit.FixedWindow && (b.Limit == 0 || b.Window == 0):
-		return at(n, where, "a fixed-window group needs its limit and window")
-	case b.Algorithm == admit.FixedWindow && (b.Rate != 0 || b.Burst != 0 || b.SharedRate != 0):
-		return at(n, where, "rate, burst and shared_rate belong to a token bucket; a fixed-window group has a limit per window")
-	case b.Algorithm == admit.TokenBucket && (b.Limit != 0 || b.Window != 0):
-		return at(n, where, "limit and window belong to algorithm: fixed-window")
-	case b.Algorithm == admit.TokenBucket && like == "" && (b.Rate == 0 || b.Burst == 0):
-		return at(n, where, "a group of its own needs its rate and burst (or algorithm: fixed-window with a limit and window), or like: webhook, link or health")
-	case (k.IPv4Prefix != 0 || k.IPv6Prefix != 0) && (k.Header != "" || k.PathValue != "" || k.Global):
-		return at(n, where, "ipv4_prefix and ipv6_prefix widen key: peer, not key: %s", keyText(k))
-	case (k.RejectMissing || k.Authenticated) && k.Header == "" && k.PathValue == "":
-		return at(n, where, "on_missing and key_authenticated apply to key: header:NAME or path:NAME, not key: %s", keyText(k))
-	}
-	return nil
-}

@@ -95,6 +95,13 @@ func (c *config) doorOn(st quota.Charger) (*admit.Door, error) {
 // the rule's name, which the door makes up. An error about no group keeps
 // its words.
 func (c *config) budgetsError(err error) error {
+	var fields interface {
+		Group() admit.Group
+		InWords(func(string) string) string
+	}
+	if errors.As(err, &fields) {
+		return c.groupError(fields.Group(), fields.InWords(func(name string) string { return doorWords[name] }))
+	}
 	rest, ok := strings.CutPrefix(err.Error(), "admit: group ")
 	quoted, qerr := strconv.QuotedPrefix(rest)
 	if !ok || qerr != nil {
@@ -117,7 +124,12 @@ func (c *config) budgetsError(err error) error {
 		}
 		break
 	}
-	line, ok := c.budgetLines[admit.Group(g)]
+	return c.groupError(admit.Group(g), why)
+}
+
+// groupError is why, about group g, on the line of the file that gives g.
+func (c *config) groupError(g admit.Group, why string) error {
+	line, ok := c.budgetLines[g]
 	if !ok {
 		return fmt.Errorf("admit: budgets: group %q: %s", g, why)
 	}
