@@ -87,13 +87,13 @@ func (b Budget) resolve(g Group) (Budget, error) {
 	}
 	switch {
 	case b.Algorithm == FixedWindow && (b.Limit < 1 || b.Window <= 0):
-		return Budget{}, refuseFields(g, "a fixed-window group needs a positive {Limit} and {Window}")
+		return Budget{}, fieldsError(g, "a fixed-window group needs a positive {Limit} and {Window}")
 	case b.Algorithm == FixedWindow && (b.Rate != 0 || b.Burst != 0 || b.SharedRate != 0):
-		return Budget{}, refuseFields(g, "{Rate}, {Burst} and {SharedRate} belong to a token bucket; a fixed-window group has a {Limit} per {Window}")
+		return Budget{}, fieldsError(g, "{Rate}, {Burst} and {SharedRate} belong to a token bucket; a fixed-window group has a {Limit} per {Window}")
 	case b.Algorithm == TokenBucket && (b.Limit != 0 || b.Window != 0):
-		return Budget{}, refuseFields(g, "{Limit} and {Window} belong to {FixedWindow}")
+		return Budget{}, fieldsError(g, "{Limit} and {Window} belong to {FixedWindow}")
 	case b.Algorithm == TokenBucket && !builtIn && (b.Rate == 0 || b.Burst == 0):
-		return Budget{}, refuseFields(g, "a group of its own needs its {Rate} and {Burst} (or {FixedWindow} with a {Limit} and {Window}), or {Like}: webhook, link or health")
+		return Budget{}, fieldsError(g, "a group of its own needs its {Rate} and {Burst} (or {FixedWindow} with a {Limit} and {Window}), or {Like}: webhook, link or health")
 	}
 	b.Like = ""
 	if b.Algorithm == FixedWindow {

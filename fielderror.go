@@ -55,4 +55,4 @@ func goWord(name string) string {
 	return name
 }
 
-func refuseFields(g Group, why string) error { return &fieldError{group: g, why: why} }
+func fieldsError(g Group, why string) error { return &fieldError{group: g, why: why} }

@@ -175,14 +175,14 @@ type verdict struct {
 func (g *group) admit(ctx context.Context, key netip.Prefix, cost int32, now int64, t *ticket) verdict {
 	*t = ticket{key: key, shard: g.shardOf(key), cost: cost, slot: -1}
 	if g.inflight.Load() >= int64(g.budget.Inflight) {
-		return g.refuse(outcomeGroupConcurrency, 1)
+		return g.refusal(outcomeGroupConcurrency, 1)
 	}
 	return g.engine.admit(ctx, t, now)
 }
 
-// refuse returns the verdict for a refusal, or, in shadow mode, for
+// refusal returns the verdict for a refusal, or, in shadow mode, for
 // admission with the refusal's would_* outcome.
-func (g *group) refuse(o outcome, retry int) verdict {
+func (g *group) refusal(o outcome, retry int) verdict {
 	if g.set.shadow {
 		return verdict{admitted: true, outcome: o.would()}
 	}

@@ -169,7 +169,7 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, g *group, t *ti
 func (h *handler) refuseKey(w http.ResponseWriter, r *http.Request, g *group, err error) {
 	g.shards[0].counts.outcomes[outcomeMissingKey].Add(1)
 	status := g.keyStatus(err)
-	refuse(w, r, g, status)
+	writeRefusal(w, r, g, status)
 	h.tell(r, g, outcomeMissingKey, status)
 }
 
@@ -246,7 +246,7 @@ func (h *handler) prepare(w *writer, r *http.Request) bool {
 	}
 	if h.maxBody > 0 && hasBody {
 		if r.ContentLength > h.maxBody {
-			refuse(w, r, h.limits[0], http.StatusRequestEntityTooLarge)
+			writeRefusal(w, r, h.limits[0], http.StatusRequestEntityTooLarge)
 			return false
 		}
 		// MaxBytesReader gets the server's writer so that it can close the

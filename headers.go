@@ -15,7 +15,7 @@ func rejectWith(w http.ResponseWriter, r *http.Request, g *group, status, retry 
 	} else {
 		h.Set("Retry-After", strconv.Itoa(max(retry, 1)))
 	}
-	refuse(w, r, g, status)
+	writeRefusal(w, r, g, status)
 }
 
 // Header values shared by every refusal, so a flood of them allocates
@@ -50,12 +50,12 @@ func secondsValues(n int) [][]string {
 	return v
 }
 
-// refuse answers status without reading the request body, as http.Error
+// writeRefusal answers status without reading the request body, as http.Error
 // would but without allocating. Over HTTP/1.x the server would first try to
 // drain an unread body before it writes the answer, so a client that
 // promises a body and stalls would hold the connection until the server's
 // own timeouts; closing the connection instead skips the drain.
-func refuse(w http.ResponseWriter, r *http.Request, g *group, status int) {
+func writeRefusal(w http.ResponseWriter, r *http.Request, g *group, status int) {
 	h := w.Header()
 	if r.ProtoMajor == 1 && r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
 		h["Connection"] = closeValue

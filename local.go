@@ -42,7 +42,7 @@ func (l *local) admit(_ context.Context, t *ticket, now int64) verdict {
 		prior = s.table.entries[slot].inflight
 	}
 	if int(prior) >= g.budget.PerClient {
-		return g.refuse(outcomeClientConcurrency, 1)
+		return g.refusal(outcomeClientConcurrency, 1)
 	}
 	var evicted bool
 	if !tabled {
@@ -95,7 +95,7 @@ func (l *local) spendLocked(s *shard, t *ticket, now int64) verdict {
 	}
 	avail := b.available(now, f)
 	if avail < need {
-		v := g.refuse(outcomeRateLimited, b.secondsUntil(now, need, f))
+		v := g.refusal(outcomeRateLimited, b.secondsUntil(now, need, f))
 		if f.fixed && !onFailure && !g.set.shadow {
 			b.spend(now, cost, f)
 		}
@@ -103,7 +103,7 @@ func (l *local) spendLocked(s *shard, t *ticket, now int64) verdict {
 		return v
 	}
 	if !g.takeSlot() {
-		return g.refuse(outcomeGroupConcurrency, 1)
+		return g.refusal(outcomeGroupConcurrency, 1)
 	}
 	if onFailure {
 		*held += t.cost

@@ -109,10 +109,10 @@ func (e *shared) admit(ctx context.Context, t *ticket, now int64) verdict {
 	switch {
 	case int(prior) >= g.budget.PerClient:
 		s.mu.Unlock()
-		return g.refuse(outcomeClientConcurrency, 1)
+		return g.refusal(outcomeClientConcurrency, 1)
 	case !g.takeSlot():
 		s.mu.Unlock()
-		return g.refuse(outcomeGroupConcurrency, 1)
+		return g.refusal(outcomeGroupConcurrency, 1)
 	}
 	s.perClient[t.key] = prior + 1
 	if onFailure {
@@ -167,7 +167,7 @@ func (e *shared) admit(ctx context.Context, t *ticket, now int64) verdict {
 	}
 	if !allowed {
 		e.release(t)
-		v := g.refuse(outcomeRateLimited, ceilSeconds(dec.RetryAfter))
+		v := g.refusal(outcomeRateLimited, ceilSeconds(dec.RetryAfter))
 		v.reset = v.retry // on a refusal, RateLimit's t is Retry-After
 		return v
 	}
