@@ -159,6 +159,13 @@ func (r *Resolver) mask(a netip.Addr) netip.Prefix {
 	return p
 }
 
+// Trusts reports whether a is one of the resolver's trusted proxies, after
+// the canonical form every address is compared in: an IPv4-mapped address
+// unmapped, a zone dropped. The server's other checks of a trusted peer (its
+// connection caps, the forwarding headers it passes on) ask it, so that the
+// trust is decided in one place.
+func (r *Resolver) Trusts(a netip.Addr) bool { return r.trusts(a.Unmap().WithZone("")) }
+
 // trusts reports whether a, canonical, is inside a trusted prefix.
 func (r *Resolver) trusts(a netip.Addr) bool {
 	list := r.trusted6

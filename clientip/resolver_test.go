@@ -426,3 +426,20 @@ func TestParseTrustedProxiesTrustAll(t *testing.T) {
 		t.Errorf("error %v, want one wrapping ErrTrustAll", err)
 	}
 }
+
+// Trusts compares an address in the canonical form the walk does, so a
+// check elsewhere cannot miss a trusted proxy sent mapped or with a zone.
+func TestTrustsCanonicalForm(t *testing.T) {
+	r, err := New(Config{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fe80::/64")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for addr, want := range map[string]bool{"10.1.2.3": true, "::ffff:10.1.2.3": true, "fe80::1%eth0": true, "11.0.0.1": false, "::ffff:11.0.0.1": false, "2001:db8::1": false} {
+		if got := r.Trusts(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("Trusts(%s) = %v, want %v", addr, got, want)
+		}
+	}
+	if none, _ := New(Config{}); none.Trusts(netip.MustParseAddr("127.0.0.1")) {
+		t.Error("the zero Config trusts 127.0.0.1")
+	}
+}

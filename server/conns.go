@@ -29,7 +29,7 @@ type connLimit struct {
 	net.Listener
 	max, perClient int // perClient 0: no per-client cap
 	bits6          int
-	trusted        []netip.Prefix
+	trusted        func(netip.Addr) bool // peers exempt from the per-client cap; nil: none
 
 	mu     sync.Mutex // guards open and byKey
 	open   int
@@ -49,7 +49,7 @@ const (
 )
 
 // newConnLimit wraps ln; counts receives its figures.
-func newConnLimit(ln net.Listener, max, perClient, bits6 int, trusted []netip.Prefix, counts *connCounts) *connLimit {
+func newConnLimit(ln net.Listener, max, perClient, bits6 int, trusted func(netip.Addr) bool, counts *connCounts) *connLimit {
 	return &connLimit{Listener: ln, max: max, perClient: perClient, bits6: bits6, trusted: trusted,
 		byKey: make(map[netip.Prefix]int), counts: counts}
 }
@@ -86,10 +86,8 @@ func (l *connLimit) key(a net.Addr) (netip.Prefix, bool) {
 		return netip.Prefix{}, false
 	}
 	ip := tcp.AddrPort().Addr().Unmap().WithZone("")
-	for _, p := range l.trusted {
-		if p.Contains(ip) {
-			return netip.Prefix{}, false
-		}
+	if l.trusted != nil && l.trusted(ip) {
+		return netip.Prefix{}, false
 	}
 	bits := 32
 	if ip.Is6() {
@@ -237,7 +235,7 @@ func (s *server) listen() error {
 	if len(s.cfg.ProxyProtocolFrom) > 0 {
 		s.ln = clientip.ProxyProtocolListener(ln, s.cfg.ProxyProtocolFrom, 0)
 	}
-	s.ln = newConnLimit(s.ln, s.cfg.MaxConns, s.cfg.MaxConnsPerClient, 64, s.cfg.TrustedProxies, &s.conns)
+	s.ln = newConnLimit(s.ln, s.cfg.MaxConns, s.cfg.MaxConnsPerClient, 64, s.resolver.Trusts, &s.conns)
 	return nil
 }
 

@@ -22,7 +22,6 @@ import (
 type forwarder struct {
 	target   *url.URL
 	resolver *clientip.Resolver
-	trusted  []netip.Prefix // the resolver's trusted proxies, for X-Forwarded-Proto and -Host
 	// keepOverrides forwards method override headers (--method-override).
 	keepOverrides bool
 	log           *slog.Logger
@@ -61,8 +60,8 @@ type proxy struct {
 // the rest (upgrades, streamed or large bodies, Expect) and every request
 // to an https target go through httputil.ReverseProxy and net/http's
 // Transport.
-func newProxy(target *url.URL, resolver *clientip.Resolver, trusted []netip.Prefix, keepOverrides bool, transport http.RoundTripper, log *slog.Logger) http.Handler {
-	f := &forwarder{target: target, resolver: resolver, trusted: trusted, keepOverrides: keepOverrides, log: log,
+func newProxy(target *url.URL, resolver *clientip.Resolver, keepOverrides bool, transport http.RoundTripper, log *slog.Logger) http.Handler {
+	f := &forwarder{target: target, resolver: resolver, keepOverrides: keepOverrides, log: log,
 		failures: rate.Sometimes{Interval: 10 * time.Second}}
 	p := &proxy{f: f, reverse: &httputil.ReverseProxy{
 		Rewrite:      f.rewrite,
@@ -208,20 +207,8 @@ func validHost(v string) bool {
 
 // fromTrustedPeer reports whether the request's TCP peer is a trusted proxy.
 func (f *forwarder) fromTrustedPeer(r *http.Request) bool {
-	if len(f.trusted) == 0 {
-		return false
-	}
 	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	a := ap.Addr().Unmap().WithZone("")
-	for _, p := range f.trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return err == nil && f.resolver.Trusts(ap.Addr())
 }
 
 func (f *forwarder) fail(w http.ResponseWriter, r *http.Request, err error) {

@@ -160,7 +160,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	if s.health, err = s.upstreamHealth(target, transport); err != nil {
 		return nil, err
 	}
-	s.proxy = newProxy(target, s.resolver, cfg.TrustedProxies, cfg.MethodOverride, transport, log)
+	s.proxy = newProxy(target, s.resolver, cfg.MethodOverride, transport, log)
 	g, err := s.build(cfg, nil)
 	if err != nil {
 		return nil, err
