@@ -25,6 +25,7 @@ import (
 	"github.com/admitgo/admit/health"
 	"github.com/admitgo/admit/internal/meter"
 	"github.com/admitgo/admit/internal/upstream"
+	"github.com/admitgo/admit/server/listener"
 )
 
 // Limits of the proxy's HTTP server.
@@ -83,8 +84,8 @@ type server struct {
 
 	malformed    malformedCounts
 	malformedReg metric.Registration
-	conns        connCounts // the proxy listener's
-	metricsConns connCounts // the metrics listener's
+	conns        listener.Counts // the proxy listener's
+	metricsConns listener.Counts // the metrics listener's
 	connsReg     metric.Registration
 	tlsCert      *tls.Certificate
 
@@ -207,7 +208,7 @@ func (s *server) registerMetrics() (err error) {
 	if s.malformedReg, err = s.malformed.register(m); err != nil {
 		return fmt.Errorf("admit: metrics: %w", err)
 	}
-	if s.connsReg, err = registerConns(m, map[string]*connCounts{"proxy": &s.conns, "metrics": &s.metricsConns}); err != nil {
+	if s.connsReg, err = listener.Register(m, map[string]*listener.Counts{"proxy": &s.conns, "metrics": &s.metricsConns}); err != nil {
 		return fmt.Errorf("admit: metrics: %w", err)
 	}
 	return nil
