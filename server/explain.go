@@ -83,7 +83,7 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	p, err := f.plan(nil, req, nil) // no writer: explain sends no body for a _method override to be read from
+	p, err := f.plan(req)
 	if err != nil {
 		fmt.Fprintf(out, "request  %s %s (host %s)\n", req.Method, req.RequestURI, req.Host)
 		fmt.Fprintf(out, "refused  400 Bad Request: %v; admit answers it before routing, and it never reaches the upstream\n", err)

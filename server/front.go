@@ -50,20 +50,22 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Connection"] = closeValue
 	}
 	var found [maxSpellings]routeMatch
-	p, err := f.plan(w, r, found[:0])
+	// The matches are kept apart from the request, which escapes, so that
+	// found stays on the stack.
+	c, matched, err := f.match(w, r, found[:0])
 	switch {
 	case err != nil:
 		f.refuse(w, r, err)
-	case len(p.matched) == 0:
-		f.rest.ServeHTTP(w, p.req)
-	case len(p.matched) == 1:
-		f.handlers[p.matched[0].index].ServeHTTP(w, p.req)
+	case len(matched) == 0:
+		f.rest.ServeHTTP(w, c)
+	case len(matched) == 1:
+		f.handlers[matched[0].index].ServeHTTP(w, c)
 	default:
 		// Built per request, since such requests are rare and caching
-		// every combination would let requests grow memory. Its limits
-		// were accepted by the door as the plan was made.
-		h, _ := f.door.Handler(p.route, f.routes[p.matched[0].index].next)
-		h.ServeHTTP(w, p.req)
+		// every combination would let requests grow memory. Each route
+		// was accepted alone, so the combined route, its cost capped, is.
+		h, _ := f.door.Handler(f.combined(matched), f.routes[matched[0].index].next)
+		h.ServeHTTP(w, c)
 	}
 }
 
@@ -76,14 +78,27 @@ type plan struct {
 	route   admit.Route   // the limits and cost of the routes matched, combined
 }
 
-// plan canonicalises r and matches it: the error is why the request has no
-// canonical form (or no one method), and it is answered 400. found holds
-// the matches, so that the caller can keep them off the heap. w, when not
+// plan is the front's plan of r, for explain.
+func (f *front) plan(r *http.Request) (plan, error) {
+	c, matched, err := f.match(nil, r, nil) // no writer: no form body is read for a _method override
+	if err != nil || len(matched) == 0 {
+		return plan{req: c}, err
+	}
+	p := plan{req: c, matched: matched, route: f.routes[matched[0].index].rt}
+	if len(matched) > 1 {
+		p.route = f.combined(matched)
+	}
+	return p, nil
+}
+
+// match canonicalises r and matches it, returning the canonical request
+// and the routes it matches, into found: the error is why the request has
+// no canonical form (or no one method), and it is answered 400. w, when not
 // nil, lets a form body be read for a _method override.
-func (f *front) plan(w http.ResponseWriter, r *http.Request, found []routeMatch) (plan, error) {
+func (f *front) match(w http.ResponseWriter, r *http.Request, found []routeMatch) (*http.Request, []routeMatch, error) {
 	c, err := canon.Request(r, f.canon)
 	if err != nil {
-		return plan{}, err
+		return nil, nil, err
 	}
 	// A key header's underscore spelling would reach a CGI or WSGI app as
 	// the header itself, a value admit never keyed by; it is dropped, as
@@ -99,12 +114,12 @@ func (f *front) plan(w http.ResponseWriter, r *http.Request, found []routeMatch)
 	var overrides []string
 	if f.overrides {
 		if overrides, err = overrideMethods(c.Header); err != nil {
-			return plan{}, err
+			return nil, nil, err
 		}
 	}
 	matched, err := f.table.matchWithParams(w, c, overrides, found)
 	if err != nil || len(matched) == 0 {
-		return plan{req: c}, err
+		return c, matched, err
 	}
 	// The limits of every route matched key by that route's own
 	// wildcards, as its spelling matched them; a name an earlier route
@@ -123,11 +138,7 @@ func (f *front) plan(w http.ResponseWriter, r *http.Request, found []routeMatch)
 	// What the access log names the request by: the route, never the
 	// path, which may be a share link's secret.
 	c.Pattern = f.table.routes[matched[0].index].Pattern
-	p := plan{req: c, matched: matched, route: f.routes[matched[0].index].rt}
-	if len(matched) > 1 {
-		p.route = f.combined(matched)
-	}
-	return p, nil
+	return c, matched, nil
 }
 
 // withHeader returns c with header h, copying c first when it is still the
