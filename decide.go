@@ -38,13 +38,14 @@ type Verdict struct {
 // client is the request's client key, as a clientip.Resolver finds it; it
 // is narrowed to at most /32 (IPv4) or /64 (IPv6), so that a caller passing
 // whole addresses cannot give one host a bucket per address. header holds
-// the values that limits keyed by a header read (gRPC metadata maps to it);
+// the values that limits keyed by a header read, under names in any case
+// (gRPC metadata converts to it as it is);
 // a limit keyed by a path value finds none. rt.Overflow must be nil: the
 // caller answers a refusal itself. The body cap, read deadline and hold bound
 // are the caller's to apply.
 //
 // When the request is admitted, done is not nil and the caller must call it
-// once, with the HTTP status the request ended with (for gRPC, the status
+// once (with defer, so that a panic frees them too), with the HTTP status the request ended with (for gRPC, the status
 // its code maps to), once it is answered: it frees the request's in-flight
 // slots and charges a ChargeOnFailure group for a 4xx. A second call does
 // nothing. The error is the route's, as Handler's, and no request is
@@ -60,6 +61,7 @@ func (d *Door) Decide(ctx context.Context, rt Route, client netip.Prefix, header
 	if err != nil {
 		return Verdict{}, nil, err
 	}
+	header = canonical(header)
 	p := passes.Get().(*pass)
 	ck := clientKey{key: narrow(client), found: true}
 	v.Header = make(http.Header)
@@ -101,6 +103,24 @@ func (d *Door) Decide(ctx context.Context, rt Route, client netip.Prefix, header
 		h.settle(ctx, nil, tickets, verdicts, status)
 		passes.Put(p)
 	}, nil
+}
+
+// canonical returns h with every name in its canonical form, as the
+// limits look names up: gRPC metadata, for one, holds them in lower case,
+// and a key header missed would fall back to the client's key. h is copied
+// only when a name is not canonical already.
+func canonical(h http.Header) http.Header {
+	for name := range h {
+		if http.CanonicalHeaderKey(name) != name {
+			c := make(http.Header, len(h))
+			for name, vs := range h {
+				k := http.CanonicalHeaderKey(name)
+				c[k] = append(c[k], vs...)
+			}
+			return c
+		}
+	}
+	return h
 }
 
 // narrow masks a client key to at most the width the door keys a client by.

@@ -121,6 +121,10 @@ func TestDecideKeysByHeader(t *testing.T) {
 	if v := decideOn(t, d, rt, "192.0.2.2/32", http.Header{"Authorization": {"  Bearer   a "}}, http.StatusOK); v.Status != http.StatusTooManyRequests || v.Group != "token" {
 		t.Errorf("token a respelled, from another client: got %+v, want 429 from token", v)
 	}
+	// gRPC metadata names headers in lower case.
+	if v := decideOn(t, d, rt, "192.0.2.3/32", http.Header{"authorization": {"Bearer a"}}, http.StatusOK); v.Status != http.StatusTooManyRequests || v.Group != "token" {
+		t.Errorf("token a under a lower-case name: got %+v, want 429 from token", v)
+	}
 	if v := decideOn(t, d, rt, "192.0.2.1/32", nil, http.StatusOK); v.Status != http.StatusUnauthorized || v.Outcome != "missing_key" {
 		t.Errorf("no token: got %+v, want 401 missing_key", v)
 	}

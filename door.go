@@ -55,6 +55,7 @@ type Config struct {
 	// outcome as the admit.door.outcome attribute spells it, and the
 	// status of the answer (200 when the handler wrote none). It runs on the
 	// request's goroutine, so it must be quick; an access log is its use.
+	// r is nil for a request Door.Decide decided, which has none.
 	// nil: nothing is called.
 	Decided func(r *http.Request, g Group, outcome string, status int)
 }
