@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
-	"strconv"
 	"sync/atomic"
 )
 
@@ -39,15 +38,16 @@ type Verdict struct {
 // is narrowed to at most /32 (IPv4) or /64 (IPv6), so that a caller passing
 // whole addresses cannot give one host a bucket per address. header holds
 // the values that limits keyed by a header read, under names in any case
-// (gRPC metadata converts to it as it is);
-// a limit keyed by a path value finds none. rt.Overflow must be nil: the
+// (gRPC metadata converts to it as it is); a limit keyed by a path value
+// finds none. rt.Overflow must be nil: the
 // caller answers a refusal itself. The body cap, read deadline and hold bound
 // are the caller's to apply.
 //
-// When the request is admitted, done is not nil and the caller must call it
-// once (with defer, so that a panic frees them too), with the HTTP status the request ended with (for gRPC, the status
-// its code maps to), once it is answered: it frees the request's in-flight
-// slots and charges a ChargeOnFailure group for a 4xx. A second call does
+// When the request is admitted, done is not nil, and the caller must call
+// it once the request is answered (deferred, so that a panic calls it too)
+// with the HTTP status the request ended with (for gRPC, the status its
+// code maps to): it frees the request's in-flight slots and charges a
+// ChargeOnFailure group for a 4xx. A second call does
 // nothing. The error is the route's, as Handler's, and no request is
 // counted.
 func (d *Door) Decide(ctx context.Context, rt Route, client netip.Prefix, header http.Header) (v Verdict, done func(status int), err error) {
@@ -67,21 +67,17 @@ func (d *Door) Decide(ctx context.Context, rt Route, client netip.Prefix, header
 	v.Header = make(http.Header)
 	if i, err := h.admitAll(ctx, nil, header, &ck, p); err != nil {
 		g := h.limits[i]
-		g.shards[0].counts.outcomes[outcomeMissingKey].Add(1)
-		v.Status, v.Group, v.Outcome = g.keyStatus(err), g.name, outcomeMissingKey.String()
+		v.Status, v.Group, v.Outcome = g.keyRefused(err), g.name, outcomeMissingKey.String()
 		passes.Put(p)
-		h.tellDecided(g, v)
+		h.tell(nil, g, outcomeMissingKey, v.Status)
 		return v, nil, nil
 	} else if i >= 0 {
-		g, t, verd := h.limits[i], &p.tickets[i], p.verdicts[i]
-		g.count(t, verd.outcome)
-		v.Status, v.Group, v.Outcome = verd.status(), g.name, verd.outcome.String()
-		v.Header.Set("Retry-After", strconv.Itoa(max(verd.retry, 1)))
-		if h.headers && verd.outcome == outcomeRateLimited {
-			setRefusalHeaders(v.Header, g, verd.retry)
-		}
+		g, verd := h.limits[i], p.verdicts[i]
+		v.Status, v.Group, v.Outcome = h.refused(v.Header, g, &p.tickets[i], verd), g.name, verd.outcome.String()
+		// The caller owns the header; Handler's shares its values.
+		v.Header = v.Header.Clone()
 		passes.Put(p)
-		h.tellDecided(g, v)
+		h.tell(nil, g, verd.outcome, v.Status)
 		return v, nil, nil
 	}
 	tickets, verdicts := p.tickets[:len(h.limits)], p.verdicts[:len(h.limits)]
@@ -136,11 +132,4 @@ func narrow(p netip.Prefix) netip.Prefix {
 	// A key of no bits is a hash's (hashKey), never a client's.
 	n, _ := a.Prefix(max(bits, 1))
 	return n
-}
-
-// tellDecided calls the door's Decided hook for a refusal Decide answered.
-func (h *handler) tellDecided(g *group, v Verdict) {
-	if h.decided != nil {
-		h.decided(nil, g.name, v.Outcome, v.Status)
-	}
 }

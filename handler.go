@@ -155,22 +155,35 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, g *group, t *ti
 		}
 		v.outcome, v.retry = outcomeGroupConcurrency, 1 // the overflow is at the group's cap
 	}
-	g.count(t, v.outcome)
-	status := v.status()
-	if h.headers && v.outcome == outcomeRateLimited {
-		setRefusalHeaders(w.Header(), g, v.retry)
-	}
-	rejectWith(w, r, g, status, v.retry)
+	status := h.refused(w.Header(), g, t, v)
+	writeRefusal(w, r, g, status)
 	h.tell(r, g, v.outcome, status)
 }
 
-// refuseKey answers a request a limit cannot key: 401 when its key is the
-// Authorization header and it is missing, 400 otherwise.
+// refused counts limit g's refusal v and writes its headers into hdr:
+// Retry-After, and the RateLimit fields of a rate_limited refusal when the
+// door sends them. It returns the refusal's status. Handler answers with
+// it, and Decide reports it.
+func (h *handler) refused(hdr http.Header, g *group, t *ticket, v verdict) int {
+	g.count(t, v.outcome)
+	setRetryAfter(hdr, v.retry)
+	if h.headers && v.outcome == outcomeRateLimited {
+		setRefusalHeaders(hdr, g, v.retry)
+	}
+	return v.status()
+}
+
+// refuseKey answers a request a limit cannot key.
 func (h *handler) refuseKey(w http.ResponseWriter, r *http.Request, g *group, err error) {
-	g.shards[0].counts.outcomes[outcomeMissingKey].Add(1)
-	status := g.keyStatus(err)
+	status := g.keyRefused(err)
 	writeRefusal(w, r, g, status)
 	h.tell(r, g, outcomeMissingKey, status)
+}
+
+// keyRefused counts a request g cannot key, and returns its status.
+func (g *group) keyRefused(err error) int {
+	g.shards[0].counts.outcomes[outcomeMissingKey].Add(1)
+	return g.keyStatus(err)
 }
 
 // status is what a refusal answers: 503 when the group's in-flight cap or

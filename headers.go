@@ -6,16 +6,14 @@ import (
 	"strings"
 )
 
-// rejectWith answers a rejected request: status, Retry-After in whole
-// seconds, and a short plain-text body naming the limit that refused.
-func rejectWith(w http.ResponseWriter, r *http.Request, g *group, status, retry int) {
-	h := w.Header()
+// setRetryAfter sets Retry-After to retry whole seconds, at least 1, from
+// the shared values where it can.
+func setRetryAfter(h http.Header, retry int) {
 	if retry >= 1 && retry < len(retryAfter) {
 		h["Retry-After"] = retryAfter[retry]
 	} else {
 		h.Set("Retry-After", strconv.Itoa(max(retry, 1)))
 	}
-	writeRefusal(w, r, g, status)
 }
 
 // Header values shared by every refusal, so a flood of them allocates
