@@ -96,15 +96,6 @@ var budgetFields = []budgetField{
 	{"sync_interval", readSyncInterval, func(v budgetView) (any, bool) { return fileDuration(v.interval), v.interval > 0 }},
 }
 
-// budgetFieldKeys lists the keys of budgetFields, for tests and errors.
-func budgetFieldKeys() []string {
-	keys := make([]string, len(budgetFields))
-	for i, f := range budgetFields {
-		keys[i] = f.key
-	}
-	return keys
-}
-
 // shownFields returns every field of a resolved budget as the file would
 // write it, in budgetFields' order.
 func shownFields(v budgetView) []shownField {

@@ -62,9 +62,8 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.handlers[matched[0].index].ServeHTTP(w, c)
 	default:
 		// Built per request, since such requests are rare and caching
-		// every combination would let requests grow memory. Each route
-		// was accepted alone, so the combined route, its cost capped, is.
-		h, _ := f.door.Handler(f.combined(matched), f.routes[matched[0].index].next)
+		// every combination would let requests grow memory.
+		_, h := f.combined(matched)
 		h.ServeHTTP(w, c)
 	}
 }
@@ -86,7 +85,7 @@ func (f *front) plan(r *http.Request) (plan, error) {
 	}
 	p := plan{req: c, matched: matched, route: f.routes[matched[0].index].rt}
 	if len(matched) > 1 {
-		p.route = f.combined(matched)
+		p.route, _ = f.combined(matched)
 	}
 	return p, nil
 }
@@ -192,8 +191,8 @@ type frontRoute struct {
 // routes, as upstreams that fold case or slashes may route it to any of
 // them: the first route's overflow, under every limit of every route
 // matched, in order, at the highest cost, or the most every limit holds
-// when that is less.
-func (f *front) combined(matched []routeMatch) admit.Route {
+// when that is less; and the first route's handler under it.
+func (f *front) combined(matched []routeMatch) (admit.Route, http.Handler) {
 	first := f.routes[matched[0].index]
 	rt := admit.Route{Cost: first.rt.Cost, Overflow: first.rt.Overflow}
 	for _, m := range matched {
@@ -204,7 +203,8 @@ func (f *front) combined(matched []routeMatch) admit.Route {
 		}
 		rt.Cost = max(rt.Cost, f.routes[m.index].rt.Cost)
 	}
-	if _, err := f.door.Handler(rt, first.next); err != nil {
+	h, err := f.door.Handler(rt, first.next)
+	if err != nil {
 		// The highest cost is more than some limit holds: charge the
 		// most that every limit holds rather than drop that limit. Each
 		// route was accepted alone, so one token always is.
@@ -214,8 +214,9 @@ func (f *front) combined(matched []routeMatch) admit.Route {
 			_, err := f.door.Handler(rt, first.next)
 			return err == nil
 		}, rt.Cost)
+		h, _ = f.door.Handler(rt, first.next)
 	}
-	return rt
+	return rt, h
 }
 
 // maxCost returns the highest cost from 1 to below over that accepts, which
