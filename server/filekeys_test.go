@@ -62,3 +62,51 @@ func TestFileKeysSpelledOnce(t *testing.T) {
 		t.Errorf("found %d file keys; the readers lost some", len(keys))
 	}
 }
+
+// TestDoorWordsCoverTheDoor holds doorWords to every field the door's
+// combination errors name, so that a new check cannot leak a Go name into
+// the server's errors about its config file.
+func TestDoorWordsCoverTheDoor(t *testing.T) {
+	paths, err := filepath.Glob("../*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := 0
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) != 2 {
+				return true
+			}
+			if fn, ok := call.Fun.(*ast.Ident); !ok || fn.Name != "fieldsError" {
+				return true
+			}
+			lit, ok := call.Args[1].(*ast.BasicLit)
+			if !ok {
+				t.Errorf("%s: fieldsError with a reason that is not a literal", path)
+				return true
+			}
+			why, _ := strconv.Unquote(lit.Value)
+			for rest := why; strings.Contains(rest, "{"); {
+				_, after, _ := strings.Cut(rest, "{")
+				name, tail, _ := strings.Cut(after, "}")
+				if _, ok := doorWords[name]; !ok {
+					t.Errorf("%s: the door names {%s}, which doorWords does not word", path, name)
+				}
+				names++
+				rest = tail
+			}
+			return true
+		})
+	}
+	if names < 10 {
+		t.Errorf("found %d names in the door's reasons; the search lost them", names)
+	}
+}
