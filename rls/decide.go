@@ -2,11 +2,12 @@ package rls
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -23,8 +24,12 @@ type decision struct {
 	hits    []uint64
 	counted []int // per descriptor: its index in batch, or -1
 	batch   []Hit
-	key     strings.Builder
+	key     []byte // the hashed key being built
 }
+
+// maxPooledKey bounds the key buffer a pooled decision keeps, so that one
+// request of huge values does not hold its buffer for good.
+const maxPooledKey = 4 << 10
 
 var decisions = sync.Pool{New: func() any { return new(decision) }}
 
@@ -75,7 +80,11 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 func (d *decision) release() {
 	clear(d.matches)
 	clear(d.batch)
-	*d = decision{matches: d.matches[:0], hits: d.hits[:0], counted: d.counted[:0], batch: d.batch[:0]}
+	key := d.key[:0]
+	if cap(key) > maxPooledKey {
+		key = nil
+	}
+	*d = decision{matches: d.matches[:0], hits: d.hits[:0], counted: d.counted[:0], batch: d.batch[:0], key: key}
 	decisions.Put(d)
 }
 
@@ -143,27 +152,35 @@ func (d *decision) keys(req *pb.RateLimitRequest) {
 		// with "_", so that a value holding "_key_value" names another
 		// descriptor's counter; admit's keys are hashed and never shared
 		// with the reference's store, so they need not copy that.
-		d.key.Reset()
-		writePart(&d.key, req.GetDomain())
+		d.key = appendPart(d.key[:0], req.GetDomain())
 		for j, e := range req.GetDescriptors()[i].GetEntries() {
-			writePart(&d.key, e.GetKey())
+			d.key = appendPart(d.key, e.GetKey())
 			if j < len(m.patterns) && m.patterns[j] != "" {
-				writePart(&d.key, m.patterns[j])
+				d.key = appendPart(d.key, m.patterns[j])
 			} else {
-				writePart(&d.key, e.GetValue())
+				d.key = appendPart(d.key, e.GetValue())
 			}
 		}
 		d.counted = append(d.counted, len(d.batch))
-		d.batch = append(d.batch, Hit{Key: quota.Subject(d.key.String()), Window: m.rule.window, N: d.hits[i]})
+		d.batch = append(d.batch, Hit{Key: subject(d.key), Window: m.rule.window, N: d.hits[i]})
 	}
 }
 
-// writePart writes s to b after its length, so that no two lists of parts
-// write the same bytes.
-func writePart(b *strings.Builder, s string) {
-	b.WriteString(strconv.Itoa(len(s)))
-	b.WriteByte(':')
-	b.WriteString(s)
+// appendPart appends s to b after its length, so that no two lists of
+// parts append the same bytes.
+func appendPart(b []byte, s string) []byte {
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = append(b, ':')
+	return append(b, s...)
+}
+
+// subject is quota.Subject(string(raw)), in one allocation rather than
+// the copies of raw and of the digest that converting costs.
+func subject(raw []byte) string {
+	sum := sha256.Sum256(raw)
+	var hexed [quota.SubjectLen]byte
+	hex.Encode(hexed[:], sum[:quota.SubjectLen/2])
+	return string(hexed[:])
 }
 
 // count counts batch, following the failure policy when the counter fails.
@@ -201,24 +218,24 @@ func (s *Service) count(ctx context.Context, batch []Hit) (time.Time, error) {
 
 // respond builds the response from the counts, at now (Unix seconds).
 func (s *Service) respond(ctx context.Context, req *pb.RateLimitRequest, d *decision, now int64) *pb.RateLimitResponse {
-	resp := &pb.RateLimitResponse{Statuses: make([]*pb.RateLimitResponse_DescriptorStatus, len(d.matches))}
+	resp, sts, resets := newResponse(len(d.matches))
 	code := pb.RateLimitResponse_OK
 	var closest *pb.RateLimitResponse_DescriptorStatus
 	least := uint32(math.MaxUint32)
 	withHeaders := s.headers != Headers{}
 	for i, m := range d.matches {
-		st := s.status(ctx, d, i, now)
+		st := &sts[i]
+		s.status(ctx, d, i, now, st, &resets[i])
 		if withHeaders && st.CurrentLimit != nil && st.LimitRemaining < least {
 			closest, least = st, st.LimitRemaining
 		}
 		switch {
 		case m.rule != nil && m.rule.unlimited:
-			st = &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, LimitRemaining: math.MaxUint32}
+			st.LimitRemaining = math.MaxUint32
 		case st.Code != pb.RateLimitResponse_OVER_LIMIT:
 		case s.quota || m.rule.quota:
 			// Quota mode: OK, and no duration_until_reset, as there.
-			st = &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK,
-				CurrentLimit: st.CurrentLimit, LimitRemaining: st.LimitRemaining}
+			st.Code, st.DurationUntilReset = pb.RateLimitResponse_OK, nil
 		default:
 			code = pb.RateLimitResponse_OVER_LIMIT
 			closest, least = st, 0
@@ -235,23 +252,43 @@ func (s *Service) respond(ctx context.Context, req *pb.RateLimitRequest, d *deci
 	return resp
 }
 
-// status is descriptor i's status from its count, as
+// answer is a response with room for one descriptor's status, as Envoy
+// mostly asks, so that such a response is one allocation rather than four.
+type answer struct {
+	resp     pb.RateLimitResponse
+	statuses [1]*pb.RateLimitResponse_DescriptorStatus
+	status   [1]pb.RateLimitResponse_DescriptorStatus
+	reset    [1]durationpb.Duration
+}
+
+// newResponse returns a response of n statuses to fill, the statuses, and
+// a duration_until_reset for each.
+func newResponse(n int) (*pb.RateLimitResponse, []pb.RateLimitResponse_DescriptorStatus, []durationpb.Duration) {
+	if n == 1 {
+		a := new(answer)
+		a.resp.Statuses = a.statuses[:]
+		return &a.resp, a.status[:], a.reset[:]
+	}
+	resp := &pb.RateLimitResponse{Statuses: make([]*pb.RateLimitResponse_DescriptorStatus, n)}
+	return resp, make([]pb.RateLimitResponse_DescriptorStatus, n), make([]durationpb.Duration, n)
+}
+
+// status fills st, descriptor i's status, from its count, as
 // envoyproxy/ratelimit's base limiter builds it: OVER_LIMIT with nothing
 // remaining once the count after the hits passes the limit (OK for a
-// shadow_mode rule), else OK with the limit less the count remaining.
-func (s *Service) status(ctx context.Context, d *decision, i int, now int64) *pb.RateLimitResponse_DescriptorStatus {
+// shadow_mode rule), else OK with the limit less the count remaining; its
+// duration_until_reset is reset.
+func (s *Service) status(ctx context.Context, d *decision, i int, now int64, st *pb.RateLimitResponse_DescriptorStatus, reset *durationpb.Duration) {
 	m := d.matches[i]
+	st.Code = pb.RateLimitResponse_OK
 	if d.counted[i] < 0 {
-		return &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}
+		return
 	}
 	h := d.batch[d.counted[i]]
 	limit := uint64(m.rule.limit.GetRequestsPerUnit())
 	w := int64(m.rule.window / time.Second)
-	st := &pb.RateLimitResponse_DescriptorStatus{
-		Code:               pb.RateLimitResponse_OK,
-		CurrentLimit:       m.rule.limit,
-		DurationUntilReset: &durationpb.Duration{Seconds: w - ((now%w)+w)%w},
-	}
+	reset.Seconds = w - ((now%w)+w)%w
+	st.CurrentLimit, st.DurationUntilReset = m.rule.limit, reset
 	if h.Count > limit {
 		st.Code = pb.RateLimitResponse_OVER_LIMIT
 		if m.rule.shadow {
@@ -274,7 +311,6 @@ func (s *Service) status(ctx context.Context, d *decision, i int, now int64) *pb
 		before = h.Count - h.N
 	}
 	s.metrics.record(ctx, s.metrics.limit(key, fallback), limit, before, h.Count, h.N, s.near, m.rule.shadow)
-	return st
 }
 
 // limitHeaders are the headers of the descriptor closest to its limit.

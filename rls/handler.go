@@ -35,7 +35,7 @@ func (s *Service) Handler() http.Handler {
 // Register registers the service's ShouldRateLimit on a gRPC server, such
 // as a *grpc.Server, which answers small unary calls at about twice the
 // rate of an HTTP/2 server from net/http (measured side by side on
-// loopback). Give the server grpc.MaxRecvMsgSize(MaxRequestBytes).
+// loopback). Give the server [ServerOptions].
 func (s *Service) Register(r grpc.ServiceRegistrar) {
 	pb.RegisterRateLimitServiceServer(r, grpcService{s: s})
 }

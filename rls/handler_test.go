@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -17,7 +18,9 @@ import (
 
 // TestServers calls the service with grpc-go's client through both ways of
 // serving it: Handler on net/http's cleartext HTTP/2, and Register on
-// grpc-go's server. Both answer alike, refusals with INVALID_ARGUMENT.
+// grpc-go's server. Both answer alike, refusals with INVALID_ARGUMENT, and
+// both read a request of nearly MaxRequestBytes, under ServerOptions' fixed
+// flow-control windows, and refuse a larger one undecoded.
 func TestServers(t *testing.T) {
 	var lc net.ListenConfig
 	listen := func() net.Listener {
@@ -37,7 +40,7 @@ func TestServers(t *testing.T) {
 	go hs.Serve(hln)
 	t.Cleanup(func() { hs.Close() })
 	gln := listen()
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(rls.MaxRequestBytes))
+	gs := grpc.NewServer(rls.ServerOptions()...)
 	f.svc.Register(gs)
 	go gs.Serve(gln)
 	t.Cleanup(gs.Stop)
@@ -61,6 +64,16 @@ func TestServers(t *testing.T) {
 		}
 		if _, err := c.ShouldRateLimit(context.Background(), req("edge")); status.Code(err) != codes.InvalidArgument {
 			t.Fatalf("%s: no descriptors: got %v, want InvalidArgument", addr, err)
+		}
+		// A value past MaxValueBytes is refused once decoded; one
+		// descriptor's encoding adds a few bytes to the value.
+		near := strings.Repeat("v", rls.MaxRequestBytes-64)
+		if _, err := c.ShouldRateLimit(context.Background(), req("edge", desc("user", near))); status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("%s: a request just under MaxRequestBytes: got %v, want InvalidArgument", addr, err)
+		}
+		over := strings.Repeat("v", rls.MaxRequestBytes)
+		if _, err := c.ShouldRateLimit(context.Background(), req("edge", desc("user", over))); status.Code(err) != codes.ResourceExhausted {
+			t.Fatalf("%s: a request over MaxRequestBytes: got %v, want ResourceExhausted", addr, err)
 		}
 	}
 }

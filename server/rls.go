@@ -164,13 +164,13 @@ func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *
 	if err != nil {
 		return err
 	}
-	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(rls.MaxRequestBytes), grpc.MaxConcurrentStreams(maxConcurrentStreams),
+	opts := append(rls.ServerOptions(), grpc.MaxConcurrentStreams(maxConcurrentStreams),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		// A connection that carries no call for this long is closed, so
 		// that idle connections cannot hold the process's descriptors;
 		// Envoy opens a new one when it next needs to.
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: rlsIdleTimeout}),
-		grpc.ConnectionTimeout(rlsHandshakeTimeout)}
+		grpc.ConnectionTimeout(rlsHandshakeTimeout))
 	if tlsConfig != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConfig)))
 	}

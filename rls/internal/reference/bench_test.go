@@ -91,7 +91,7 @@ func admitClients(b *testing.B, s *rls.Service) []pb.RateLimitServiceClient {
 	if err != nil {
 		b.Fatal(err)
 	}
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(rls.MaxRequestBytes))
+	gs := grpc.NewServer(rls.ServerOptions()...)
 	s.Register(gs)
 	go gs.Serve(ln)
 	b.Cleanup(gs.Stop)
