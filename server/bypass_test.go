@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/admitgo/admit/internal/testrouter"
+	"github.com/admitgo/admit/server/routes"
 )
 
 // bypassSpelling is a spelling of GET (or DELETE) /l/abc, a request to the
@@ -133,20 +134,20 @@ var bypassSettings = []struct {
 }
 
 // kindProfile names the profile of the framework each kind runs.
-func kindProfile(k testrouter.Kind) profile {
+func kindProfile(k testrouter.Kind) routes.Profile {
 	switch k {
 	case testrouter.Tomcat, testrouter.NginxDecodeTomcat:
-		return profileServlet
+		return routes.Servlet
 	case testrouter.Rails:
-		return profileRails
+		return routes.Rails
 	case testrouter.Sinatra:
-		return profileRack
+		return routes.Rack
 	case testrouter.PHP:
-		return profilePHP
+		return routes.PHP
 	case testrouter.Express:
-		return profileExpress
+		return routes.Express
 	}
-	return profileGeneric
+	return routes.Generic
 }
 
 // TestBypassMatrix puts admit in front of real routers that route
@@ -259,7 +260,7 @@ budgets:
 `, burst))
 	for _, kind := range testrouter.Kinds() {
 		up := testrouter.Start(t, kind)
-		for _, p := range []profile{profileGeneric, kindProfile(kind)} {
+		for _, p := range []routes.Profile{routes.Generic, kindProfile(kind)} {
 			r := start(t, "--upstream", up.URL, "--config", cfg, "--allow-spellings", "path_parameter,encoded_percent",
 				"--upstream-profile", p.String())
 			addr := strings.TrimPrefix(r.url, "http://")

@@ -258,7 +258,7 @@ func (c config) checkOffline() error {
 			return storeURLError(c.Store.URL, err)
 		}
 	}
-	_, err := newRouteTable(withGRPCHealth(c.Routes), c.matching())
+	_, err := c.routeTable(withGRPCHealth(c.Routes))
 	return err
 }
 

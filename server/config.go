@@ -16,6 +16,7 @@ import (
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/internal/canon"
+	"github.com/admitgo/admit/server/routes"
 )
 
 // demoRoutes are the routes of --demo when neither flags nor the config file
@@ -45,7 +46,7 @@ type config struct {
 	EscapedSlashes    canon.Slashes                 // what to do with %2F, %5C and \ in paths
 	RouteFolding      bool                          // also match lower-cased paths and a toggled trailing slash
 	MethodOverride    bool                          // forward method override headers and match their methods
-	UpstreamProfile   profile                       // how the upstream's framework routes; the file's upstream_profile unless given
+	UpstreamProfile   routes.Profile                //  how the upstream's framework routes; the file's upstream_profile unless given
 	AllowSpellings    canon.Classes                 // spellings let through rather than refused; the file's allow_spellings unless given
 	Store             store                         // where per-client tokens are decided
 	StorePrefix       string                        // Redis key prefix; empty: the store's default
@@ -78,7 +79,7 @@ type config struct {
 	flagRoutes []route // those of --route, appended to the file's once it is read
 	// The file's upstream_profile and allow_spellings, which apply unless
 	// a flag or variable gives them; nil when the file does not.
-	fileProfile *profile
+	fileProfile *routes.Profile
 	fileAllow   *canon.Classes
 
 	file        string              // the config file as errors name it: --config "admit.yaml"
@@ -168,7 +169,7 @@ var options = []option{
 		set:     func(c *config, v string) (err error) { c.MethodOverride, err = parseBool(v); return err },
 		running: func(c config) any { return c.MethodOverride }},
 	{name: "upstream-profile", arg: "PROFILE", def: "generic", usage: "how the app's framework maps a request to a handler, so that admit limits every spelling it routes to a limited handler: servlet (path parameters, with --allow-spellings path_parameter; _method), rails (format suffixes, _method in forms), rack (_method in forms), php (front controllers, _method), express (_method), or generic, every one of them",
-		set: func(c *config, v string) (err error) { c.UpstreamProfile, err = parseProfile(v); return err }},
+		set: func(c *config, v string) (err error) { c.UpstreamProfile, err = routes.ParseProfile(v); return err }},
 	{name: "allow-spellings", arg: "CLASSES", def: "none", usage: "spellings to let through rather than refuse with 400, comma separated: path_parameter (; and %3B), encoded_percent (%25), control (escaped control characters), non_ascii (raw bytes above 0x7F, escapes that are not UTF-8), encoded_delimiter (%3F and %23), host (a Host that is not one host and port)",
 		set: func(c *config, v string) (err error) { c.AllowSpellings, err = canon.ParseClasses(v); return err }},
 	{name: "store", arg: "STORE", def: "memory", usage: "memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://... (rediss for TLS): where token decisions are shared",

@@ -18,6 +18,7 @@ import (
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
+	"github.com/admitgo/admit/server/routes"
 )
 
 // explainOptions are the server's settings that explain reads, with their
@@ -89,16 +90,16 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 		fmt.Fprintf(out, "refused  400 Bad Request: %v; admit answers it before routing, and it never reaches the upstream\n", err)
 		return nil
 	}
-	printExplanation(out, req, p, explained{table: f.table, door: door, async: c.Async}, resolver.Explain(p.req))
+	printExplanation(out, req, p, explained{routes: f.routes, door: door, async: c.Async}, resolver.Explain(p.req))
 	return nil
 }
 
 // explained is what explain prints a plan with: the routes, the door that
 // would admit the request, and the groups in the async mode.
 type explained struct {
-	table *routeTable
-	door  *admit.Door
-	async map[admit.Group]time.Duration
+	routes []frontRoute // by index in the route table
+	door   *admit.Door
+	async  map[admit.Group]time.Duration
 }
 
 // asyncBound says how far replicas in the async mode may admit beyond the
@@ -174,7 +175,7 @@ func printPlan(w io.Writer, req *http.Request, p plan, x explained) {
 		fmt.Fprintf(w, "group    none: no route matches, so the request passes through unlimited\n")
 	}
 	for i, m := range p.matched {
-		r := x.table.routes[m.index]
+		r := x.routes[m.Route].r
 		label := "group   "
 		if i > 0 {
 			label = "also    "
@@ -184,10 +185,10 @@ func printPlan(w io.Writer, req *http.Request, p plan, x explained) {
 			note = " (the gRPC health service)"
 		}
 		fmt.Fprintf(w, "%s %s (route %s%s)\n", label, groupList(r.Groups), r.Pattern, note)
-		if how := m.sp.explained(); how != "" {
+		if how := m.How(); how != "" {
 			fmt.Fprintf(w, "matched  %s: an upstream that reads it so routes it to this route\n", how)
 		}
-		if host := parsePattern(r.Pattern).host; host != "" {
+		if host := routes.Host(r.Pattern); host != "" {
 			fmt.Fprintf(w, "host     the route limits only host %s: the upstream must route by X-Forwarded-Host, since it receives its own Host, or another host reaches the same handler unlimited\n", host)
 		}
 	}

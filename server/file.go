@@ -13,6 +13,7 @@ import (
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/internal/canon"
+	"github.com/admitgo/admit/server/routes"
 )
 
 // The file's keys that the server's logs and answers also use, for the
@@ -54,12 +55,12 @@ func (c *config) readFile(path string) error {
 	}
 	// Budgets name the groups routes may join, so they are read first,
 	// wherever they stand in the file.
-	var routes, budgets *yaml.Node
+	var routeList, budgets *yaml.Node
 	err = eachField(root, "", map[string]func(*yaml.Node) error{
-		fieldRoutes:  func(n *yaml.Node) error { routes = n; return nil },
+		fieldRoutes:  func(n *yaml.Node) error { routeList = n; return nil },
 		fieldBudgets: func(n *yaml.Node) error { budgets = n; return nil },
 		"upstream_profile": scalar("upstream_profile", func(v string) error {
-			p, err := parseProfile(v)
+			p, err := routes.ParseProfile(v)
 			c.fileProfile = &p
 			return err
 		}),
@@ -68,8 +69,8 @@ func (c *config) readFile(path string) error {
 	if err == nil && budgets != nil {
 		err = c.readBudgets(budgets)
 	}
-	if err == nil && routes != nil {
-		err = c.readRoutes(routes)
+	if err == nil && routeList != nil {
+		err = c.readRoutes(routeList)
 	}
 	return err
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/internal/canon"
+	"github.com/admitgo/admit/server/routes"
 )
 
 // front is the proxy's handler. Every request passes it before routing: it
@@ -25,7 +26,7 @@ import (
 // unlimited to the upstream. What the upstream receives is the canonical
 // request the route was matched on.
 type front struct {
-	table     *routeTable
+	table     *routes.Table
 	handlers  []http.Handler // per route of table: the route's door in front of its handler
 	routes    []frontRoute   // per route of table: what its handler is made of
 	door      *admit.Door
@@ -49,7 +50,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if faultyFraming(r) {
 		w.Header()["Connection"] = closeValue
 	}
-	var found [maxSpellings]routeMatch
+	var found [routes.MaxSpellings]routes.Match
 	// The matches are kept apart from the request, which escapes, so that
 	// found stays on the stack.
 	c, matched, err := f.match(w, r, found[:0])
@@ -59,7 +60,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case len(matched) == 0:
 		f.rest.ServeHTTP(w, c)
 	case len(matched) == 1:
-		f.handlers[matched[0].index].ServeHTTP(w, c)
+		f.handlers[matched[0].Route].ServeHTTP(w, c)
 	default:
 		// Built per request, since such requests are rare and caching
 		// every combination would let requests grow memory.
@@ -72,9 +73,9 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // and for explain to print: its canonical form, the routes it matched and
 // the limits it is admitted under.
 type plan struct {
-	req     *http.Request // the canonical request: what is matched, keyed and forwarded
-	matched []routeMatch  // in the table's order; none: the request passes unlimited
-	route   admit.Route   // the limits and cost of the routes matched, combined
+	req     *http.Request  // the canonical request: what is matched, keyed and forwarded
+	matched []routes.Match // in the table's order; none: the request passes unlimited
+	route   admit.Route    // the limits and cost of the routes matched, combined
 }
 
 // plan is the front's plan of r, for explain.
@@ -83,7 +84,7 @@ func (f *front) plan(r *http.Request) (plan, error) {
 	if err != nil || len(matched) == 0 {
 		return plan{req: c}, err
 	}
-	p := plan{req: c, matched: matched, route: f.routes[matched[0].index].rt}
+	p := plan{req: c, matched: matched, route: f.routes[matched[0].Route].rt}
 	if len(matched) > 1 {
 		p.route, _ = f.combined(matched)
 	}
@@ -94,7 +95,7 @@ func (f *front) plan(r *http.Request) (plan, error) {
 // and the routes it matches, into found: the error is why the request has
 // no canonical form (or no one method), and it is answered 400. w, when not
 // nil, lets a form body be read for a _method override.
-func (f *front) match(w http.ResponseWriter, r *http.Request, found []routeMatch) (*http.Request, []routeMatch, error) {
+func (f *front) match(w http.ResponseWriter, r *http.Request, found []routes.Match) (*http.Request, []routes.Match, error) {
 	c, err := canon.Request(r, f.canon)
 	if err != nil {
 		return nil, nil, err
@@ -116,7 +117,7 @@ func (f *front) match(w http.ResponseWriter, r *http.Request, found []routeMatch
 			return nil, nil, err
 		}
 	}
-	matched, err := f.table.matchWithParams(w, c, overrides, found)
+	matched, err := f.table.Match(w, c, overrides, found)
 	if err != nil || len(matched) == 0 {
 		return c, matched, err
 	}
@@ -124,11 +125,11 @@ func (f *front) match(w http.ResponseWriter, r *http.Request, found []routeMatch
 	// wildcards, as its spelling matched them; a name an earlier route
 	// set keeps the earlier value.
 	for i, m := range matched {
-		names := f.routes[m.index].pathKeys
+		names := f.routes[m.Route].pathKeys
 		if len(names) == 0 {
 			continue
 		}
-		for j, v := range f.table.pathValues(c.Host, m, names) {
+		for j, v := range f.table.PathValues(c.Host, m, names) {
 			if i == 0 || c.PathValue(names[j]) == "" {
 				c.SetPathValue(names[j], v)
 			}
@@ -136,7 +137,7 @@ func (f *front) match(w http.ResponseWriter, r *http.Request, found []routeMatch
 	}
 	// What the access log names the request by: the route, never the
 	// path, which may be a share link's secret.
-	c.Pattern = f.table.routes[matched[0].index].Pattern
+	c.Pattern = f.routes[matched[0].Route].r.Pattern
 	return c, matched, nil
 }
 
@@ -182,6 +183,7 @@ func (f *front) keySpellings() spellings {
 
 // frontRoute is a route as the front serves it.
 type frontRoute struct {
+	r        route // as the configuration gives it
 	rt       admit.Route
 	next     http.Handler
 	pathKeys []string // the wildcards its limits are keyed by
@@ -192,16 +194,16 @@ type frontRoute struct {
 // them: the first route's overflow, under every limit of every route
 // matched, in order, at the highest cost, or the most every limit holds
 // when that is less; and the first route's handler under it.
-func (f *front) combined(matched []routeMatch) (admit.Route, http.Handler) {
-	first := f.routes[matched[0].index]
+func (f *front) combined(matched []routes.Match) (admit.Route, http.Handler) {
+	first := f.routes[matched[0].Route]
 	rt := admit.Route{Cost: first.rt.Cost, Overflow: first.rt.Overflow}
 	for _, m := range matched {
-		for _, g := range f.routes[m.index].rt.Groups {
+		for _, g := range f.routes[m.Route].rt.Groups {
 			if !slices.Contains(rt.Groups, g) && len(rt.Groups) < maxStacked {
 				rt.Groups = append(rt.Groups, g)
 			}
 		}
-		rt.Cost = max(rt.Cost, f.routes[m.index].rt.Cost)
+		rt.Cost = max(rt.Cost, f.routes[m.Route].rt.Cost)
 	}
 	h, err := f.door.Handler(rt, first.next)
 	if err != nil {
@@ -248,7 +250,7 @@ func faultyFraming(r *http.Request) bool {
 
 // errAmbiguousOverride refuses method overrides admit cannot match as the
 // app would run them.
-var errAmbiguousOverride = fmt.Errorf("the method override headers must name one method a line, in at most %d lines", maxOverrides)
+var errAmbiguousOverride = fmt.Errorf("the method override headers must name one method a line, in at most %d lines", routes.MaxOverrides)
 
 // overrideMethods returns the methods the method override headers name,
 // upper-cased as the override middlewares of Express and others do; blank
@@ -263,7 +265,7 @@ func overrideMethods(h http.Header) ([]string, error) {
 			m := strings.ToUpper(strings.TrimSpace(v))
 			switch {
 			case m == "":
-			case !isToken(m) || canon.Method(m) != nil || len(ms) == maxOverrides:
+			case !canon.IsToken(m) || canon.Method(m) != nil || len(ms) == routes.MaxOverrides:
 				return nil, errAmbiguousOverride
 			default:
 				ms = append(ms, m)
@@ -271,16 +273,6 @@ func overrideMethods(h http.Header) ([]string, error) {
 		}
 	}
 	return ms, nil
-}
-
-func isToken(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // malformedReasons names each canon error in the admit.server.malformed
@@ -297,7 +289,7 @@ var malformedReasons = [...]struct {
 	{canon.ErrMethod, "method"},
 	{canon.ErrConnect, "connect"},
 	{errAmbiguousOverride, "method_override"},
-	{errFormBody, "form_body"},
+	{routes.ErrFormBody, "form_body"},
 	{canon.ErrPathParameter, canon.PathParameter.String()},
 	{canon.ErrEncodedPercent, canon.EncodedPercent.String()},
 	{canon.ErrControl, canon.Control.String()},

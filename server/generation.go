@@ -17,6 +17,7 @@ import (
 	"github.com/admitgo/admit/health"
 	"github.com/admitgo/admit/internal/canon"
 	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/server/routes"
 )
 
 // generation is what one reading of the configuration builds: the door
@@ -154,13 +155,14 @@ func (s *server) routes(cfg config, door *admit.Door) (*front, error) {
 // each route admits its requests to, and what serves those over budget
 // (nil: none); rest serves the requests no route matches.
 func newFront(cfg config, door *admit.Door, rest http.Handler, access *accessLog, malformed *malformedCounts, handlers func(route) (next, overflow http.Handler)) (*front, error) {
-	table, err := newRouteTable(withGRPCHealth(cfg.Routes), cfg.matching())
+	list := withGRPCHealth(cfg.Routes)
+	table, err := cfg.routeTable(list)
 	if err != nil {
 		return nil, err
 	}
 	f := &front{table: table, rest: rest, canon: canon.Options{Slashes: cfg.EscapedSlashes, Allow: cfg.AllowSpellings}, overrides: cfg.MethodOverride,
 		malformed: malformed, access: access, door: door, matchedHost: namesAHost(cfg.Routes)}
-	for _, r := range table.routes {
+	for _, r := range list {
 		next, overflow := handlers(r)
 		rt := admit.Route{Groups: r.Groups, Cost: r.Cost, Overflow: overflow}
 		h, err := door.Handler(rt, next)
@@ -168,7 +170,7 @@ func newFront(cfg config, door *admit.Door, rest http.Handler, access *accessLog
 			return nil, usageError{fmt.Errorf("admit: route %s: %w", r, err)}
 		}
 		f.handlers = append(f.handlers, h)
-		fr := frontRoute{rt: rt, next: next}
+		fr := frontRoute{r: r, rt: rt, next: next}
 		for _, g := range r.Groups {
 			if b, _ := door.Budget(g); b.Key.PathValue != "" && !slices.Contains(fr.pathKeys, b.Key.PathValue) {
 				fr.pathKeys = append(fr.pathKeys, b.Key.PathValue)
@@ -234,9 +236,9 @@ func logRoutes(log *slog.Logger, cfg config, door *admit.Door) {
 }
 
 // namesAHost reports whether a route's pattern names a host.
-func namesAHost(routes []route) bool {
-	for _, r := range routes {
-		if parsePattern(r.Pattern).host != "" {
+func namesAHost(list []route) bool {
+	for _, r := range list {
+		if routes.Host(r.Pattern) != "" {
 			return true
 		}
 	}

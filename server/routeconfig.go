@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/server/routes"
 )
 
 // Routes as the configuration gives them: from --route and the file,
@@ -48,32 +48,22 @@ func (c *config) addRoute(r route) error {
 			return fmt.Errorf("group %q is listed twice", g)
 		}
 	}
-	if err := register(http.NewServeMux(), r.Pattern, http.NotFoundHandler()); err != nil {
-		return patternError(r.Pattern, err)
+	if err := routes.Check(r.Pattern); err != nil {
+		return err
 	}
 	if claimsGRPCHealth(r.Pattern) {
 		return fmt.Errorf("claims the path of the gRPC health service (%s...), which admit serves itself", grpcHealthPath)
 	}
 	for _, earlier := range c.Routes {
-		mux := http.NewServeMux()
-		mux.Handle(earlier.Pattern, http.NotFoundHandler())
-		if err := register(mux, r.Pattern, http.NotFoundHandler()); err != nil {
-			return fmt.Errorf("conflicts with route %s: %s", earlier.named(r), conflict(err))
+		if why, ok := routes.Conflict(earlier.Pattern, r.Pattern); ok {
+			return fmt.Errorf("conflicts with route %s: %s", earlier.named(r), why)
 		}
 		if !c.RouteFolding {
 			continue
 		}
 		// The route table would refuse these too, but could name neither
 		// route as written nor say where the file gives it.
-		_, before := patternForms(earlier.Pattern)
-		_, folded := patternForms(r.Pattern)
-		mux = http.NewServeMux()
-		mux.Handle(before, http.NotFoundHandler())
-		if err := register(mux, folded, http.NotFoundHandler()); err != nil {
-			why := "lower-cased, " + conflict(err)
-			if before == folded {
-				why = "lower-cased, both are " + folded
-			}
+		if why, ok := routes.FoldedConflict(earlier.Pattern, r.Pattern); ok {
 			return fmt.Errorf("conflicts with route %s once case is folded, as upstreams that ignore case route them (%s); remove one of them, or set --route-folding=false", earlier.named(r), why)
 		}
 	}
@@ -97,38 +87,35 @@ func (r route) named(about route) string {
 // path, under any method or host. Broader patterns ("/", "/{x...}") leave it
 // alone: the service's own route is more specific.
 func claimsGRPCHealth(pattern string) bool {
-	path := pattern
-	if i := strings.IndexAny(path, " \t"); i >= 0 && !strings.Contains(path[:i], "/") {
-		path = strings.TrimLeft(path[i:], " \t")
-	}
-	if i := strings.IndexByte(path, '/'); i > 0 {
-		path = path[i:]
-	}
+	_, _, path := routes.Split(pattern)
 	return strings.HasPrefix(path, grpcHealthPath) || path == strings.TrimSuffix(grpcHealthPath, "/")
 }
 
 // maxStacked is how many limits one route may stack, as the door allows.
 const maxStacked = 8
 
-// conflict keeps ServeMux's explanation of a conflict, which follows the
-// line naming both patterns.
-func conflict(err error) string {
-	msg := err.Error()
-	if _, why, ok := strings.Cut(msg, ":\n"); ok {
-		msg = why
-	}
-	return msg
+// matching returns how the configuration's route table matches.
+func (c *config) matching() routes.Matching {
+	return routes.Matching{Fold: c.RouteFolding, Profile: c.UpstreamProfile, Allow: c.AllowSpellings, Slashes: c.EscapedSlashes}
 }
 
-// register adds pattern to mux, turning ServeMux's panic into an error.
-func register(mux *http.ServeMux, pattern string, h http.Handler) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%v", p)
-		}
-	}()
-	mux.Handle(pattern, h)
-	return nil
+// routeTable returns the table of list, a configuration's routes.
+func (c *config) routeTable(list []route) (*routes.Table, error) {
+	patterns := make([]string, len(list))
+	for i, r := range list {
+		patterns[i] = r.Pattern
+	}
+	t, err := routes.New(patterns, c.matching())
+	var conflict *routes.ConflictError
+	switch {
+	case errors.As(err, &conflict) && conflict.Folded:
+		return nil, fmt.Errorf("admit: route %s conflicts with an earlier route once case is folded, as upstreams that ignore case route them (%s); remove one of them, or set --route-folding=false", list[conflict.Route], conflict.Why)
+	case errors.As(err, &conflict):
+		return nil, fmt.Errorf("admit: route %s: %s", list[conflict.Route], conflict.Why)
+	case err != nil:
+		return nil, fmt.Errorf("admit: %w", err)
+	}
+	return t, nil
 }
 
 // builtInGroups are the groups every configuration has.

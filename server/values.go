@@ -14,6 +14,7 @@ import (
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
+	"github.com/admitgo/admit/internal/canon"
 )
 
 // The parsers of single values. Their errors do not repeat the value: the
@@ -232,7 +233,7 @@ func parseKey(v string, k *admit.Key) error {
 	case v == "peer":
 	case v == "global":
 		k.Global = true
-	case kind == "header" && name != "" && isToken(name):
+	case kind == "header" && name != "" && canon.IsToken(name):
 		k.Header = http.CanonicalHeaderKey(name)
 		if why, ok := unkeyableHeaders[k.Header]; ok {
 			return fmt.Errorf("%s is not a header admit can key by: %s", k.Header, why)

@@ -178,6 +178,18 @@ func target(r *http.Request) (path, query string, err error) {
 	return t, "", nil
 }
 
+// IsToken reports whether s is a token of RFC 9110, the spelling of a
+// method and of a header's name.
+func IsToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // Method reports whether m may be served: an upper-case token other than
 // CONNECT. net/http has checked that it is a token.
 func Method(m string) error {

@@ -1,4 +1,4 @@
-package server
+package routes
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/admitgo/admit/internal/canon"
 )
 
 // Frameworks run a POST as the method its "_method" parameter names: Rack's
@@ -29,15 +31,19 @@ const (
 	formScanTimeout = 10 * time.Second
 )
 
-// errFormBody refuses a request whose form body could not be read within
+// ErrFormBody refuses a request whose form body could not be read within
 // formScanTimeout, or broke off.
-var errFormBody = errors.New("the form body, which may name the method the app runs, could not be read")
+var ErrFormBody = errors.New("the form body, which may name the method the app runs, could not be read")
 
-// matchWithParams is matchAll of r under overrides and, when a "_method"
-// parameter could take the POST to a route that it does not match yet,
-// under the methods its parameters name as well. Only then is a parameter
-// read, and a form body waited for; its error refuses the request.
-func (t *routeTable) matchWithParams(w http.ResponseWriter, r *http.Request, overrides []string, dst []routeMatch) ([]routeMatch, error) {
+// Match appends to dst the routes r matches in any spelling, under its
+// method and each method of overrides (the method override headers, at
+// most MaxOverrides), as matchAll finds them; r is in canonical form
+// (internal/canon). When a "_method" parameter could take the POST to a
+// route that it does not match yet, it matches r under the methods its
+// parameters name as well. Only then is a parameter read, and a form body
+// waited for, up to 64 KiB and 10 s, through w; an error (ErrFormBody)
+// refuses the request. A body read is handed on unchanged in r.Body.
+func (t *Table) Match(w http.ResponseWriter, r *http.Request, overrides []string, dst []Match) ([]Match, error) {
 	matched := t.matchAll(r, overrides, dst)
 	if !t.overridable(r, overrides, len(matched)) {
 		return matched, nil
@@ -56,7 +62,7 @@ func (t *routeTable) matchWithParams(w http.ResponseWriter, r *http.Request, ove
 // matching n routes under overrides, to another route: r carries a query or
 // a body the profile reads, and some route matches a spelling of r under a
 // method of t.others that none matches under r's own methods.
-func (t *routeTable) overridable(r *http.Request, overrides []string, n int) bool {
+func (t *Table) overridable(r *http.Request, overrides []string, n int) bool {
 	query := t.maps&mapQueryMethod != 0 && r.URL.RawQuery != ""
 	body := t.maps&mapBodyMethod != 0 && r.Body != nil && r.Body != http.NoBody
 	if r.Method != http.MethodPost || len(t.others) == 0 || !query && !body {
@@ -90,7 +96,7 @@ func appendNew(list []string, more ...string) []string {
 // one that holds it or escapes that could spell it, one longer than
 // formScanBytes, or an encoded one could name any method, so every method
 // of others is returned. others are the methods the routes name besides
-// POST; more names than maxOverrides give others too.
+// POST; more names than MaxOverrides give others too.
 func paramMethods(w http.ResponseWriter, r *http.Request, maps mapping, others []string) ([]string, error) {
 	if r.Method != http.MethodPost || len(others) == 0 {
 		return nil, nil
@@ -100,8 +106,8 @@ func paramMethods(w http.ResponseWriter, r *http.Request, maps mapping, others [
 	add := func(v string) {
 		m := strings.ToUpper(strings.TrimSpace(v))
 		switch {
-		case m == "" || !isToken(m) || m == http.MethodPost || slices.Contains(ms, m):
-		case len(ms) == maxOverrides:
+		case m == "" || !canon.IsToken(m) || m == http.MethodPost || slices.Contains(ms, m):
+		case len(ms) == MaxOverrides:
 			all = true
 		default:
 			ms = append(ms, m)
@@ -114,7 +120,7 @@ func paramMethods(w http.ResponseWriter, r *http.Request, maps mapping, others [
 		body, whole, err := readAtMost(w, r, formScanBytes)
 		switch {
 		case err != nil:
-			return nil, errFormBody
+			return nil, ErrFormBody
 		case !whole || r.Header.Get("Content-Encoding") != "":
 			all = true
 		default:

@@ -1,4 +1,4 @@
-package server
+package routes
 
 import (
 	"net/http"
@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/internal/canon"
 )
 
@@ -56,31 +55,26 @@ func TestVariants(t *testing.T) {
 // every profile that claims a mapping limits its spellings, and generic
 // limits them all.
 func TestProfileMatching(t *testing.T) {
-	link := []admit.Group{admit.GroupLink}
-	routes := []route{
-		{Groups: link, Pattern: "GET /l/{id}"},
-		{Groups: link, Pattern: "POST /hooks/github"},
-		{Groups: link, Pattern: "DELETE /x/{id}"},
-	}
+	patterns := []string{"GET /l/{id}", "POST /hooks/github", "DELETE /x/{id}"}
 	for _, tc := range []struct {
 		method, target string
 		overrides      []string
-		profiles       []profile // that limit it; the others do not
+		profiles       []Profile // that limit it; the others do not
 		id             string    // the id it is keyed by under generic and keyedUnder
-		keyedUnder     profile
+		keyedUnder     Profile
 	}{
-		{"GET", "/l/abc", nil, profiles[:], "abc", profileExpress},
-		{"GET", "/l;x/abc", nil, []profile{profileGeneric, profileServlet}, "abc", profileServlet},
-		{"GET", "/l/abc;jsessionid=1", nil, profiles[:], "abc", profileServlet},
-		{"GET", "/l/abc.json", nil, profiles[:], "abc", profileRails},
-		{"POST", "/hooks/github.json", nil, []profile{profileGeneric, profileRails}, "", 0},
-		{"POST", "/hooks/github.JSON", nil, []profile{profileGeneric, profileRails}, "", 0},
-		{"GET", "/index.php/l/abc", nil, []profile{profileGeneric, profilePHP}, "abc", profilePHP},
-		{"GET", "/L/QQQ", nil, profiles[:], "QQQ", profileExpress},
+		{"GET", "/l/abc", nil, profiles[:], "abc", Express},
+		{"GET", "/l;x/abc", nil, []Profile{Generic, Servlet}, "abc", Servlet},
+		{"GET", "/l/abc;jsessionid=1", nil, profiles[:], "abc", Servlet},
+		{"GET", "/l/abc.json", nil, profiles[:], "abc", Rails},
+		{"POST", "/hooks/github.json", nil, []Profile{Generic, Rails}, "", 0},
+		{"POST", "/hooks/github.JSON", nil, []Profile{Generic, Rails}, "", 0},
+		{"GET", "/index.php/l/abc", nil, []Profile{Generic, PHP}, "abc", PHP},
+		{"GET", "/L/QQQ", nil, profiles[:], "QQQ", Express},
 		{"POST", "/x/abc", []string{"DELETE"}, profiles[:], "", 0},
 	} {
 		for _, p := range profiles {
-			table, err := newRouteTable(routes, matching{fold: true, profile: p, allow: canon.Classes(canon.PathParameter)})
+			table, err := New(patterns, Matching{Fold: true, Profile: p, Allow: canon.Classes(canon.PathParameter)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,8 +91,8 @@ func TestProfileMatching(t *testing.T) {
 			}
 			// The id is what the framework reads under the profile that
 			// routes it; generic keys by that too.
-			if p == profileGeneric || p == tc.keyedUnder {
-				if got := table.pathValues(r.Host, matched[0], []string{"id"})[0]; got != tc.id {
+			if p == Generic || p == tc.keyedUnder {
+				if got := table.PathValues(r.Host, matched[0], []string{"id"})[0]; got != tc.id {
 					t.Errorf("%s %s under %v: keyed by id %q, want %q", tc.method, tc.target, p, got, tc.id)
 				}
 			}
@@ -107,11 +101,11 @@ func TestProfileMatching(t *testing.T) {
 }
 
 // matchBench is a canonical request to a limited route, and the table of
-// the demo routes under the generic profile with folding on, as the server
-// starts by default.
-func matchBench(t testing.TB) (*routeTable, *http.Request) {
+// the demo's routes under the generic profile with folding on, as the
+// server starts by default.
+func matchBench(t testing.TB) (*Table, *http.Request) {
 	t.Helper()
-	table, err := newRouteTable(demoRoutes, matching{fold: true})
+	table, err := New([]string{"POST /hooks/{name}", "GET /l/{id}", "GET /healthz"}, Matching{Fold: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +121,7 @@ func TestMatchAllocs(t *testing.T) {
 		t.Skip("the race detector changes allocation counts; scripts/test runs this without it")
 	}
 	table, r := matchBench(t)
-	var found [maxSpellings]routeMatch
+	var found [MaxSpellings]Match
 	if n := testing.AllocsPerRun(100, func() {
 		c, _ := canon.Request(r, canon.Options{})
 		if len(table.matchAll(c, nil, found[:0])) != 1 {
@@ -140,7 +134,7 @@ func TestMatchAllocs(t *testing.T) {
 
 func BenchmarkMatch(b *testing.B) {
 	table, r := matchBench(b)
-	var found [maxSpellings]routeMatch
+	var found [MaxSpellings]Match
 	b.ReportAllocs()
 	for b.Loop() {
 		c, _ := canon.Request(r, canon.Options{})

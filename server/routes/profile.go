@@ -1,4 +1,4 @@
-package server
+package routes
 
 import (
 	"errors"
@@ -13,39 +13,39 @@ import (
 // them matches a limited route. generic, the default, is the union of
 // every other profile, so that an operator who names none is covered;
 // over-limiting is the safe direction, as with case folding.
-type profile uint8
+type Profile uint8
 
 const (
-	profileGeneric profile = iota
-	profileServlet
-	profileRails
-	profileRack
-	profilePHP
-	profileExpress
+	Generic Profile = iota
+	Servlet
+	Rails
+	Rack
+	PHP
+	Express
 )
 
-var profiles = [...]profile{profileGeneric, profileServlet, profileRails, profileRack, profilePHP, profileExpress}
+var profiles = [...]Profile{Generic, Servlet, Rails, Rack, PHP, Express}
 
 // String returns the profile as --upstream-profile names it.
-func (p profile) String() string {
+func (p Profile) String() string {
 	switch p {
-	case profileGeneric:
+	case Generic:
 		return "generic"
-	case profileServlet:
+	case Servlet:
 		return "servlet"
-	case profileRails:
+	case Rails:
 		return "rails"
-	case profileRack:
+	case Rack:
 		return "rack"
-	case profilePHP:
+	case PHP:
 		return "php"
-	case profileExpress:
+	case Express:
 		return "express"
 	}
 	return "unknown"
 }
 
-func parseProfile(v string) (profile, error) {
+func ParseProfile(v string) (Profile, error) {
 	names := make([]string, len(profiles))
 	for i, p := range profiles {
 		if v == p.String() {
@@ -83,17 +83,17 @@ const (
 )
 
 // mappings returns what a profile's framework does.
-func (p profile) mappings() mapping {
+func (p Profile) mappings() mapping {
 	switch p {
-	case profileServlet:
+	case Servlet:
 		return mapParams | mapQueryMethod | mapBodyMethod
-	case profileRails:
+	case Rails:
 		return mapFormat | mapBodyMethod
-	case profileRack:
+	case Rack:
 		return mapBodyMethod
-	case profilePHP:
+	case PHP:
 		return mapFrontController | mapQueryMethod | mapBodyMethod
-	case profileExpress:
+	case Express:
 		return mapQueryMethod | mapBodyMethod
 	}
 	return mapParams | mapFormat | mapFrontController | mapQueryMethod | mapBodyMethod

@@ -1,4 +1,7 @@
-package server
+// Package routes finds the routes a canonical request is limited by: every
+// spelling of it that the app's router would send to the same handler,
+// looked up with ServeMux's own matching and precedence.
+package routes
 
 import (
 	"fmt"
@@ -11,17 +14,17 @@ import (
 	"github.com/admitgo/admit/internal/canon"
 )
 
-// routeTable finds the routes a canonical request is limited by. It uses
+// Table finds the routes a canonical request is limited by. It uses
 // ServeMux's own matching and precedence, and, since upstream routers
 // commonly fold case and ignore a trailing slash (Express does both by
 // default), it also looks the request up with its path lower-cased and with
 // a trailing slash added or removed, so that a spelling the upstream routes
 // to a limited handler is limited too. Over-limiting is the safe direction
 // when routers disagree.
-type routeTable struct {
-	routes []route
-	exact  *http.ServeMux // the patterns as written, hosts lower-cased
-	folded *http.ServeMux // the patterns with their literal path lower-cased; nil without folding
+type Table struct {
+	patterns []string
+	exact    *http.ServeMux // the patterns as written, hosts lower-cased
+	folded   *http.ServeMux // the patterns with their literal path lower-cased; nil without folding
 	// foldedSame is set when every pattern is lower-case already, so that a
 	// path without upper case needs no second look-up.
 	foldedSame bool
@@ -50,34 +53,47 @@ type routeMark int
 
 func (routeMark) ServeHTTP(http.ResponseWriter, *http.Request) {}
 
-// matching is how a table finds the routes of a request: the server's
+// Matching is how a table finds the routes of a request: the server's
 // --route-folding, --upstream-profile, --allow-spellings and
 // --escaped-slashes.
-type matching struct {
-	fold    bool
-	profile profile
-	allow   canon.Classes
-	slashes canon.Slashes
+type Matching struct {
+	Fold    bool          // also look up the path lower-cased and with its trailing slash toggled
+	Profile Profile       // the framework's further spellings
+	Allow   canon.Classes // the spellings let through the canonical form
+	Slashes canon.Slashes // what the canonical form does with an escaped slash
 }
 
-// matching returns the configuration's matching.
-func (c *config) matching() matching {
-	return matching{fold: c.RouteFolding, profile: c.UpstreamProfile, allow: c.AllowSpellings, slashes: c.EscapedSlashes}
+// A ConflictError is New's refusal of a pattern that ServeMux refuses
+// beside an earlier one, or, with folding, once case is folded.
+type ConflictError struct {
+	Route   int    // the pattern's index
+	Pattern string // the pattern
+	Folded  bool   // it conflicts only once case is folded
+	Why     string // ServeMux's explanation
 }
 
-// newRouteTable registers routes, checking each against ServeMux's pattern
-// syntax and the routes before it. With folding, routes that only folding
-// makes conflict are refused too, naming both.
-func newRouteTable(routes []route, m matching) (*routeTable, error) {
-	t := &routeTable{routes: routes, exact: http.NewServeMux(), foldedSame: true,
-		maps: m.profile.mappings(), allow: m.allow, slashes: m.slashes}
-	if m.fold {
+func (e *ConflictError) Error() string {
+	if e.Folded {
+		return fmt.Sprintf("pattern %q conflicts with an earlier one once case is folded (%s)", e.Pattern, e.Why)
+	}
+	return fmt.Sprintf("pattern %q: %s", e.Pattern, e.Why)
+}
+
+// New makes the table of patterns, ServeMux patterns in the order their
+// routes are given, checking each against ServeMux's syntax and the
+// patterns before it. With folding, patterns that only folding makes
+// conflict are refused too, naming both. A match names its route by its
+// index in patterns.
+func New(patterns []string, m Matching) (*Table, error) {
+	t := &Table{patterns: patterns, exact: http.NewServeMux(), foldedSame: true,
+		maps: m.Profile.mappings(), allow: m.Allow, slashes: m.Slashes}
+	if m.Fold {
 		t.folded = http.NewServeMux()
 	}
-	for i, r := range routes {
-		exact, folded := patternForms(r.Pattern)
+	for i, p := range patterns {
+		exact, folded := patternForms(p)
 		if err := register(t.exact, exact, routeMark(i)); err != nil {
-			return nil, fmt.Errorf("admit: route %s: %s", r, conflict(err))
+			return nil, &ConflictError{Route: i, Pattern: p, Why: conflict(err)}
 		}
 		if t.folded == nil {
 			continue
@@ -86,7 +102,7 @@ func newRouteTable(routes []route, m matching) (*routeTable, error) {
 			t.foldedSame = false
 		}
 		if err := register(t.folded, folded, routeMark(i)); err != nil {
-			return nil, fmt.Errorf("admit: route %s conflicts with an earlier route once case is folded, as upstreams that ignore case route them (%s); remove one of them, or set --route-folding=false", r, conflict(err))
+			return nil, &ConflictError{Route: i, Pattern: p, Folded: true, Why: conflict(err)}
 		}
 	}
 	// A pattern that matches every request, unless a route is one, so that
@@ -96,14 +112,15 @@ func newRouteTable(routes []route, m matching) (*routeTable, error) {
 	if t.folded != nil {
 		_ = register(t.folded, "/", routeMark(-1))
 	}
-	for _, r := range routes {
-		if m := parsePattern(r.Pattern).method; m != "" && m != http.MethodPost && !slices.Contains(t.others, m) {
+	parsed := make([]pattern, len(patterns))
+	for i, p := range patterns {
+		parsed[i] = parsePattern(p)
+		if m := parsed[i].method; m != "" && m != http.MethodPost && !slices.Contains(t.others, m) {
 			t.others = append(t.others, m)
 		}
 	}
-	t.firsts = make([]string, 0, len(routes))
-	for _, r := range routes {
-		pt := parsePattern(r.Pattern)
+	t.firsts = make([]string, 0, len(patterns))
+	for _, pt := range parsed {
 		if len(pt.segs) == 0 || pt.segs[0] == "{}" {
 			t.firsts = nil // "/", "/{x}", "/{x...}": any first segment
 			break
@@ -112,10 +129,10 @@ func newRouteTable(routes []route, m matching) (*routeTable, error) {
 			t.firsts = append(t.firsts, pt.segs[0])
 		}
 	}
-	t.overlaps = make([]bool, len(routes))
-	for i := range routes {
-		for j := range routes {
-			if i != j && t.folded != nil && mayFoldOverlap(parsePattern(routes[i].Pattern), parsePattern(routes[j].Pattern)) {
+	t.overlaps = make([]bool, len(patterns))
+	for i := range parsed {
+		for j := range parsed {
+			if i != j && t.folded != nil && mayFoldOverlap(parsed[i], parsed[j]) {
 				t.overlaps[i] = true
 			}
 		}
@@ -127,13 +144,9 @@ func newRouteTable(routes []route, m matching) (*routeTable, error) {
 // without case), and that form with the literal parts of its path
 // lower-cased too; wildcard names keep their case.
 func patternForms(p string) (exact, folded string) {
-	method, rest := "", p
-	if i := strings.IndexAny(p, " \t"); i >= 0 && !strings.Contains(p[:i], "/") {
-		method, rest = p[:i+1], strings.TrimLeft(p[i+1:], " \t")
-	}
-	host, path := rest, ""
-	if i := strings.IndexByte(rest, '/'); i >= 0 {
-		host, path = rest[:i], rest[i:]
+	method, host, path := Split(p)
+	if method != "" {
+		method += " "
 	}
 	exact = method + strings.ToLower(host) + path
 	var b strings.Builder
@@ -161,38 +174,40 @@ type spelling struct {
 	cased        string // with lower, path before it was lower-cased, for the wildcards' values
 }
 
-// explained says how a spelling differs from the request as sent.
-func (sp spelling) explained() string {
+// How says how the spelling a route matched differs from the request as
+// sent: "" for the request as it is.
+func (m Match) How() string {
+	sp := m.sp
 	if !sp.override {
 		return sp.how
 	}
 	return join(sp.how, "as "+sp.method+" (a method override)")
 }
 
-// routeMatch is a route a spelling of a request matched.
-type routeMatch struct {
-	index int // of the route in the table
+// Match is a route a spelling of a request matched.
+type Match struct {
+	Route int // the route's index in the table's patterns
 	sp    spelling
 }
 
-// maxOverrides bounds the methods one source of overrides may name (the
-// override headers, or _method parameters). maxSpellings is the room the
+// MaxOverrides bounds the methods one source of overrides may name (the
+// override headers, or _method parameters). MaxSpellings is the room the
 // front gives matchAll on its stack: four spellings of a path under its
 // method and each override; a request that matches more routes, through
 // the profile's variants, grows it.
 const (
-	maxOverrides = 3
-	maxSpellings = 4 * (1 + maxOverrides)
+	MaxOverrides = 3
+	MaxSpellings = 4 * (1 + MaxOverrides)
 )
 
 // matchAll appends to dst every route some spelling of r matches, once
 // each, in the order the spellings are tried: under r's method, then under
-// each method of overrides (at most maxOverrides), the variants that the
+// each method of overrides (at most MaxOverrides), the variants that the
 // upstream's framework maps r's path to (see variants), then the path as
 // it is, each as it is and then folded. The variants come first so that a
 // route they match keys by the wildcards' values as the framework reads
 // them. It allocates only to map or fold.
-func (t *routeTable) matchAll(r *http.Request, overrides []string, dst []routeMatch) []routeMatch {
+func (t *Table) matchAll(r *http.Request, overrides []string, dst []Match) []Match {
 	path := r.URL.EscapedPath()
 	var buf [maxVariants]variant
 	vs := variants(path, t.maps, t.allow, t.slashes, buf[:0])
@@ -203,7 +218,7 @@ func (t *routeTable) matchAll(r *http.Request, overrides []string, dst []routeMa
 		}
 		first = find(t.exact, r.Host, spelling{method: r.Method, path: path})
 		if first >= 0 && len(overrides) == 0 && !t.overlaps[first] {
-			return append(dst, routeMatch{first, spelling{method: r.Method, path: path}}) // no other spelling finds another route
+			return append(dst, Match{first, spelling{method: r.Method, path: path}}) // no other spelling finds another route
 		}
 	}
 	for i := -1; i < len(overrides); i++ {
@@ -224,8 +239,8 @@ func (t *routeTable) matchAll(r *http.Request, overrides []string, dst []routeMa
 				if first < 0 || i >= 0 || k > 0 {
 					idx = find(t.muxFor(sp), r.Host, sp)
 				}
-				if idx >= 0 && !slices.ContainsFunc(dst, func(m routeMatch) bool { return m.index == idx }) {
-					dst = append(dst, routeMatch{idx, sp})
+				if idx >= 0 && !slices.ContainsFunc(dst, func(m Match) bool { return m.Route == idx }) {
+					dst = append(dst, Match{idx, sp})
 				}
 			}
 		}
@@ -236,7 +251,7 @@ func (t *routeTable) matchAll(r *http.Request, overrides []string, dst []routeMa
 // mayMatch reports whether some route might match a spelling of path: no
 // route does when the first segment of path is none of the routes' first
 // segments.
-func (t *routeTable) mayMatch(path string) bool {
+func (t *Table) mayMatch(path string) bool {
 	if t.firsts == nil {
 		return true
 	}
@@ -254,14 +269,14 @@ func (t *routeTable) mayMatch(path string) bool {
 	return false
 }
 
-// pathValues returns the wildcard values of the route m matched, by name,
+// PathValues returns the wildcard values of the route m matched, by name,
 // as ServeMux hands them to its handlers, and, for a lower-cased spelling,
 // in the case the request spelled them: an app that folds case to route
 // still hands its handler the value as sent, so /L/QQQ and /l/QQQ are one
 // value, and one budget.
-func (t *routeTable) pathValues(host string, m routeMatch, names []string) []string {
+func (t *Table) PathValues(host string, m Match, names []string) []string {
 	if m.sp.lower {
-		return casedValues(t.routes[m.index].Pattern, m.sp.cased, names)
+		return casedValues(t.patterns[m.Route], m.sp.cased, names)
 	}
 	s := scratches.Get().(*scratch)
 	defer scratches.Put(s)
@@ -278,12 +293,7 @@ func (t *routeTable) pathValues(host string, m routeMatch, names []string) []str
 // pattern matches but for case, by position: a {name} wildcard is its
 // segment, unescaped, and a {name...} wildcard the rest of path.
 func casedValues(pattern, path string, names []string) []string {
-	if i := strings.IndexAny(pattern, " \t"); i >= 0 && !strings.Contains(pattern[:i], "/") {
-		pattern = strings.TrimLeft(pattern[i+1:], " \t")
-	}
-	if i := strings.IndexByte(pattern, '/'); i >= 0 {
-		pattern = pattern[i:]
-	}
+	_, _, pattern = Split(pattern)
 	psegs := strings.Split(strings.TrimPrefix(pattern, "/"), "/")
 	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
 	values := make([]string, len(names))
@@ -318,7 +328,7 @@ func (discardWriter) WriteHeader(int)             {}
 // as it is, with its trailing slash toggled, lower-cased, and both; only
 // the first without folding, and no lower-case forms when they would be
 // the same look-ups.
-func (t *routeTable) spellings(method, path string) (list [4]spelling, n int) {
+func (t *Table) spellings(method, path string) (list [4]spelling, n int) {
 	list[0] = spelling{method: method, path: path}
 	if t.folded == nil {
 		return list, 1
@@ -341,7 +351,7 @@ func (t *routeTable) spellings(method, path string) (list [4]spelling, n int) {
 
 // muxFor returns the mux a spelling is looked up in: lower-cased spellings
 // in the folded one.
-func (t *routeTable) muxFor(sp spelling) *http.ServeMux {
+func (t *Table) muxFor(sp spelling) *http.ServeMux {
 	if sp.lower {
 		return t.folded
 	}

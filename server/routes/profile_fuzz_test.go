@@ -1,4 +1,4 @@
-package server
+package routes
 
 import (
 	"net/http"
@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/internal/canon"
 )
 
@@ -138,10 +137,9 @@ func FuzzProfiles(f *testing.F) {
 		f.Add(seed, uint8(0))
 		f.Add(seed, uint8(3))
 	}
-	link := []admit.Group{admit.GroupLink}
-	tables := make(map[canon.Classes]*routeTable)
+	tables := make(map[canon.Classes]*Table)
 	for _, allow := range []canon.Classes{0, canon.Classes(canon.PathParameter | canon.EncodedPercent | canon.EncodedDelimiter)} {
-		t, err := newRouteTable([]route{{Groups: link, Pattern: "GET /l/{id}"}}, matching{fold: true, allow: allow})
+		t, err := New([]string{"GET /l/{id}"}, Matching{Fold: true, Allow: allow})
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -1,0 +1,5 @@
+//go:build race
+
+package routes
+
+const raceEnabled = true
