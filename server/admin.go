@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/server/storeurl"
 )
 
 // adminRoutes adds the inspect and reset API to the metrics listener's mux:
@@ -28,8 +29,8 @@ func (s *server) adminRoutes(mux *http.ServeMux) {
 
 // groupsJSON is the answer to GET /admit/groups.
 type groupsJSON struct {
-	Store  storeKind   `json:"store"`
-	Groups []groupJSON `json:"groups"`
+	Store  storeurl.Kind `json:"store"`
+	Groups []groupJSON   `json:"groups"`
 }
 
 // groupJSON is one group: its budget in the config file's words, the

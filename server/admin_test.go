@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/admitgo/admit/internal/testredis"
+	"github.com/admitgo/admit/server/storeurl"
 )
 
 // admin sends a request to the metrics listener's admin API with an
@@ -82,8 +83,8 @@ func TestAdminGroups(t *testing.T) {
 		Budget map[string]any `json:"budget"`
 	}
 	var got struct {
-		Store  storeKind `json:"store"`
-		Groups []group   `json:"groups"`
+		Store  storeurl.Kind `json:"store"`
+		Groups []group       `json:"groups"`
 	}
 	if code := r.admin(t, "GET", "/admit/groups", "", &got); code != http.StatusOK {
 		t.Fatalf("GET /admit/groups: got %d, want 200", code)
@@ -93,7 +94,7 @@ func TestAdminGroups(t *testing.T) {
 		groups[g.Group] = g
 	}
 	link, token, wide := groups["link"], groups["token"], groups["wide"]
-	if got.Store != storeMemory || len(got.Groups) != 5 {
+	if got.Store != storeurl.Memory || len(got.Groups) != 5 {
 		t.Errorf("store %q, %d groups; want memory and 5", got.Store, len(got.Groups))
 	}
 	lb := link.Budget

@@ -1,24 +1,18 @@
 package server
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/url"
 	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/metric/noop"
 	"golang.org/x/time/rate"
 
@@ -26,6 +20,7 @@ import (
 	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/pgquota"
 	"github.com/admitgo/admit/quota/redisquota"
+	"github.com/admitgo/admit/server/storeurl"
 )
 
 // errVersion ends parsing after --version has been answered.
@@ -121,9 +116,9 @@ func printUnchecked(w io.Writer, c config) {
 		fmt.Fprintf(w, "unchecked  upstream: none is given, and the server needs --upstream (%s) unless --demo\n", envName("upstream"))
 	}
 	switch c.Store.Kind {
-	case storeRedis:
-		fmt.Fprintf(w, "unchecked  store %s: whether it answers %s\n", redactURL(c.Store.URL), offline)
-	case storePostgres:
+	case storeurl.Redis:
+		fmt.Fprintf(w, "unchecked  store %s: whether it answers %s\n", storeurl.Redact(c.Store.URL), offline)
+	case storeurl.Postgres:
 		table := c.StoreTable
 		if table == "" {
 			table = pgquota.DefaultTable
@@ -132,7 +127,7 @@ func printUnchecked(w io.Writer, c config) {
 		if c.StoreMigrate {
 			exists = "exists or admit may create it"
 		}
-		fmt.Fprintf(w, "unchecked  store %s: whether it answers, and whether table %s %s %s\n", redactURL(c.Store.URL), table, exists, offline)
+		fmt.Fprintf(w, "unchecked  store %s: whether it answers, and whether table %s %s %s\n", storeurl.Redact(c.Store.URL), table, exists, offline)
 	}
 }
 
@@ -245,17 +240,12 @@ func (c config) checkOffline() error {
 			return fmt.Errorf("admit: --tls-cert %q, --tls-key %q: %w", c.TLSCert, c.TLSKey, err)
 		}
 	}
-	switch c.Store.Kind {
-	case storePostgres:
-		if _, err := pgxpool.ParseConfig(c.Store.URL); err != nil {
-			return storeURLError(c.Store.URL, err)
-		}
+	if err := c.Store.Check(); err != nil {
+		return storeURLError(c.Store.URL, err)
+	}
+	if c.Store.Kind == storeurl.Postgres {
 		if _, err := pgquota.Schema(c.StoreTable); err != nil {
 			return fmt.Errorf("admit: --store-table %q: %w", c.StoreTable, err)
-		}
-	case storeRedis:
-		if _, err := parseRedisURL(c.Store.URL); err != nil {
-			return storeURLError(c.Store.URL, err)
 		}
 	}
 	_, err := c.routeTable(withGRPCHealth(c.Routes))
@@ -269,21 +259,14 @@ func (c config) checkOffline() error {
 func (c config) offlineStore() (quota.Charger, func(), error) {
 	quiet := slog.New(slog.DiscardHandler)
 	switch c.Store.Kind {
-	case storeRedis:
-		st, err := redisquota.New(offlineRedis{}, redisquota.Config{Prefix: c.StorePrefix, MeterProvider: noop.NewMeterProvider()})
+	case storeurl.Redis:
+		st, err := redisquota.New(storeurl.Offline{}, redisquota.Config{Prefix: c.StorePrefix, MeterProvider: noop.NewMeterProvider()})
 		if err != nil {
 			return nil, nil, fmt.Errorf("admit: --store-prefix %q: %w", c.StorePrefix, err)
 		}
 		return st, func() { st.Close() }, nil
-	case storePostgres:
-		pc, err := pgxpool.ParseConfig(c.Store.URL)
-		if err != nil {
-			return nil, nil, storeURLError(c.Store.URL, err)
-		}
-		pc.MinConns, pc.MinIdleConns = 0, 0
-		pc.ConnConfig.LookupFunc = func(context.Context, string) ([]string, error) { return nil, errOffline }
-		pc.ConnConfig.DialFunc = func(context.Context, string, string) (net.Conn, error) { return nil, errOffline }
-		pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+	case storeurl.Postgres:
+		pool, err := storeurl.OfflinePool(c.Store.URL)
 		if err != nil {
 			return nil, nil, storeURLError(c.Store.URL, err)
 		}
@@ -297,36 +280,8 @@ func (c config) offlineStore() (quota.Charger, func(), error) {
 	return nil, func() {}, nil
 }
 
-// errOffline answers every call of an offline store.
-var errOffline = errors.New("admit validate does not connect to the store")
-
-// offlineRedis is a Redis client that sends nothing.
-type offlineRedis struct{}
-
-func (offlineRedis) EvalSha(ctx context.Context, _ string, _ []string, _ ...any) *redis.Cmd {
-	return offlineCmd(ctx)
-}
-
-func (offlineRedis) Eval(ctx context.Context, _ string, _ []string, _ ...any) *redis.Cmd {
-	return offlineCmd(ctx)
-}
-
-func offlineCmd(ctx context.Context) *redis.Cmd {
-	cmd := redis.NewCmd(ctx)
-	cmd.SetErr(errOffline)
-	return cmd
-}
-
 // storeURLError names a store URL its driver refuses, without its
-// password: the drivers' own messages repeat the URL.
+// password; storeurl's errors never repeat the URL.
 func storeURLError(u string, err error) error {
-	var perr *pgconn.ParseConfigError
-	if errors.As(err, &perr) && perr.Unwrap() != nil {
-		err = perr.Unwrap()
-	}
-	var uerr *url.Error
-	if errors.As(err, &uerr) {
-		err = uerr.Err
-	}
-	return fmt.Errorf("admit: --store %q: %w", redactURL(u), err)
+	return fmt.Errorf("admit: --store %q: %w", storeurl.Redact(u), err)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/internal/canon"
 	"github.com/admitgo/admit/server/routes"
+	"github.com/admitgo/admit/server/storeurl"
 )
 
 // demoRoutes are the routes of --demo when neither flags nor the config file
@@ -48,7 +49,7 @@ type config struct {
 	MethodOverride    bool                          // forward method override headers and match their methods
 	UpstreamProfile   routes.Profile                //  how the upstream's framework routes; the file's upstream_profile unless given
 	AllowSpellings    canon.Classes                 // spellings let through rather than refused; the file's allow_spellings unless given
-	Store             store                         // where per-client tokens are decided
+	Store             storeurl.Store                // where per-client tokens are decided
 	StorePrefix       string                        // Redis key prefix; empty: the store's default
 	StoreTable        string                        // PostgreSQL table, may be schema-qualified; empty: the store's default
 	StoreMigrate      bool                          // create the PostgreSQL table at startup when missing
@@ -116,21 +117,6 @@ func (r route) spec() string {
 // cost returns what a request of the route spends in each limit.
 func (r route) cost() int { return max(r.Cost, 1) }
 
-type storeKind string
-
-const (
-	storeMemory   storeKind = "memory"
-	storePostgres storeKind = "postgres"
-	storeRedis    storeKind = "redis"
-)
-
-// store is where token decisions are made. URL is the connection string as
-// given (it may hold a password: print it only through redactURL).
-type store struct {
-	Kind storeKind
-	URL  string // empty for memory
-}
-
 // options are the server's settings, in the order of its usage.
 var options = []option{
 	{name: "listen", arg: "ADDR", def: ":8080", usage: "address of the proxy; port 0 picks a free port",
@@ -173,7 +159,7 @@ var options = []option{
 	{name: "allow-spellings", arg: "CLASSES", def: "none", usage: "spellings to let through rather than refuse with 400, comma separated: path_parameter (; and %3B), encoded_percent (%25), control (escaped control characters), non_ascii (raw bytes above 0x7F, escapes that are not UTF-8), encoded_delimiter (%3F and %23), host (a Host that is not one host and port)",
 		set: func(c *config, v string) (err error) { c.AllowSpellings, err = canon.ParseClasses(v); return err }},
 	{name: "store", arg: "STORE", def: "memory", usage: "memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://... (rediss for TLS): where token decisions are shared",
-		set:     func(c *config, v string) (err error) { c.Store, err = parseStore(v); return err },
+		set:     func(c *config, v string) (err error) { c.Store, err = storeurl.Parse(v); return err },
 		running: func(c config) any { return c.Store }},
 	{name: "store-prefix", arg: "PREFIX", usage: "start of every Redis key; give each deployment sharing a Redis its own (default \"admit:quota:\")",
 		set:     func(c *config, v string) error { c.StorePrefix = v; return nil },
@@ -313,8 +299,8 @@ func parseConfigWith(name string, opts []option, args []string, getenv func(stri
 	}
 	for _, only := range []struct {
 		name string
-		kind storeKind
-	}{{"store-prefix", storeRedis}, {"store-table", storePostgres}} {
+		kind storeurl.Kind
+	}{{"store-prefix", storeurl.Redis}, {"store-table", storeurl.Postgres}} {
 		if from, ok := set.from(only.name); ok && c.Store.Kind != only.kind {
 			return config{}, fmt.Errorf("admit: %s is set but the store is %s: it applies to a %s store only", from, c.Store.Kind, only.kind)
 		}
@@ -354,7 +340,7 @@ func (c *config) finish(set *optionSet) error {
 		c.Routes = demoRoutes
 	}
 	for _, g := range slices.Sorted(maps.Keys(c.Async)) {
-		if c.Store.Kind == storeMemory {
+		if c.Store.Kind == storeurl.Memory {
 			return fmt.Errorf("admit: %s: line %d: budgets.%s.sync: async reconciles with a shared store, and --store is memory: give --store postgres://... or redis://..., or leave sync out", file, c.budgetLines[g], g)
 		}
 	}

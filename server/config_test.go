@@ -18,6 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/server/storeurl"
 )
 
 // app is the upstream that every case gets from the environment unless it
@@ -41,7 +42,7 @@ func defaults() config {
 	return config{
 		Listen:            ":8080",
 		Upstream:          mustURL(app),
-		Store:             store{Kind: storeMemory},
+		Store:             storeurl.Store{Kind: storeurl.Memory},
 		StoreMigrate:      true,
 		StoreFail:         storeFailClosed,
 		RouteFolding:      true,
@@ -177,16 +178,16 @@ func TestParseConfig(t *testing.T) {
 
 		{"store memory", []string{"--store", "memory"}, nil, func(c *config) {}},
 		{"store postgres", []string{"--store", "postgres://admit:s3cret@db:5432/admit?sslmode=disable"}, nil, func(c *config) {
-			c.Store = store{Kind: storePostgres, URL: "postgres://admit:s3cret@db:5432/admit?sslmode=disable"}
+			c.Store = storeurl.Store{Kind: storeurl.Postgres, URL: "postgres://admit:s3cret@db:5432/admit?sslmode=disable"}
 		}},
 		{"store postgresql scheme", []string{"--store", "postgresql://db/admit"}, nil, func(c *config) {
-			c.Store = store{Kind: storePostgres, URL: "postgresql://db/admit"}
+			c.Store = storeurl.Store{Kind: storeurl.Postgres, URL: "postgresql://db/admit"}
 		}},
 		{"store redis env", nil, map[string]string{"ADMIT_STORE": "redis://cache:6379/0"}, func(c *config) {
-			c.Store = store{Kind: storeRedis, URL: "redis://cache:6379/0"}
+			c.Store = storeurl.Store{Kind: storeurl.Redis, URL: "redis://cache:6379/0"}
 		}},
 		{"store rediss", []string{"--store", "rediss://cache:6380"}, nil, func(c *config) {
-			c.Store = store{Kind: storeRedis, URL: "rediss://cache:6380"}
+			c.Store = storeurl.Store{Kind: storeurl.Redis, URL: "rediss://cache:6380"}
 		}},
 		{"store flag over env", []string{"--store", "memory"}, map[string]string{"ADMIT_STORE": "redis://cache:6379"}, func(c *config) {}},
 
@@ -195,13 +196,13 @@ func TestParseConfig(t *testing.T) {
 		{"store migrate flag over env", []string{"--store-migrate"}, map[string]string{"ADMIT_STORE_MIGRATE": "false"}, func(c *config) {}},
 
 		{"store fail open", []string{"--store", "redis://127.0.0.1:6379", "--store-fail", "open"}, nil, func(c *config) {
-			c.Store, c.StoreFail = store{Kind: storeRedis, URL: "redis://127.0.0.1:6379"}, storeFailOpen
+			c.Store, c.StoreFail = storeurl.Store{Kind: storeurl.Redis, URL: "redis://127.0.0.1:6379"}, storeFailOpen
 		}},
 		{"store fail local env", nil, map[string]string{"ADMIT_STORE": "redis://127.0.0.1:6379", "ADMIT_STORE_FAIL": "local", "ADMIT_REPLICAS": "3"}, func(c *config) {
-			c.Store, c.StoreFail, c.Replicas = store{Kind: storeRedis, URL: "redis://127.0.0.1:6379"}, storeFailLocal, 3
+			c.Store, c.StoreFail, c.Replicas = storeurl.Store{Kind: storeurl.Redis, URL: "redis://127.0.0.1:6379"}, storeFailLocal, 3
 		}},
 		{"store fail flag over env", []string{"--store-fail=closed"}, map[string]string{"ADMIT_STORE": "redis://127.0.0.1:6379", "ADMIT_STORE_FAIL": "open"}, func(c *config) {
-			c.Store = store{Kind: storeRedis, URL: "redis://127.0.0.1:6379"}
+			c.Store = storeurl.Store{Kind: storeurl.Redis, URL: "redis://127.0.0.1:6379"}
 		}},
 
 		{"metrics listen flag", []string{"--metrics-listen", ":0"}, nil, func(c *config) { c.MetricsListen = ":0" }},
@@ -235,10 +236,10 @@ func TestParseConfig(t *testing.T) {
 		{"policy headers env", nil, map[string]string{"ADMIT_POLICY_HEADERS": "true"}, func(c *config) { c.PolicyHeaders = true }},
 
 		{"store prefix with redis", []string{"--store", "redis://cache:6379", "--store-prefix", "shop:"}, nil, func(c *config) {
-			c.Store, c.StorePrefix = store{Kind: storeRedis, URL: "redis://cache:6379"}, "shop:"
+			c.Store, c.StorePrefix = storeurl.Store{Kind: storeurl.Redis, URL: "redis://cache:6379"}, "shop:"
 		}},
 		{"store table env with postgres", nil, map[string]string{"ADMIT_STORE": "postgres://db/admit", "ADMIT_STORE_TABLE": "limits.admit_quota"}, func(c *config) {
-			c.Store, c.StoreTable = store{Kind: storePostgres, URL: "postgres://db/admit"}, "limits.admit_quota"
+			c.Store, c.StoreTable = storeurl.Store{Kind: storeurl.Postgres, URL: "postgres://db/admit"}, "limits.admit_quota"
 		}},
 
 		{"drain delay flag", []string{"--drain-delay", "5s"}, nil, func(c *config) { c.DrainDelay = 5 * time.Second }},
@@ -573,29 +574,6 @@ func TestParseConfigQuietOnError(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Errorf("output: got %q, want none", out.String())
-	}
-}
-
-func TestRedactURL(t *testing.T) {
-	tests := []struct {
-		name, in, want string
-	}{
-		{"no userinfo", "redis://cache:6379/0", "redis://cache:6379/0"},
-		{"user only", "postgres://admit@db/admit", "postgres://admit@db/admit"},
-		{"password", "postgres://admit:pw@db/admit", "postgres://admit:xxxxx@db/admit"},
-		{"at sign in password", "redis://:p@ss@cache:6379", "redis://:xxxxx@cache:6379"},
-		{"at sign in path kept", "redis://cache/x@y", "redis://cache/x@y"},
-		{"not a URL", "memory", "memory"},
-		{"unparsable", "postgres://u:pw@db:54x/admit", "postgres://(unparsable URL)"},
-		{"slash in password", "postgres://u:pa/ss@db/admit", "postgres://(unparsable URL)"},
-		{"password parameter", "postgres://admit@db/admit?password=s3cret&sslmode=require", "postgres://admit@db/admit?password=xxxxx&sslmode=require"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := redactURL(tt.in); got != tt.want {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
-		})
 	}
 }
 

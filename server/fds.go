@@ -3,10 +3,6 @@ package server
 import (
 	"fmt"
 	"math"
-	"runtime"
-
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/admitgo/admit/internal/upstream"
 )
@@ -46,7 +42,7 @@ func (d descriptors) total() uint64 {
 // to bound.
 func budget(cfg config) descriptors {
 	d := descriptors{proxy: cfg.MaxConns, metrics: cfg.MetricsMaxConns,
-		upstream: upstream.MaxIdleConnsPerHost, store: storeConns(cfg.Store), files: fileReserve}
+		upstream: upstream.MaxIdleConnsPerHost, store: cfg.Store.Conns(), files: fileReserve}
 	if cfg.Upstream == nil {
 		d.upstream *= 2 // the demo app serves the other end in this process
 	}
@@ -66,46 +62,4 @@ func checkDescriptors(cfg config, limit uint64) error {
 	}
 	return fmt.Errorf("admit: --max-conns (ADMIT_MAX_CONNS) %d and --metrics-max-conns (ADMIT_METRICS_MAX_CONNS) %d, with %d for the upstream's idle connections, %d for the store's and %d for files, need %d open files, but the process may open %d (RLIMIT_NOFILE): lower --max-conns or --metrics-max-conns, or raise the limit (LimitNOFILE= in a systemd unit, ulimit -n)",
 		d.proxy, d.metrics, d.upstream, d.store, d.files, d.total(), limit)
-}
-
-// storeConns returns how many connections the client of a shared store may
-// pool, as its URL sets them or by the driver's defaults: pgxpool's
-// pool_max_conns (the larger of 4 and the CPUs); go-redis's pool_size and
-// pipeline_pool_size for each node the URL names, and a connection to each
-// sentinel. A URL it cannot parse counts nothing: opening the store reports
-// it.
-func storeConns(s store) int {
-	switch s.Kind {
-	case storePostgres:
-		c, err := pgxpool.ParseConfig(s.URL)
-		if err != nil {
-			return 0
-		}
-		return int(c.MaxConns)
-	case storeRedis:
-		o, err := parseRedisURL(s.URL)
-		if err != nil {
-			return 0
-		}
-		switch {
-		case o.cluster != nil:
-			return len(o.cluster.Addrs) * redisPool(o.cluster.PoolSize, 5, o.cluster.PipelinePoolSize)
-		case o.failover != nil:
-			return redisPool(o.failover.PoolSize, 10, o.failover.PipelinePoolSize) + len(o.failover.SentinelAddrs)
-		}
-		return redisPool(o.single.PoolSize, 10, o.single.PipelinePoolSize)
-	}
-	return 0
-}
-
-// redisPool returns a go-redis node's connections: its pool, perProc for
-// each GOMAXPROCS unless set, and its pipeline pool.
-func redisPool(pool, perProc, pipeline int) int {
-	if pool <= 0 {
-		pool = perProc * runtime.GOMAXPROCS(0)
-	}
-	if pipeline <= 0 {
-		pipeline = redis.DefaultPipelinePoolSize
-	}
-	return pool + pipeline
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -36,31 +35,6 @@ func TestCheckDescriptors(t *testing.T) {
 						t.Errorf("error does not name %s: %v", w, err)
 					}
 				}
-			}
-		})
-	}
-}
-
-func TestStoreConns(t *testing.T) {
-	procs := runtime.GOMAXPROCS(0)
-	tests := []struct {
-		name string
-		s    store
-		want int
-	}{
-		{"memory", store{Kind: storeMemory}, 0},
-		{"postgres, set", store{storePostgres, "postgres://db/admit?pool_max_conns=20"}, 20},
-		{"postgres, default", store{storePostgres, "postgres://db/admit"}, max(4, runtime.NumCPU())},
-		{"redis, set", store{storeRedis, "redis://cache:6379/0?pool_size=5&pipeline_pool_size=2"}, 7},
-		{"redis, default", store{storeRedis, "redis://cache:6379/0"}, 10*procs + 10},
-		{"cluster, each node named", store{storeRedis, "redis+cluster://a:6379?addr=b:6379&addr=c:6379&pool_size=4"}, 3 * (4 + 10)},
-		{"sentinel and its sentinels", store{storeRedis, "redis+sentinel://s1:26379?addr=s2:26379&master_name=m&pool_size=4"}, 4 + 10 + 2},
-		{"unparsable", store{storeRedis, "redis://cache:6379/x"}, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := storeConns(tt.s); got != tt.want {
-				t.Errorf("got %d, want %d", got, tt.want)
 			}
 		})
 	}

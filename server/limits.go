@@ -13,6 +13,7 @@ import (
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/server/storeurl"
 )
 
 // checkRoutes refuses, in the configuration's words, routes whose limits
@@ -50,7 +51,7 @@ func (c *config) checkRoutes(file string) error {
 			// shared bucket, so a cost above it would refuse them all. A
 			// group on a shared store keeps neither, as long as the store
 			// decides; an unlimited rate never asks the store.
-			onStore := c.Store.Kind != storeMemory && !(b.Algorithm == admit.TokenBucket && b.Rate == rate.Inf)
+			onStore := c.Store.Kind != storeurl.Memory && !(b.Algorithm == admit.TokenBucket && b.Rate == rate.Inf)
 			if !onStore && r.cost() > b.SharedBurst {
 				return fmt.Errorf("admit: %s: cost %d is more than group %q admits from its shared bucket, which serves clients once its table is full (its shared_burst is %d)", where, r.cost(), g, b.SharedBurst)
 			}

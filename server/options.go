@@ -7,6 +7,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/admitgo/admit/server/storeurl"
 )
 
 // option is one setting: a flag, the environment variable that sets it when
@@ -147,7 +149,7 @@ func (s *optionSet) apply(getenv func(string) string, c *config) error {
 		for _, v := range vals {
 			if err := o.set(c, v); err != nil {
 				if o.name == "store" {
-					v = redactURL(v)
+					v = storeurl.Redact(v)
 				}
 				return fmt.Errorf("admit: %s %q: %w", from, v, err)
 			}

@@ -18,9 +18,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
@@ -30,6 +27,7 @@ import (
 	"github.com/admitgo/admit/quota/pgquota"
 	"github.com/admitgo/admit/quota/redisquota"
 	"github.com/admitgo/admit/rls"
+	"github.com/admitgo/admit/server/storeurl"
 )
 
 // rlsWatchEvery is how often admit rls looks whether its configuration
@@ -43,7 +41,7 @@ const rlsServiceName = "envoy.service.ratelimit.v3.RateLimitService"
 // rlsOptions are the settings of admit rls.
 type rlsOptions struct {
 	Listen, MetricsListen     string
-	Store                     store
+	Store                     storeurl.Store
 	StoreTable, StorePrefix   string
 	StoreFail                 rls.Failure
 	TLSCert, TLSKey           string
@@ -90,8 +88,8 @@ func parseRLSFlags(args []string, out io.Writer) (rlsOptions, error) {
 			return o, fmt.Errorf("admit rls: --%s %q: %w", a.flag, a.v, err)
 		}
 	}
-	if o.Store, err = parseStore(*storeURL); err != nil {
-		return o, fmt.Errorf("admit rls: --store %q: %w", redactURL(*storeURL), err)
+	if o.Store, err = storeurl.Parse(*storeURL); err != nil {
+		return o, fmt.Errorf("admit rls: --store %q: %w", storeurl.Redact(*storeURL), err)
 	}
 	if o.StoreFail, err = rls.ParseFailure(*fail); err != nil {
 		return o, fmt.Errorf("admit rls: --store-fail %q: want error, closed, open or local", *fail)
@@ -282,10 +280,10 @@ func fingerprint(path string) string {
 // openCounter opens the counter --store names, and a close for it.
 func openCounter(ctx context.Context, o rlsOptions, log *slog.Logger) (rls.Counter, func(), error) {
 	switch o.Store.Kind {
-	case storeRedis:
-		client, err := redisClient(o.Store.URL)
+	case storeurl.Redis:
+		client, err := storeurl.RedisClient(o.Store.URL)
 		if err != nil {
-			return nil, nil, usageError{fmt.Errorf("admit rls: --store %q: %w", redactURL(o.Store.URL), err)}
+			return nil, nil, usageError{fmt.Errorf("admit rls: --store %q: %w", storeurl.Redact(o.Store.URL), err)}
 		}
 		c, err := redisquota.NewCounter(client, redisquota.CounterConfig{Prefix: o.StorePrefix, Batch: redisBatch})
 		if err != nil {
@@ -295,30 +293,24 @@ func openCounter(ctx context.Context, o rlsOptions, log *slog.Logger) (rls.Count
 		pctx, cancel := context.WithTimeout(ctx, startupProbe)
 		defer cancel()
 		if err := client.Ping(pctx).Err(); err != nil {
-			var rerr redis.Error
-			if errors.As(err, &rerr) {
+			if storeurl.Refused(err) {
 				c.Close()
 				client.Close()
-				return nil, nil, usageError{fmt.Errorf("admit rls: --store %q: Redis refuses the connection: %w", redactURL(o.Store.URL), err)}
+				return nil, nil, usageError{fmt.Errorf("admit rls: --store %q: Redis refuses the connection: %w", storeurl.Redact(o.Store.URL), err)}
 			}
 			log.Warn("admit rls: the store does not answer; starting anyway, --store-fail decides", "err", err)
 		}
 		return c, func() { c.Close(); client.Close() }, nil
-	case storePostgres:
+	case storeurl.Postgres:
 		return openPostgresCounter(ctx, o, log)
 	}
 	return nil, func() {}, nil
 }
 
 func openPostgresCounter(ctx context.Context, o rlsOptions, log *slog.Logger) (rls.Counter, func(), error) {
-	pool, err := pgxpool.New(ctx, o.Store.URL)
+	pool, err := storeurl.Pool(ctx, o.Store.URL)
 	if err != nil {
-		// Its message holds the URL, redacted on a best-effort basis only.
-		var perr *pgconn.ParseConfigError
-		if errors.As(err, &perr) && perr.Unwrap() != nil {
-			err = perr.Unwrap()
-		}
-		return nil, nil, usageError{fmt.Errorf("admit rls: --store %q: %w", redactURL(o.Store.URL), err)}
+		return nil, nil, usageError{fmt.Errorf("admit rls: --store %q: %w", storeurl.Redact(o.Store.URL), err)}
 	}
 	st, err := pgquota.New(pool, pgquota.Config{Table: o.StoreTable, Logger: log})
 	if err != nil {

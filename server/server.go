@@ -26,6 +26,7 @@ import (
 	"github.com/admitgo/admit/internal/meter"
 	"github.com/admitgo/admit/internal/upstream"
 	"github.com/admitgo/admit/server/listener"
+	"github.com/admitgo/admit/server/storeurl"
 )
 
 // Limits of the proxy's HTTP server.
@@ -175,7 +176,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 	log.Info("admit: starting", "upstream", target.Redacted(), "upstream_health", cfg.UpstreamHealth,
 		fieldRoutes, len(cfg.Routes), "trusted_proxies", len(cfg.TrustedProxies),
 		"proxy_protocol_from", len(cfg.ProxyProtocolFrom), "shadow", cfg.Shadow,
-		"store", cfg.Store.Kind, "store_url", redactURL(cfg.Store.URL), "store_fail", cfg.StoreFail,
+		"store", cfg.Store.Kind, "store_url", storeurl.Redact(cfg.Store.URL), "store_fail", cfg.StoreFail,
 		"config", cfg.ConfigFile)
 	logRoutes(log, cfg, s.door)
 	return s, nil

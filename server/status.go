@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/server/storeurl"
 )
 
 // statusInterval is the least time the status page's rates average over:
@@ -187,7 +188,7 @@ func groupRoutes(routes []route, group admit.Group) string {
 }
 
 // storeState says who decides a group's tokens now.
-func storeState(kind storeKind, st admit.GroupState) string {
+func storeState(kind storeurl.Kind, st admit.GroupState) string {
 	switch {
 	case !st.Shared:
 		return "memory"
@@ -229,7 +230,7 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 <tr><th>routes</th><td>{{.Routes}}</td></tr>
 <tr><th>in flight</th><td class="n inflight">{{.Inflight}} of {{.Cap}} (per client {{.PerClient}})</td></tr>
 <tr><th>client table</th><td class="n clients">{{.Clients}} of {{.MaxClients}}, {{.Evictions}} evicted</td></tr>
-<tr><th>decided by</th><td class="store{{if .Failing}} warn{{end}}">{{.Store}}</td></tr>
+<tr><th>decided by</th><td class="storeurl.Store{{if .Failing}} warn{{end}}">{{.Store}}</td></tr>
 </table>
 <table class="outcomes">
 <tr><th>outcome</th><th>requests</th><th>per second{{if $.Over}} over {{$.Over}}{{end}}</th></tr>

@@ -2,17 +2,12 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/metric"
 
@@ -20,6 +15,7 @@ import (
 	"github.com/admitgo/admit/quota/asyncquota"
 	"github.com/admitgo/admit/quota/pgquota"
 	"github.com/admitgo/admit/quota/redisquota"
+	"github.com/admitgo/admit/server/storeurl"
 )
 
 // startupProbe bounds what startup waits for a shared store: creating the
@@ -102,9 +98,9 @@ func (s *sharedStore) close() {
 // the store is unreachable, only because the configuration is wrong.
 func openStore(ctx context.Context, cfg config, mp metric.MeterProvider, log *slog.Logger) (*sharedStore, error) {
 	switch cfg.Store.Kind {
-	case storePostgres:
+	case storeurl.Postgres:
 		return openPostgres(ctx, cfg, mp, log)
-	case storeRedis:
+	case storeurl.Redis:
 		return openRedis(ctx, cfg, mp, log)
 	}
 	return nil, nil
@@ -121,15 +117,9 @@ func storeFailure(cfg config) quota.Policy {
 }
 
 func openPostgres(ctx context.Context, cfg config, mp metric.MeterProvider, log *slog.Logger) (*sharedStore, error) {
-	// pgxpool.New parses the URL and connects lazily, on first use.
-	pool, err := pgxpool.New(ctx, cfg.Store.URL)
+	pool, err := storeurl.Pool(ctx, cfg.Store.URL)
 	if err != nil {
-		// Its message holds the URL, redacted on a best-effort basis only.
-		var perr *pgconn.ParseConfigError
-		if errors.As(err, &perr) && perr.Unwrap() != nil {
-			err = perr.Unwrap()
-		}
-		return nil, usageError{fmt.Errorf("admit: --store %q: %w", redactURL(cfg.Store.URL), err)}
+		return nil, usageError{storeURLError(cfg.Store.URL, err)}
 	}
 	st, err := pgquota.New(pool, pgquota.Config{
 		Table: cfg.StoreTable, Failure: storeFailure(cfg), MeterProvider: mp, Logger: log, Batch: postgresBatch,
@@ -202,13 +192,9 @@ func tableName(t string) string {
 func openRedis(ctx context.Context, cfg config, mp metric.MeterProvider, log *slog.Logger) (*sharedStore, error) {
 	redisLogs.Do(func() { redis.SetLogger(redisLogger{}) })
 	redisLog.Store(log)
-	client, err := redisClient(cfg.Store.URL)
+	client, err := storeurl.RedisClient(cfg.Store.URL)
 	if err != nil {
-		var uerr *url.Error // url.Error repeats the URL, password included
-		if errors.As(err, &uerr) {
-			err = uerr.Err
-		}
-		return nil, usageError{fmt.Errorf("admit: --store %q: %w", redactURL(cfg.Store.URL), err)}
+		return nil, usageError{storeURLError(cfg.Store.URL, err)}
 	}
 	st, err := redisquota.New(client, redisquota.Config{
 		Prefix: cfg.StorePrefix, Failure: storeFailure(cfg), MeterProvider: mp, Batch: redisBatch,
@@ -220,13 +206,10 @@ func openRedis(ctx context.Context, cfg config, mp metric.MeterProvider, log *sl
 	pctx, cancel := context.WithTimeout(ctx, startupProbe)
 	defer cancel()
 	if err := client.Ping(pctx).Err(); err != nil {
-		// Redis answered, with an error: a wrong password or database
-		// number, which waiting will not mend.
-		var rerr redis.Error
-		if errors.As(err, &rerr) {
+		if storeurl.Refused(err) {
 			st.Close()
 			client.Close()
-			return nil, usageError{fmt.Errorf("admit: --store %q: Redis refuses the connection: %w", redactURL(cfg.Store.URL), err)}
+			return nil, usageError{fmt.Errorf("admit: --store %q: Redis refuses the connection: %w", storeurl.Redact(cfg.Store.URL), err)}
 		}
 		log.Warn("admit: the store does not answer; starting anyway, its failure policy decides", "err", err)
 	}
@@ -235,59 +218,6 @@ func openRedis(ctx context.Context, cfg config, mp metric.MeterProvider, log *sl
 		client.Close()
 		redisLog.CompareAndSwap(log, nil) // the client's goroutines may outlive it
 	}}, nil
-}
-
-// redisClient builds the go-redis client a Redis store URL names: one
-// server (redis://, rediss://), a cluster (redis+cluster://, every node
-// after the first as an addr= parameter) or a Sentinel group
-// (redis+sentinel://, the sentinels as host and addr= parameters, the
-// master's name as master_name=). Each one is told never to send a command
-// twice (a retried script could count a request twice) and to honour
-// deadlines, so the store's timeout bounds a decision.
-func redisClient(raw string) (redis.UniversalClient, error) {
-	o, err := parseRedisURL(raw)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case o.cluster != nil:
-		o.cluster.MaxRetries, o.cluster.MaxRedirects, o.cluster.ContextTimeoutEnabled = -1, -1, true
-		return redis.NewClusterClient(o.cluster), nil
-	case o.failover != nil:
-		o.failover.MaxRetries, o.failover.ContextTimeoutEnabled = -1, true
-		return redis.NewFailoverClient(o.failover), nil
-	}
-	o.single.MaxRetries, o.single.ContextTimeoutEnabled = -1, true
-	return redis.NewClient(o.single), nil
-}
-
-// redisOptions are the parsed options of a Redis store URL; one is set.
-type redisOptions struct {
-	single   *redis.Options
-	cluster  *redis.ClusterOptions
-	failover *redis.FailoverOptions
-}
-
-// parseRedisURL parses a Redis store URL by the rules of go-redis's parser
-// for its topology, the +cluster or +sentinel suffix of the scheme removed.
-func parseRedisURL(raw string) (redisOptions, error) {
-	scheme, rest, _ := strings.Cut(raw, "://")
-	base, topology, _ := strings.Cut(scheme, "+")
-	plain := base + "://" + rest
-	var o redisOptions
-	var err error
-	switch topology {
-	case "cluster":
-		o.cluster, err = redis.ParseClusterURL(plain)
-	case "sentinel":
-		o.failover, err = redis.ParseFailoverURL(plain)
-		if err == nil && o.failover.MasterName == "" {
-			err = errors.New("a redis+sentinel URL needs master_name=, the name the sentinels know the master by")
-		}
-	default:
-		o.single, err = redis.ParseURL(plain)
-	}
-	return o, err
 }
 
 // go-redis logs through one process-wide logger, so the server's log is

@@ -28,28 +28,3 @@ func TestRedisRefusalStopsStartup(t *testing.T) {
 		t.Fatalf("got %v, want a usage error naming --store and the database", err)
 	}
 }
-
-// TestRedisURLForms parses the URL forms docs/quota.md gives, and refuses
-// what go-redis's parsers refuse, at startup.
-func TestRedisURLForms(t *testing.T) {
-	for _, tt := range []struct {
-		url, err string
-	}{
-		{"redis://:pw@cache:6379/2", ""},
-		{"rediss://cache:6380", ""},
-		{"redis+cluster://:pw@a:7000?addr=b:7001&addr=c:7002", ""},
-		{"redis+sentinel://s1:26379?master_name=admit&addr=s2:26379&password=pw", ""},
-		{"redis+cluster://a:7000?adr=b:7001", "unexpected option: adr"},
-		{"redis+sentinel://s1:26379?addr=s2:26379", "needs master_name="},
-		{"redis://cache:6379/x", "invalid database number"},
-	} {
-		_, err := parseRedisURL(tt.url)
-		if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
-			t.Errorf("%s: got %v, want %q", tt.url, err, tt.err)
-		}
-	}
-	o, err := parseRedisURL("redis+cluster://a:7000?addr=b:7001")
-	if err != nil || len(o.cluster.Addrs) != 2 {
-		t.Errorf("cluster seeds: got %+v, %v, want a:7000 and b:7001", o.cluster, err)
-	}
-}

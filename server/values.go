@@ -15,6 +15,7 @@ import (
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
 	"github.com/admitgo/admit/internal/canon"
+	"github.com/admitgo/admit/server/storeurl"
 )
 
 // The parsers of single values. Their errors do not repeat the value: the
@@ -75,31 +76,6 @@ func parsePath(v string) (string, error) {
 	return v, nil
 }
 
-func parseStore(v string) (store, error) {
-	if v == string(storeMemory) {
-		return store{Kind: storeMemory}, nil
-	}
-	kind := map[string]storeKind{
-		"postgres": storePostgres, "postgresql": storePostgres,
-		"redis": storeRedis, "rediss": storeRedis,
-		"redis+cluster": storeRedis, "rediss+cluster": storeRedis,
-		"redis+sentinel": storeRedis, "rediss+sentinel": storeRedis,
-	}
-	scheme, _, ok := strings.Cut(v, "://")
-	if !ok || kind[scheme] == "" {
-		return store{}, errors.New("want memory or a postgres://, redis://, redis+cluster:// or redis+sentinel:// URL")
-	}
-	if _, err := url.Parse(v); err != nil {
-		// Not url.Parse's error itself: it would print the password.
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			return store{}, uerr.Err
-		}
-		return store{}, errors.New("not a valid URL")
-	}
-	return store{Kind: kind[scheme], URL: v}, nil
-}
-
 // storeFail is what a request gets while the shared store cannot decide.
 type storeFail string
 
@@ -126,7 +102,7 @@ func checkStoreFail(c *config, set *optionSet) error {
 	}
 	replicas, given := set.from("replicas")
 	switch from, set := set.from("store-fail"); {
-	case set && c.Store.Kind == storeMemory:
+	case set && c.Store.Kind == storeurl.Memory:
 		return fmt.Errorf("admit: %s is set but the store is memory: it applies to a shared store only", from)
 	case c.StoreFail == storeFailLocal && !given:
 		return fmt.Errorf("admit: %s needs --replicas (%s): how many replicas share the store, so that each admits its share while it is down", from, envName("replicas"))
@@ -134,26 +110,6 @@ func checkStoreFail(c *config, set *optionSet) error {
 		return fmt.Errorf("admit: %s is set but --store-fail is %s: it applies to --store-fail local only", replicas, c.StoreFail)
 	}
 	return nil
-}
-
-// redactURL hides the password of a store URL for error messages and logs:
-// the user's password and any password query parameter (which pgx and
-// go-redis accept too). A URL that does not parse shows its scheme only,
-// since a password with an unescaped "/" or "#" is one way not to parse.
-func redactURL(v string) string {
-	scheme, _, ok := strings.Cut(v, "://")
-	if !ok {
-		return v // "memory", or not a URL at all: nothing to hide
-	}
-	u, err := url.Parse(v)
-	if err != nil {
-		return scheme + "://(unparsable URL)"
-	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
-	}
-	return u.Redacted()
 }
 
 // parseDuration reads a duration that must be positive, or with positive

@@ -1,0 +1,255 @@
+// Package storeurl reads the URL that names a shared store (--store): which
+// store it is, the drivers' clients it configures, how many connections
+// they may pool, and its text without the password, since the drivers'
+// own errors repeat the URL.
+package storeurl
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/url"
+	"runtime"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+)
+
+// Kind is the store a URL names.
+type Kind string
+
+const (
+	Memory   Kind = "memory"   // this process's own buckets
+	Postgres Kind = "postgres" // postgres:// and postgresql://
+	Redis    Kind = "redis"    // redis:// and rediss://, +cluster and +sentinel
+)
+
+// Store is where token decisions are made. URL is the connection string as
+// given: it may hold a password, so print it only through [Redact].
+type Store struct {
+	Kind Kind
+	URL  string // empty for memory
+}
+
+// schemes are the URL schemes of each shared store.
+var schemes = map[string]Kind{
+	"postgres": Postgres, "postgresql": Postgres,
+	"redis": Redis, "rediss": Redis,
+	"redis+cluster": Redis, "rediss+cluster": Redis,
+	"redis+sentinel": Redis, "rediss+sentinel": Redis,
+}
+
+// Parse reads --store: memory, or a URL of a scheme a shared store takes.
+// Its errors never hold the URL.
+func Parse(v string) (Store, error) {
+	if v == string(Memory) {
+		return Store{Kind: Memory}, nil
+	}
+	scheme, _, ok := strings.Cut(v, "://")
+	if !ok || schemes[scheme] == "" {
+		return Store{}, errors.New("want memory or a postgres://, redis://, redis+cluster:// or redis+sentinel:// URL")
+	}
+	if _, err := url.Parse(v); err != nil {
+		// Not url.Parse's error itself: it would print the password.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			return Store{}, uerr.Err
+		}
+		return Store{}, errors.New("not a valid URL")
+	}
+	return Store{Kind: schemes[scheme], URL: v}, nil
+}
+
+// Redact returns a store URL with its password, in the user part or as a
+// password= parameter, replaced.
+func Redact(v string) string {
+	scheme, _, ok := strings.Cut(v, "://")
+	if !ok {
+		return v // "memory", or not a URL at all: nothing to hide
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return scheme + "://(unparsable URL)"
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
+}
+
+// Check reports whether the store's driver takes its URL, without
+// connecting.
+func (s Store) Check() error {
+	switch s.Kind {
+	case Postgres:
+		_, err := pgxpool.ParseConfig(s.URL)
+		return clean(err)
+	case Redis:
+		_, err := parseRedis(s.URL)
+		return clean(err)
+	}
+	return nil
+}
+
+// clean drops the URL from a driver's error, which repeats it: pgx
+// redacts it on a best-effort basis only, and url.Error not at all.
+func clean(err error) error {
+	var perr *pgconn.ParseConfigError
+	if errors.As(err, &perr) && perr.Unwrap() != nil {
+		err = perr.Unwrap()
+	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	return err
+}
+
+// Pool returns the PostgreSQL pool the URL configures; it connects lazily,
+// on first use.
+func Pool(ctx context.Context, raw string) (*pgxpool.Pool, error) {
+	pool, err := pgxpool.New(ctx, raw)
+	return pool, clean(err)
+}
+
+// errOffline answers every call of an offline client.
+var errOffline = errors.New("admit validate does not connect to the store")
+
+// OfflinePool returns the pool the URL configures, unable to connect: its
+// every dial fails, so that a store built on it checks its rules, and
+// answers every call with an error, without reaching its server.
+func OfflinePool(raw string) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(raw)
+	if err != nil {
+		return nil, clean(err)
+	}
+	pc.MinConns, pc.MinIdleConns = 0, 0
+	pc.ConnConfig.LookupFunc = func(context.Context, string) ([]string, error) { return nil, errOffline }
+	pc.ConnConfig.DialFunc = func(context.Context, string, string) (net.Conn, error) { return nil, errOffline }
+	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+	return pool, clean(err)
+}
+
+// Offline is a Redis client that sends nothing: a store built on it checks
+// its rules and answers every call with an error.
+type Offline struct{}
+
+func (Offline) EvalSha(ctx context.Context, _ string, _ []string, _ ...any) *redis.Cmd {
+	return offlineCmd(ctx)
+}
+
+func (Offline) Eval(ctx context.Context, _ string, _ []string, _ ...any) *redis.Cmd {
+	return offlineCmd(ctx)
+}
+
+func offlineCmd(ctx context.Context) *redis.Cmd {
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(errOffline)
+	return cmd
+}
+
+// RedisClient builds the go-redis client a Redis store URL names: one
+// server (redis://, rediss://), a cluster (redis+cluster://, every node
+// after the first as an addr= parameter) or a Sentinel group
+// (redis+sentinel://, the sentinels as host and addr= parameters, the
+// master's name as master_name=). Each one is told never to send a command
+// twice (a retried script could count a request twice) and to honour
+// deadlines, so the store's timeout bounds a decision.
+func RedisClient(raw string) (redis.UniversalClient, error) {
+	o, err := parseRedis(raw)
+	if err != nil {
+		return nil, clean(err)
+	}
+	switch {
+	case o.cluster != nil:
+		o.cluster.MaxRetries, o.cluster.MaxRedirects, o.cluster.ContextTimeoutEnabled = -1, -1, true
+		return redis.NewClusterClient(o.cluster), nil
+	case o.failover != nil:
+		o.failover.MaxRetries, o.failover.ContextTimeoutEnabled = -1, true
+		return redis.NewFailoverClient(o.failover), nil
+	}
+	o.single.MaxRetries, o.single.ContextTimeoutEnabled = -1, true
+	return redis.NewClient(o.single), nil
+}
+
+// Refused reports an error of a Redis command that Redis answered: a wrong
+// password or database number, which waiting will not mend, rather than a
+// server that does not answer.
+func Refused(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr)
+}
+
+// redisOptions are the parsed options of a Redis store URL; one is set.
+type redisOptions struct {
+	single   *redis.Options
+	cluster  *redis.ClusterOptions
+	failover *redis.FailoverOptions
+}
+
+// parseRedis parses a Redis store URL by the rules of go-redis's parser
+// for its topology, the +cluster or +sentinel suffix of the scheme removed.
+func parseRedis(raw string) (redisOptions, error) {
+	scheme, rest, _ := strings.Cut(raw, "://")
+	base, topology, _ := strings.Cut(scheme, "+")
+	plain := base + "://" + rest
+	var o redisOptions
+	var err error
+	switch topology {
+	case "cluster":
+		o.cluster, err = redis.ParseClusterURL(plain)
+	case "sentinel":
+		o.failover, err = redis.ParseFailoverURL(plain)
+		if err == nil && o.failover.MasterName == "" {
+			err = errors.New("a redis+sentinel URL needs master_name=, the name the sentinels know the master by")
+		}
+	default:
+		o.single, err = redis.ParseURL(plain)
+	}
+	return o, err
+}
+
+// Conns returns how many connections the client of a shared store may
+// pool, as its URL sets them or by the driver's defaults: pgxpool's
+// pool_max_conns (the larger of 4 and the CPUs); go-redis's pool_size and
+// pipeline_pool_size for each node the URL names, and a connection to each
+// sentinel. A URL it cannot parse counts nothing: opening the store reports
+// it.
+func (s Store) Conns() int {
+	switch s.Kind {
+	case Postgres:
+		c, err := pgxpool.ParseConfig(s.URL)
+		if err != nil {
+			return 0
+		}
+		return int(c.MaxConns)
+	case Redis:
+		o, err := parseRedis(s.URL)
+		if err != nil {
+			return 0
+		}
+		switch {
+		case o.cluster != nil:
+			return len(o.cluster.Addrs) * redisPool(o.cluster.PoolSize, 5, o.cluster.PipelinePoolSize)
+		case o.failover != nil:
+			return redisPool(o.failover.PoolSize, 10, o.failover.PipelinePoolSize) + len(o.failover.SentinelAddrs)
+		}
+		return redisPool(o.single.PoolSize, 10, o.single.PipelinePoolSize)
+	}
+	return 0
+}
+
+// redisPool returns a go-redis node's connections: its pool, perProc for
+// each GOMAXPROCS unless set, and its pipeline pool.
+func redisPool(pool, perProc, pipeline int) int {
+	if pool <= 0 {
+		pool = perProc * runtime.GOMAXPROCS(0)
+	}
+	if pipeline <= 0 {
+		pipeline = redis.DefaultPipelinePoolSize
+	}
+	return pool + pipeline
+}

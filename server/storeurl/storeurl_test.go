@@ -1,0 +1,150 @@
+package storeurl
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestRedisURLForms parses the URL forms docs/quota.md gives, and refuses
+// what go-redis's parsers refuse, at startup.
+func TestRedisURLForms(t *testing.T) {
+	for _, tt := range []struct {
+		url, err string
+	}{
+		{"redis://:pw@cache:6379/2", ""},
+		{"rediss://cache:6380", ""},
+		{"redis+cluster://:pw@a:7000?addr=b:7001&addr=c:7002", ""},
+		{"redis+sentinel://s1:26379?master_name=admit&addr=s2:26379&password=pw", ""},
+		{"redis+cluster://a:7000?adr=b:7001", "unexpected option: adr"},
+		{"redis+sentinel://s1:26379?addr=s2:26379", "needs master_name="},
+		{"redis://cache:6379/x", "invalid database number"},
+	} {
+		_, err := parseRedis(tt.url)
+		if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("%s: got %v, want %q", tt.url, err, tt.err)
+		}
+	}
+	o, err := parseRedis("redis+cluster://a:7000?addr=b:7001")
+	if err != nil || len(o.cluster.Addrs) != 2 {
+		t.Errorf("cluster seeds: got %+v, %v, want a:7000 and b:7001", o.cluster, err)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"no userinfo", "redis://cache:6379/0", "redis://cache:6379/0"},
+		{"user only", "postgres://admit@db/admit", "postgres://admit@db/admit"},
+		{"password", "postgres://admit:pw@db/admit", "postgres://admit:xxxxx@db/admit"},
+		{"at sign in password", "redis://:p@ss@cache:6379", "redis://:xxxxx@cache:6379"},
+		{"at sign in path kept", "redis://cache/x@y", "redis://cache/x@y"},
+		{"not a URL", "memory", "memory"},
+		{"unparsable", "postgres://u:pw@db:54x/admit", "postgres://(unparsable URL)"},
+		{"slash in password", "postgres://u:pa/ss@db/admit", "postgres://(unparsable URL)"},
+		{"password parameter", "postgres://admit@db/admit?password=s3cret&sslmode=require", "postgres://admit@db/admit?password=xxxxx&sslmode=require"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Redact(tt.in); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestConns(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
+	tests := []struct {
+		name string
+		s    Store
+		want int
+	}{
+		{"memory", Store{Kind: Memory}, 0},
+		{"postgres, set", Store{Postgres, "postgres://db/admit?pool_max_conns=20"}, 20},
+		{"postgres, default", Store{Postgres, "postgres://db/admit"}, max(4, runtime.NumCPU())},
+		{"redis, set", Store{Redis, "redis://cache:6379/0?pool_size=5&pipeline_pool_size=2"}, 7},
+		{"redis, default", Store{Redis, "redis://cache:6379/0"}, 10*procs + 10},
+		{"cluster, each node named", Store{Redis, "redis+cluster://a:6379?addr=b:6379&addr=c:6379&pool_size=4"}, 3 * (4 + 10)},
+		{"sentinel and its sentinels", Store{Redis, "redis+sentinel://s1:26379?addr=s2:26379&master_name=m&pool_size=4"}, 4 + 10 + 2},
+		{"unparsable", Store{Redis, "redis://cache:6379/x"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.s.Conns(); got != tt.want {
+				t.Errorf("got %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestParse reads --store's forms, and refuses others without repeating
+// the URL, which may hold a password.
+func TestParse(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want Kind
+		err  string
+	}{
+		{"memory", Memory, ""},
+		{"postgres://db/admit", Postgres, ""},
+		{"postgresql://db/admit", Postgres, ""},
+		{"rediss+cluster://a:7000", Redis, ""},
+		{"redis+sentinel://s:26379?master_name=m", Redis, ""},
+		{"Memory", "", "want memory or"},
+		{"mysql://db/admit", "", "want memory or"},
+		{"redis://:s3cret@cache:port", "", "invalid port"},
+	} {
+		got, err := Parse(tt.in)
+		if tt.err == "" && (err != nil || got.Kind != tt.want) || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("Parse(%q): got %+v, %v; want %s %q", tt.in, got, err, tt.want, tt.err)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Parse(%q): the error %q holds the password", tt.in, err)
+		}
+	}
+}
+
+// TestErrorsHoldNoPassword gives each driver a URL it refuses, with a
+// password: no error repeats it.
+func TestErrorsHoldNoPassword(t *testing.T) {
+	for _, s := range []Store{
+		{Postgres, "postgres://admit:s3cret@db/admit?pool_max_conns=x"},
+		{Redis, "redis://:s3cret@cache:6379/x"},
+		{Redis, "redis+cluster://:s3cret@a:7000?adr=b"},
+	} {
+		errs := []error{s.Check()}
+		if s.Kind == Redis {
+			_, err := RedisClient(s.URL)
+			errs = append(errs, err)
+		} else {
+			_, err := Pool(context.Background(), s.URL)
+			_, oerr := OfflinePool(s.URL)
+			errs = append(errs, err, oerr)
+		}
+		for _, err := range errs {
+			if err == nil || strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("%s: got %v, want an error without the password", Redact(s.URL), err)
+			}
+		}
+	}
+}
+
+// TestOfflineNeverConnects answers through an offline pool and client
+// without reaching any server.
+func TestOfflineNeverConnects(t *testing.T) {
+	pool, err := OfflinePool("postgres://admit@127.0.0.1:5432/test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := pool.Ping(context.Background()); err == nil || !strings.Contains(err.Error(), errOffline.Error()) {
+		t.Errorf("offline pool: got %v, want %v", err, errOffline)
+	}
+	if err := (Offline{}).Eval(context.Background(), "return 1", nil).Err(); !errors.Is(err, errOffline) {
+		t.Errorf("offline client: got %v, want %v", err, errOffline)
+	}
+}
