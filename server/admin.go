@@ -4,12 +4,10 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
 	"net/netip"
-	"os"
 	"strings"
 
 	"github.com/admitgo/admit"
@@ -242,24 +240,6 @@ func clientWords(door *admit.Door, group admit.Group, st admit.ClientState) clie
 	}
 	out.Tokens = &tokens
 	return out
-}
-
-// readToken reads the admin token: the file's content without surrounding
-// white space, which must leave something.
-func readToken(path string) (string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		var perr *os.PathError
-		if errors.As(err, &perr) {
-			return "", perr.Err // the path is in the message already
-		}
-		return "", err
-	}
-	token := strings.TrimSpace(string(data))
-	if token == "" {
-		return "", errors.New("the file is empty: write the token into it")
-	}
-	return token, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

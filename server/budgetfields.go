@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -317,4 +318,28 @@ func (c *config) view(door *admit.Door, g admit.Group) budgetView {
 		like = g
 	}
 	return budgetView{b: b, name: g, like: like, interval: c.Async[g]}
+}
+
+// rateText is a rate as the config file spells it: .inf for no limit.
+func rateText(r rate.Limit) string {
+	if r == rate.Inf {
+		return ".inf"
+	}
+	return strconv.FormatFloat(float64(r), 'g', -1, 64)
+}
+
+// durationText is a duration as the config file would spell it: 1h rather
+// than time.Duration's 1h0m0s, and 0 for none.
+func durationText(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }

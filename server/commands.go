@@ -1,70 +1,19 @@
 package server
 
 import (
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
-	"go.opentelemetry.io/otel/metric/noop"
 	"golang.org/x/time/rate"
 
 	"github.com/admitgo/admit"
-	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/pgquota"
-	"github.com/admitgo/admit/quota/redisquota"
 	"github.com/admitgo/admit/server/storeurl"
 )
-
-// errVersion ends parsing after --version has been answered.
-var errVersion = errors.New("version printed")
-
-// version returns what admit --version prints: the module version (the tag
-// go install fetched, or for a build from a checkout the pseudo-version Go
-// stamps from its commit), the revision and its time when the build
-// recorded them, and the Go version. A build from a source tree that
-// records no revision says so, since its version then names no source.
-func version() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "admit (unknown version)"
-	}
-	// Embedded in another program, admit is one of its dependencies, and
-	// the build's revision is that program's.
-	for _, d := range info.Deps {
-		if d.Path == "github.com/admitgo/admit" && info.Main.Path != d.Path {
-			return "admit " + d.Version + " (in " + info.Main.Path + ") " + info.GoVersion
-		}
-	}
-	v := "admit " + info.Main.Version
-	var rev, when, modified string
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			when = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				modified = ", modified"
-			}
-		}
-	}
-	switch {
-	case rev != "":
-		v += fmt.Sprintf(" (revision %s, %s%s)", rev, when, modified)
-	case info.Main.Version == "" || info.Main.Version == "(devel)":
-		v += " (revision unknown: built without version control information)"
-	}
-	return v + " " + info.GoVersion
-}
 
 // validateOptions are validate's own flags, beside the server's.
 var validateOptions = []option{
@@ -177,30 +126,6 @@ func amountText(b admit.Budget) string {
 	return fmt.Sprintf("%s rate %s/s, burst %d", tokenBucket, rateText(b.Rate), b.Burst)
 }
 
-// rateText is a rate as the config file spells it: .inf for no limit.
-func rateText(r rate.Limit) string {
-	if r == rate.Inf {
-		return ".inf"
-	}
-	return strconv.FormatFloat(float64(r), 'g', -1, 64)
-}
-
-// durationText is a duration as the config file would spell it: 1h rather
-// than time.Duration's 1h0m0s, and 0 for none.
-func durationText(d time.Duration) string {
-	if d == 0 {
-		return "0"
-	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
-}
-
 // schema is the schema subcommand: it prints the SQL of the PostgreSQL
 // store's table, for an operator who creates it with another role.
 func schema(args []string, getenv func(string) string, out io.Writer) error {
@@ -227,61 +152,4 @@ func schema(args []string, getenv func(string) string, out io.Writer) error {
 	}
 	fmt.Fprint(out, sql)
 	return nil
-}
-
-// checkOffline runs the checks of startup that need no network: that the
-// certificate loads, that the store's URL and table or prefix are ones its
-// driver takes, and that the routes fit together with the gRPC health
-// service, folded as the server folds them. Its errors are the
-// configuration's, so the process exits 2 on them.
-func (c config) checkOffline() error {
-	if c.TLSCert != "" {
-		if _, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey); err != nil {
-			return fmt.Errorf("admit: --tls-cert %q, --tls-key %q: %w", c.TLSCert, c.TLSKey, err)
-		}
-	}
-	if err := c.Store.Check(); err != nil {
-		return storeURLError(c.Store.URL, err)
-	}
-	if c.Store.Kind == storeurl.Postgres {
-		if _, err := pgquota.Schema(c.StoreTable); err != nil {
-			return fmt.Errorf("admit: --store-table %q: %w", c.StoreTable, err)
-		}
-	}
-	_, err := c.routeTable(withGRPCHealth(c.Routes))
-	return err
-}
-
-// offlineStore returns the store --store names, built as startup builds it
-// but unable to reach its server, for the checks a store makes of its rules
-// before any call; nil for the memory store. Validate must never connect:
-// it runs where the store may be unreachable, or must not be touched.
-func (c config) offlineStore() (quota.Charger, func(), error) {
-	quiet := slog.New(slog.DiscardHandler)
-	switch c.Store.Kind {
-	case storeurl.Redis:
-		st, err := redisquota.New(storeurl.Offline{}, redisquota.Config{Prefix: c.StorePrefix, MeterProvider: noop.NewMeterProvider()})
-		if err != nil {
-			return nil, nil, fmt.Errorf("admit: --store-prefix %q: %w", c.StorePrefix, err)
-		}
-		return st, func() { st.Close() }, nil
-	case storeurl.Postgres:
-		pool, err := storeurl.OfflinePool(c.Store.URL)
-		if err != nil {
-			return nil, nil, storeURLError(c.Store.URL, err)
-		}
-		st, err := pgquota.New(pool, pgquota.Config{Table: c.StoreTable, MeterProvider: noop.NewMeterProvider(), Logger: quiet})
-		if err != nil {
-			pool.Close()
-			return nil, nil, fmt.Errorf("admit: --store-table %q: %w", c.StoreTable, err)
-		}
-		return st, func() { st.Close(); pool.Close() }, nil
-	}
-	return nil, func() {}, nil
-}
-
-// storeURLError names a store URL its driver refuses, without its
-// password; storeurl's errors never repeat the URL.
-func storeURLError(u string, err error) error {
-	return fmt.Errorf("admit: --store %q: %w", storeurl.Redact(u), err)
 }

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -356,4 +358,65 @@ func printUsage(w io.Writer) {
 		"admit is a rate-limiting reverse proxy for the anonymous routes of an app.\n"+
 		"Each flag may also be set by the environment variable shown; the flag wins.\n\n")
 	printOptions(w, options)
+}
+
+// version returns what admit --version prints: the module version (the tag
+// go install fetched, or for a build from a checkout the pseudo-version Go
+// stamps from its commit), the revision and its time when the build
+// recorded them, and the Go version. A build from a source tree that
+// records no revision says so, since its version then names no source.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "admit (unknown version)"
+	}
+	// Embedded in another program, admit is one of its dependencies, and
+	// the build's revision is that program's.
+	for _, d := range info.Deps {
+		if d.Path == "github.com/admitgo/admit" && info.Main.Path != d.Path {
+			return "admit " + d.Version + " (in " + info.Main.Path + ") " + info.GoVersion
+		}
+	}
+	v := "admit " + info.Main.Version
+	var rev, when, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	switch {
+	case rev != "":
+		v += fmt.Sprintf(" (revision %s, %s%s)", rev, when, modified)
+	case info.Main.Version == "" || info.Main.Version == "(devel)":
+		v += " (revision unknown: built without version control information)"
+	}
+	return v + " " + info.GoVersion
+}
+
+// errVersion ends parsing after --version has been answered.
+var errVersion = errors.New("version printed")
+
+// readToken reads the admin token: the file's content without surrounding
+// white space, which must leave something.
+func readToken(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		var perr *os.PathError
+		if errors.As(err, &perr) {
+			return "", perr.Err // the path is in the message already
+		}
+		return "", err
+	}
+	token := strings.TrimSpace(string(data))
+	if token == "" {
+		return "", errors.New("the file is empty: write the token into it")
+	}
+	return token, nil
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"fmt"
 	"log/slog"
-	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -98,29 +97,6 @@ func (s *server) budgets(cfg config) map[admit.Group]admit.Budget {
 	return budgets
 }
 
-// doorBudgets returns the budgets a door enforces for cfg: every built-in
-// group and the file's, each decided on charger when it is not nil (a
-// shared store), with its local fallback under --store-fail local.
-// validate and explain call it with the store offlineStore builds, which
-// never connects, so that routes are checked as the server checks them.
-func doorBudgets(cfg config, charger quota.Charger) map[admit.Group]admit.Budget {
-	budgets := make(map[admit.Group]admit.Budget)
-	for _, g := range builtInGroups {
-		budgets[g] = admit.Budget{}
-	}
-	maps.Copy(budgets, cfg.Budgets)
-	if charger != nil {
-		for g, b := range budgets {
-			b.Store = charger
-			if cfg.StoreFail == storeFailLocal {
-				b.Replicas = cfg.Replicas
-			}
-			budgets[g] = b
-		}
-	}
-	return budgets
-}
-
 // routes puts every route behind the door, the gRPC health service in the
 // health group, and the proxy, unlimited, for everything else, behind the
 // front that canonicalises requests.
@@ -203,20 +179,6 @@ func grpcHealthOptions(b admit.Budget) []connect.HandlerOption {
 		opts = append(opts, connect.WithReadMaxBytes(int(min(b.MaxBodyBytes, math.MaxInt32))))
 	}
 	return opts
-}
-
-// grpcHealthPattern is where the gRPC health service is served: gRPC and
-// Connect calls are POSTs to /grpc.health.v1.Health/METHOD.
-const (
-	grpcHealthPath    = "/" + grpchealth.HealthV1ServiceName + "/"
-	grpcHealthPattern = "POST " + grpcHealthPath
-)
-
-// withGRPCHealth returns routes with the gRPC health service's route, in the
-// health group, after them.
-func withGRPCHealth(routes []route) []route {
-	return append(slices.Clip(routes), route{Groups: []admit.Group{admit.GroupHealth}, Pattern: grpcHealthPattern,
-		from: "the gRPC health service"})
 }
 
 // logRoutes logs what is protected: one line per route, with its pattern

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -150,4 +151,27 @@ func (c *config) keysOf(door *admit.Door, r route) string {
 // hasWildcard reports whether pattern has a wildcard named name.
 func hasWildcard(pattern, name string) bool {
 	return strings.Contains(pattern, "{"+name+"}") || strings.Contains(pattern, "{"+name+"...}")
+}
+
+// doorBudgets returns the budgets a door enforces for cfg: every built-in
+// group and the file's, each decided on charger when it is not nil (a
+// shared store), with its local fallback under --store-fail local.
+// validate and explain call it with the store offlineStore builds, which
+// never connects, so that routes are checked as the server checks them.
+func doorBudgets(cfg config, charger quota.Charger) map[admit.Group]admit.Budget {
+	budgets := make(map[admit.Group]admit.Budget)
+	for _, g := range builtInGroups {
+		budgets[g] = admit.Budget{}
+	}
+	maps.Copy(budgets, cfg.Budgets)
+	if charger != nil {
+		for g, b := range budgets {
+			b.Store = charger
+			if cfg.StoreFail == storeFailLocal {
+				b.Replicas = cfg.Replicas
+			}
+			budgets[g] = b
+		}
+	}
+	return budgets
 }

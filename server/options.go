@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -217,4 +218,19 @@ func pick(options []option, names ...string) []option {
 		out = append(out, options[i])
 	}
 	return out
+}
+
+// checkRestartOnly refuses a reload that changes a setting only a restart
+// applies, naming it; never its value, which may hold a password.
+func checkRestartOnly(old, c config) error {
+	for _, o := range options {
+		if o.running != nil && !reflect.DeepEqual(o.running(old), o.running(c)) {
+			env := ""
+			if envs := o.envs(); len(envs) > 0 {
+				env = " (" + envs[0] + ")"
+			}
+			return fmt.Errorf("admit: reload: --%s%s differs from what admit started with, and only a restart applies it; change it and restart, or change it back", o.name, env)
+		}
+	}
+	return nil
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -88,21 +87,6 @@ func sameStore(a, b quota.Charger) bool {
 	}
 	t := reflect.TypeOf(a)
 	return t == reflect.TypeOf(b) && t.Comparable() && a == b
-}
-
-// checkRestartOnly refuses a reload that changes a setting only a restart
-// applies, naming it; never its value, which may hold a password.
-func checkRestartOnly(old, c config) error {
-	for _, o := range options {
-		if o.running != nil && !reflect.DeepEqual(o.running(old), o.running(c)) {
-			env := ""
-			if envs := o.envs(); len(envs) > 0 {
-				env = " (" + envs[0] + ")"
-			}
-			return fmt.Errorf("admit: reload: --%s%s differs from what admit started with, and only a restart applies it; change it and restart, or change it back", o.name, env)
-		}
-	}
-	return nil
 }
 
 // reloadCounter counts reloads by result in admit.config.reloads, and keeps

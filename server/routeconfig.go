@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"connectrpc.com/grpchealth"
+
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/server/routes"
 )
@@ -136,4 +138,18 @@ func (c *config) checkGroup(g admit.Group) error {
 		names[i] = string(k)
 	}
 	return fmt.Errorf("unknown group %q (want %s, or a group the config file's budgets name)", g, strings.Join(names, ", "))
+}
+
+// grpcHealthPattern is where the gRPC health service is served: gRPC and
+// Connect calls are POSTs to /grpc.health.v1.Health/METHOD.
+const (
+	grpcHealthPath    = "/" + grpchealth.HealthV1ServiceName + "/"
+	grpcHealthPattern = "POST " + grpcHealthPath
+)
+
+// withGRPCHealth returns routes with the gRPC health service's route, in the
+// health group, after them.
+func withGRPCHealth(routes []route) []route {
+	return append(slices.Clip(routes), route{Groups: []admit.Group{admit.GroupHealth}, Pattern: grpcHealthPattern,
+		from: "the gRPC health service"})
 }
