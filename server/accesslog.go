@@ -19,6 +19,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/server/internal/config"
 )
 
 // accessLog writes a JSON line for each limit of each request the door
@@ -53,7 +54,7 @@ type sampler struct {
 // openAccessLog opens the access log cfg names: nil when it is off, stderr
 // for "-", otherwise a file opened for appending, which a reload opens
 // again, so that it follows log rotation as nginx's does on USR1.
-func openAccessLog(cfg config, stderr io.Writer, now func() time.Time) (*accessLog, error) {
+func openAccessLog(cfg config.Config, stderr io.Writer, now func() time.Time) (*accessLog, error) {
 	if cfg.AccessLog == "" {
 		return nil, nil
 	}
@@ -100,8 +101,8 @@ func (a *accessLog) hook(door func() *admit.Door) func(*http.Request, admit.Grou
 			key = ""
 		}
 		a.write(suppressed, slog.String("method", clip(r.Method)), slog.String("route", r.Pattern),
-			slog.String(fieldGroup, string(g)), slog.String("outcome", outcome),
-			slog.Int("status", status), slog.String(fieldKey, a.keyText(key)))
+			slog.String(config.FieldGroup, string(g)), slog.String("outcome", outcome),
+			slog.Int("status", status), slog.String(config.FieldKey, a.keyText(key)))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/server/internal/config"
 	"github.com/admitgo/admit/server/storeurl"
 )
 
@@ -34,11 +35,11 @@ type groupsJSON struct {
 // groupJSON is one group: its budget in the config file's words, the
 // routes it limits, and what it holds now.
 type groupJSON struct {
-	Group    string      `json:"group"`
-	Budget   budgetJSON  `json:"budget"`
-	Routes   []routeJSON `json:"routes"`
-	Clients  int         `json:"clients"`
-	Inflight int         `json:"inflight"`
+	Group    string            `json:"group"`
+	Budget   config.BudgetJSON `json:"budget"`
+	Routes   []routeJSON       `json:"routes"`
+	Clients  int               `json:"clients"`
+	Inflight int               `json:"inflight"`
 }
 
 // routeJSON is a route as the config file writes it.
@@ -68,15 +69,15 @@ type clientJSON struct {
 func (s *server) adminGroups(w http.ResponseWriter, r *http.Request) {
 	g := s.gen.Load()
 	out := groupsJSON{Store: g.cfg.Store.Kind, Groups: []groupJSON{}}
-	routes := withGRPCHealth(g.cfg.Routes)
+	routes := config.WithGRPCHealth(g.cfg.Routes)
 	for _, name := range g.door.Groups() {
 		st, _ := g.door.GroupState(name)
-		gj := groupJSON{Group: string(name), Budget: budgetJSON(shownFields(g.cfg.view(g.door, name))), Routes: []routeJSON{},
+		gj := groupJSON{Group: string(name), Budget: g.cfg.View(g.door, name).JSON(), Routes: []routeJSON{},
 			Clients: st.Clients, Inflight: st.Inflight}
 		for _, rt := range routes {
 			for _, rg := range rt.Groups {
 				if rg == name {
-					gj.Routes = append(gj.Routes, routeJSON{Group: rt.Groups, Pattern: rt.Pattern, Cost: rt.cost()})
+					gj.Routes = append(gj.Routes, routeJSON{Group: rt.Groups, Pattern: rt.Pattern, Cost: rt.Spend()})
 				}
 			}
 		}
@@ -87,7 +88,7 @@ func (s *server) adminGroups(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) adminClient(w http.ResponseWriter, r *http.Request) {
 	g := s.gen.Load()
-	if !mayRead(w, r, g.cfg.adminToken) {
+	if !mayRead(w, r, g.cfg.AdminToken) {
 		return
 	}
 	group, key, ok := adminKey(w, r, g.door)
@@ -104,7 +105,7 @@ func (s *server) adminClient(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) adminReset(w http.ResponseWriter, r *http.Request) {
 	g := s.gen.Load()
-	if !authorized(w, r, g.cfg.adminToken) {
+	if !authorized(w, r, g.cfg.AdminToken) {
 		return
 	}
 	group, key, ok := adminKey(w, r, g.door)
@@ -126,14 +127,14 @@ func (s *server) adminReset(w http.ResponseWriter, r *http.Request) {
 	}
 	out := clientWords(g.door, group, st)
 	out.Reset = &st.Entry
-	s.log.Info("admit: client reset", fieldGroup, group, "reset", st.Entry)
+	s.log.Info("admit: client reset", config.FieldGroup, group, "reset", st.Entry)
 	writeJSON(w, http.StatusOK, out)
 }
 
 // adminKey reads the group and key of a client path, answering 404 for a
 // group the door does not know and 400 for a key it cannot hold.
 func adminKey(w http.ResponseWriter, r *http.Request, door *admit.Door) (admit.Group, string, bool) {
-	group, key := admit.Group(r.PathValue(fieldGroup)), r.PathValue(fieldKey)
+	group, key := admit.Group(r.PathValue(config.FieldGroup)), r.PathValue(config.FieldKey)
 	b, ok := door.Budget(group)
 	if !ok {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("admit: no group %q (known: %v)", group, door.Groups()))
@@ -159,7 +160,7 @@ func checkPrefix(group admit.Group, k admit.Key, key string) error {
 	if err != nil {
 		return nil // the door names it
 	}
-	bits, width := p.Bits(), min(cmp(k.IPv6Prefix, clientIPv6Bits), clientIPv6Bits)
+	bits, width := p.Bits(), min(cmp(k.IPv6Prefix, config.ClientIPv6Bits), config.ClientIPv6Bits)
 	if p.Addr().Is4In6() {
 		bits -= 96
 	}

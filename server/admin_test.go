@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/admitgo/admit/internal/testredis"
+	"github.com/admitgo/admit/server/internal/config"
 	"github.com/admitgo/admit/server/storeurl"
 )
 
@@ -114,7 +115,7 @@ func TestAdminGroups(t *testing.T) {
 	if wide.Budget["ipv4_prefix"] != 24.0 || len(wide.Routes) != 1 {
 		t.Errorf("wide: got %+v", wide)
 	}
-	if health := groups["health"]; len(health.Routes) != 1 || health.Routes[0].Pattern != grpcHealthPattern {
+	if health := groups["health"]; len(health.Routes) != 1 || health.Routes[0].Pattern != config.GRPCHealthPattern {
 		t.Errorf("health routes: got %+v, want the gRPC health service", health.Routes)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/admitgo/admit/server/internal/config"
 )
 
 // roundTrip answers every request at once, without a network: the benchmarks
@@ -38,7 +40,7 @@ func BenchmarkHandler(b *testing.B) {
 	}
 	for _, tt := range tests {
 		b.Run(tt.name, func(b *testing.B) {
-			cfg, err := parseConfig(append(tt.args, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"), func(string) string { return "" }, io.Discard)
+			cfg, err := config.Parse(append(tt.args, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"), func(string) string { return "" }, io.Discard)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -12,41 +12,42 @@ import (
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/quota/pgquota"
+	"github.com/admitgo/admit/server/internal/config"
 	"github.com/admitgo/admit/server/storeurl"
 )
 
 // validateOptions are validate's own flags, beside the server's.
-var validateOptions = []option{
-	{name: "allow-no-routes", def: "false", noEnv: true, usage: "succeed even when no route is configured (the server then limits nothing)",
-		set: func(c *config, v string) (err error) { c.allowNoRoutes, err = parseBool(v); return err }},
+var validateOptions = []config.Option{
+	{Name: "allow-no-routes", Def: "false", NoEnv: true, Usage: "succeed even when no route is configured (the server then limits nothing)",
+		Set: func(c *config.Config, v string) (err error) { c.AllowNoRoutes, err = config.ParseBool(v); return err }},
 }
 
 // validate is the validate subcommand: it checks everything startup checks
 // that needs no network, prints the effective routes and budgets, and fails
 // on a configuration that limits nothing unless --allow-no-routes.
 func validate(args []string, getenv func(string) string, out io.Writer) error {
-	c, err := parseConfigWith("admit validate", slices.Concat(options, validateOptions), args, getenv, out, printValidateUsage)
-	if errors.Is(err, flag.ErrHelp) || errors.Is(err, errVersion) {
+	c, err := config.ParseWith("admit validate", slices.Concat(config.Options, validateOptions), args, getenv, out, printValidateUsage)
+	if errors.Is(err, flag.ErrHelp) || errors.Is(err, config.ErrVersion) {
 		return nil
 	}
 	if err != nil {
 		return usageError{err}
 	}
-	if err := c.checkOffline(); err != nil {
+	if err := c.CheckOffline(); err != nil {
 		return usageError{err}
 	}
-	st, closeStore, err := c.offlineStore()
+	st, closeStore, err := c.OfflineStore()
 	if err != nil {
 		return usageError{err}
 	}
 	defer closeStore()
-	door, err := c.doorOn(st)
+	door, err := c.DoorOn(st)
 	if err != nil {
-		return usageError{c.budgetsError(err)} // as startup words it
+		return usageError{c.BudgetsError(err)} // as startup words it
 	}
 	defer door.Close()
 	printEffective(out, c, door)
-	if len(c.Routes) == 0 && !c.allowNoRoutes {
+	if len(c.Routes) == 0 && !c.AllowNoRoutes {
 		return usageError{errors.New("admit validate: no route is configured, so admit would limit nothing: add routes, or pass --allow-no-routes")}
 	}
 	printUnchecked(out, c)
@@ -56,13 +57,13 @@ func validate(args []string, getenv func(string) string, out io.Writer) error {
 
 // printUnchecked writes what validate leaves to startup, since it connects
 // to nothing, so that its ok is not read as more than it is.
-func printUnchecked(w io.Writer, c config) {
+func printUnchecked(w io.Writer, c config.Config) {
 	const offline = "(validate connects to nothing)"
 	switch {
 	case c.Upstream != nil:
 		fmt.Fprintf(w, "unchecked  upstream %s: whether it answers %s\n", c.Upstream.Redacted(), offline)
 	case !c.Demo:
-		fmt.Fprintf(w, "unchecked  upstream: none is given, and the server needs --upstream (%s) unless --demo\n", envName("upstream"))
+		fmt.Fprintf(w, "unchecked  upstream: none is given, and the server needs --upstream (%s) unless --demo\n", config.EnvName("upstream"))
 	}
 	switch c.Store.Kind {
 	case storeurl.Redis:
@@ -86,31 +87,31 @@ func printValidateUsage(w io.Writer) {
 		"connecting anywhere, and prints the routes and budgets it would enforce,\n"+
 		"then what it left unchecked. It takes the server's flags and environment\n"+
 		"variables, and needs no --upstream.\n\n")
-	printOptions(w, validateOptions)
-	printOptions(w, options)
+	config.PrintOptions(w, validateOptions)
+	config.PrintOptions(w, config.Options)
 }
 
 // printEffective writes every route with its limits, then every group's
 // budget, resolved as the door resolves it.
-func printEffective(w io.Writer, c config, door *admit.Door) {
-	for _, r := range withGRPCHealth(c.Routes) {
-		fmt.Fprintf(w, "route  %s: %s\n", r.spec(), routeLimits(door, r))
+func printEffective(w io.Writer, c config.Config, door *admit.Door) {
+	for _, r := range config.WithGRPCHealth(c.Routes) {
+		fmt.Fprintf(w, "route  %s: %s\n", r.Spec(), routeLimits(door, r))
 	}
 	for _, g := range door.Groups() {
-		fmt.Fprintf(w, "group  %s: %s\n", g, budgetText(c.view(door, g)))
+		fmt.Fprintf(w, "group  %s: %s\n", g, config.BudgetText(c.View(door, g)))
 	}
 }
 
 // routeLimits describes a route's limits for people.
-func routeLimits(door *admit.Door, r route) string {
+func routeLimits(door *admit.Door, r config.Route) string {
 	var parts []string
 	for _, g := range r.Groups {
 		b, _ := door.Budget(g)
-		parts = append(parts, fmt.Sprintf("%s (%s, key %s)", g, amountText(b), keyText(b.Key)))
+		parts = append(parts, fmt.Sprintf("%s (%s, key %s)", g, amountText(b), config.KeyText(b.Key)))
 	}
 	s := strings.Join(parts, ", then ")
-	if r.cost() > 1 {
-		s += fmt.Sprintf(", cost %d", r.cost())
+	if r.Spend() > 1 {
+		s += fmt.Sprintf(", cost %d", r.Spend())
 	}
 	return s
 }
@@ -119,35 +120,35 @@ func routeLimits(door *admit.Door, r route) string {
 func amountText(b admit.Budget) string {
 	switch {
 	case b.Algorithm == admit.FixedWindow:
-		return fmt.Sprintf("%s limit %d per %s", fixedWindow, b.Limit, durationText(b.Window))
+		return fmt.Sprintf("%s limit %d per %s", config.FixedWindow, b.Limit, config.DurationText(b.Window))
 	case b.Rate == rate.Inf:
-		return tokenBucket + " without a rate limit"
+		return config.TokenBucket + " without a rate limit"
 	}
-	return fmt.Sprintf("%s rate %s/s, burst %d", tokenBucket, rateText(b.Rate), b.Burst)
+	return fmt.Sprintf("%s rate %s/s, burst %d", config.TokenBucket, config.RateText(b.Rate), b.Burst)
 }
 
 // schema is the schema subcommand: it prints the SQL of the PostgreSQL
 // store's table, for an operator who creates it with another role.
 func schema(args []string, getenv func(string) string, out io.Writer) error {
-	set := newOptionSet("admit schema", pick(options, "store-table"))
-	if err := set.parse("admit schema", args); err != nil {
+	set := config.NewOptionSet("admit schema", config.Pick(config.Options, "store-table"))
+	if err := set.Parse("admit schema", args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(out, "Usage: admit schema [--store-table TABLE]\n\nschema prints the SQL that creates the PostgreSQL store's table and index.\n\n")
-			printOptions(out, set.options)
+			config.PrintOptions(out, set.List)
 			return nil
 		}
 		return usageError{err}
 	}
-	if set.fs.NArg() > 0 {
-		return usageError{set.unexpected(args, set.fs.Args())}
+	if set.FS.NArg() > 0 {
+		return usageError{set.Unexpected(args, set.FS.Args())}
 	}
-	var c config
-	if err := set.apply(getenv, &c); err != nil {
+	var c config.Config
+	if err := set.Apply(getenv, &c); err != nil {
 		return usageError{err}
 	}
 	sql, err := pgquota.Schema(c.StoreTable)
 	if err != nil {
-		from, _ := set.from("store-table")
+		from, _ := set.From("store-table")
 		return usageError{fmt.Errorf("admit schema: %s %q: %w", from, c.StoreTable, err)}
 	}
 	fmt.Fprint(out, sql)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/server/internal/config"
 )
 
 // The demo upstream checks webhook deliveries as a signing provider's
@@ -50,7 +51,7 @@ func demoHandler() http.Handler {
 	mux.HandleFunc("GET /l/{id}", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "link %s\n", r.PathValue("id"))
 	})
-	mux.HandleFunc("GET "+demoHealthPath, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+config.DemoHealthPath, func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok\n")
 	})
 	return mux

@@ -8,12 +8,14 @@ import (
 	"log/slog"
 	"net/http"
 	"sync/atomic"
+
+	"github.com/admitgo/admit/server/internal/config"
 )
 
 // Config is a checked configuration of the server, read as the admit
 // command reads its own. Its zero value is not usable; get one from [Load].
 type Config struct {
-	cfg    config
+	cfg    config.Config
 	args   []string
 	getenv func(string) string
 }
@@ -27,8 +29,8 @@ func Load(args []string, getenv func(string) string) (*Config, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	cfg, err := parseConfig(args, getenv, io.Discard)
-	if errors.Is(err, flag.ErrHelp) || errors.Is(err, errVersion) {
+	cfg, err := config.Parse(args, getenv, io.Discard)
+	if errors.Is(err, flag.ErrHelp) || errors.Is(err, config.ErrVersion) {
 		return nil, errors.New("admit: Load: -h and --version print and exit; they configure no server")
 	}
 	if err != nil {
@@ -61,7 +63,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	args, getenv := cfg.args, cfg.getenv
-	s.reparse = func() (config, error) { return parseConfig(args, getenv, io.Discard) }
+	s.reparse = func() (config.Config, error) { return config.Parse(args, getenv, io.Discard) }
 	return &Server{s: s}, nil
 }
 

@@ -18,25 +18,26 @@ import (
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
+	"github.com/admitgo/admit/server/internal/config"
 	"github.com/admitgo/admit/server/routes"
 )
 
 // explainOptions are the server's settings that explain reads, with their
 // environment variables, so that it runs against the server's configuration.
-var explainOptions = pick(options, "demo", "route", "trusted-proxy", "config", "escaped-slashes", "route-folding", "method-override", "upstream-profile", "allow-spellings", "store", "store-fail", "replicas")
+var explainOptions = config.Pick(config.Options, "demo", "route", "trusted-proxy", "config", "escaped-slashes", "route-folding", "method-override", "upstream-profile", "allow-spellings", "store", "store-fail", "replicas")
 
 // explain is the explain subcommand: it prints the group a request would be
 // admitted under, its client key, and how the key was derived. It sends
 // nothing anywhere.
 func explain(args []string, getenv func(string) string, out io.Writer) error {
-	set := newOptionSet("admit explain", explainOptions)
-	fs := set.fs
+	set := config.NewOptionSet("admit explain", explainOptions)
+	fs := set.FS
 	peer := fs.String("peer", "", "")
 	var headers []string
 	addHeader := func(v string) error { headers = append(headers, v); return nil }
 	fs.Func("H", "", addHeader)
 	fs.Func("header", "", addHeader)
-	if err := set.parse("admit explain", args); err != nil {
+	if err := set.Parse("admit explain", args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printExplainUsage(out)
 			return nil
@@ -49,11 +50,11 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 	if fs.NArg() != 2 {
 		return usageError{errors.New("admit explain: want METHOD PATH after the flags, such as GET /l/abc")}
 	}
-	var c config
-	if err := set.apply(getenv, &c); err != nil {
+	var c config.Config
+	if err := set.Apply(getenv, &c); err != nil {
 		return usageError{err}
 	}
-	if err := c.finish(set); err != nil {
+	if err := c.Finish(set); err != nil {
 		return usageError{err}
 	}
 	req, err := explainRequest(fs.Arg(0), fs.Arg(1), *peer, headers)
@@ -66,12 +67,12 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 	}
 	// The store as validate builds it, which never connects: its rules
 	// change what a route may cost.
-	st, closeStore, err := c.offlineStore()
+	st, closeStore, err := c.OfflineStore()
 	if err != nil {
 		return usageError{err}
 	}
 	defer closeStore()
-	door, err := admit.New(admit.Config{Budgets: doorBudgets(c, st), Key: resolver.Key, MeterProvider: noop.NewMeterProvider(),
+	door, err := admit.New(admit.Config{Budgets: config.DoorBudgets(c, st), Key: resolver.Key, MeterProvider: noop.NewMeterProvider(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return usageError{fmt.Errorf("admit explain: %w", err)}
@@ -80,7 +81,7 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 	// The server's front, whose plan of the request explain prints; it
 	// serves nothing.
 	none := http.NotFoundHandler()
-	f, err := newFront(c, door, none, nil, new(malformedCounts), func(route) (http.Handler, http.Handler) { return none, nil })
+	f, err := newFront(c, door, none, nil, new(malformedCounts), func(config.Route) (http.Handler, http.Handler) { return none, nil })
 	if err != nil {
 		return usageError{err}
 	}
@@ -181,7 +182,7 @@ func printPlan(w io.Writer, req *http.Request, p plan, x explained) {
 			label = "also    "
 		}
 		note := ""
-		if r.Pattern == grpcHealthPattern {
+		if r.Pattern == config.GRPCHealthPattern {
 			note = " (the gRPC health service)"
 		}
 		fmt.Fprintf(w, "%s %s (route %s%s)\n", label, groupList(r.Groups), r.Pattern, note)
@@ -199,7 +200,7 @@ func printPlan(w io.Writer, req *http.Request, p plan, x explained) {
 		printLimit(w, x.door, g, max(p.route.Cost, 1), c)
 		if interval := x.async[g]; interval > 0 {
 			b, _ := x.door.Budget(g)
-			fmt.Fprintf(w, "sync     %s: async, reconciled with the store every %s: %s\n", g, durationText(interval), asyncBound(b, interval))
+			fmt.Fprintf(w, "sync     %s: async, reconciled with the store every %s: %s\n", g, config.DurationText(interval), asyncBound(b, interval))
 		}
 	}
 }
@@ -260,7 +261,7 @@ func printExplainUsage(w io.Writer) {
 		"It reads the routes and trusted proxies as the server does.\n\n"+
 		"  --peer HOST:PORT\n    \tthe TCP peer of the request (or the source of its PROXY protocol header)\n"+
 		"  -H, --header 'Name: value'\n    \ta request header; repeatable, and repeated headers count line by line\n")
-	printOptions(w, explainOptions)
+	config.PrintOptions(w, explainOptions)
 }
 
 // printLimit writes one limit of the request: its algorithm and amounts, its
@@ -279,5 +280,5 @@ func printLimit(w io.Writer, door *admit.Door, g admit.Group, cost int, r *http.
 			key += " (the value's SHA-256, never the value)"
 		}
 	}
-	fmt.Fprintf(w, "limit    %s: %s, cost %d, key %s = %s\n", g, amount, cost, keyText(b.Key), key)
+	fmt.Fprintf(w, "limit    %s: %s, cost %d, key %s = %s\n", g, amount, cost, config.KeyText(b.Key), key)
 }

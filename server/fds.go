@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/admitgo/admit/internal/upstream"
+	"github.com/admitgo/admit/server/internal/config"
 )
 
 // fileReserve is what the process holds open beside its connections: the
@@ -40,7 +41,7 @@ func (d descriptors) total() uint64 {
 // connections are all busy needs up to --max-conns beyond this; the budget
 // counts what idle connections alone can take, the resource the caps exist
 // to bound.
-func budget(cfg config) descriptors {
+func budget(cfg config.Config) descriptors {
 	d := descriptors{proxy: cfg.MaxConns, metrics: cfg.MetricsMaxConns,
 		upstream: upstream.MaxIdleConnsPerHost, store: cfg.Store.Conns(), files: fileReserve}
 	if cfg.Upstream == nil {
@@ -55,7 +56,7 @@ func budget(cfg config) descriptors {
 // failing accepts and dials to the upstream and the store alike, the outage
 // the caps exist to prevent, met under load or an attack instead of at
 // startup, where a warning is easy to miss and exit 2 names the fix.
-func checkDescriptors(cfg config, limit uint64) error {
+func checkDescriptors(cfg config.Config, limit uint64) error {
 	d := budget(cfg)
 	if d.total() <= limit {
 		return nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/internal/canon"
+	"github.com/admitgo/admit/server/internal/config"
 	"github.com/admitgo/admit/server/routes"
 )
 
@@ -183,7 +184,7 @@ func (f *front) keySpellings() spellings {
 
 // frontRoute is a route as the front serves it.
 type frontRoute struct {
-	r        route // as the configuration gives it
+	r        config.Route // as the configuration gives it
 	rt       admit.Route
 	next     http.Handler
 	pathKeys []string // the wildcards its limits are keyed by
@@ -199,7 +200,7 @@ func (f *front) combined(matched []routes.Match) (admit.Route, http.Handler) {
 	rt := admit.Route{Cost: first.rt.Cost, Overflow: first.rt.Overflow}
 	for _, m := range matched {
 		for _, g := range f.routes[m.Route].rt.Groups {
-			if !slices.Contains(rt.Groups, g) && len(rt.Groups) < maxStacked {
+			if !slices.Contains(rt.Groups, g) && len(rt.Groups) < config.MaxStacked {
 				rt.Groups = append(rt.Groups, g)
 			}
 		}

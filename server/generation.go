@@ -16,6 +16,7 @@ import (
 	"github.com/admitgo/admit/health"
 	"github.com/admitgo/admit/internal/canon"
 	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/server/internal/config"
 	"github.com/admitgo/admit/server/routes"
 )
 
@@ -23,7 +24,7 @@ import (
 // with the budgets of its groups, and the handler tree of its routes. A
 // reload builds the next generation and swaps it in for the last.
 type generation struct {
-	cfg   config
+	cfg   config.Config
 	door  *admit.Door
 	front *front
 }
@@ -32,7 +33,7 @@ type generation struct {
 // prev, it takes over prev's groups whose budget cfg leaves unchanged. The
 // routes are tried on a door whose metrics go nowhere first, so that a
 // configuration they refuse leaves prev as it was.
-func (s *server) build(cfg config, prev *admit.Door) (*generation, error) {
+func (s *server) build(cfg config.Config, prev *admit.Door) (*generation, error) {
 	dc := admit.Config{
 		Budgets:       s.budgets(cfg),
 		Shadow:        cfg.Shadow,
@@ -53,7 +54,7 @@ func (s *server) build(cfg config, prev *admit.Door) (*generation, error) {
 		trial.MeterProvider, trial.Logger, trial.Decided = noop.NewMeterProvider(), slog.New(slog.DiscardHandler), nil
 		door, err := admit.New(trial)
 		if err != nil {
-			return nil, usageError{cfg.budgetsError(err)}
+			return nil, usageError{cfg.BudgetsError(err)}
 		}
 		_, err = s.routes(cfg, door)
 		door.Close()
@@ -68,7 +69,7 @@ func (s *server) build(cfg config, prev *admit.Door) (*generation, error) {
 		door, err = prev.Reload(dc)
 	}
 	if err != nil {
-		return nil, usageError{cfg.budgetsError(err)}
+		return nil, usageError{cfg.BudgetsError(err)}
 	}
 	f, err := s.routes(cfg, door)
 	if err != nil {
@@ -81,12 +82,12 @@ func (s *server) build(cfg config, prev *admit.Door) (*generation, error) {
 // budgets returns the door's budgets for cfg: the config file's, field by
 // field (the door fills the rest with each group's default), on the shared
 // store when there is one.
-func (s *server) budgets(cfg config) map[admit.Group]admit.Budget {
+func (s *server) budgets(cfg config.Config) map[admit.Group]admit.Budget {
 	var charger quota.Charger
 	if s.store != nil {
 		charger = s.store.charger
 	}
-	budgets := doorBudgets(cfg, charger)
+	budgets := config.DoorBudgets(cfg, charger)
 	if s.store != nil {
 		for g, interval := range cfg.Async {
 			b := budgets[g]
@@ -104,7 +105,7 @@ func (s *server) budgets(cfg config) map[admit.Group]admit.Budget {
 // Health routes are proxied to the upstream while the server runs, and
 // answered from the health cache when they are over budget (which the door
 // counts as cached) or the server is draining, so a drain shows at once.
-func (s *server) routes(cfg config, door *admit.Door) (*front, error) {
+func (s *server) routes(cfg config.Config, door *admit.Door) (*front, error) {
 	proxy := s.proxy
 	status := health.Handler(s.health)
 	probe := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -116,11 +117,11 @@ func (s *server) routes(cfg config, door *admit.Door) (*front, error) {
 	})
 	healthBudget, _ := door.Budget(admit.GroupHealth)
 	_, grpc := grpchealth.NewHandler(s.health, grpcHealthOptions(healthBudget)...)
-	return newFront(cfg, door, proxy, s.access, &s.malformed, func(r route) (next, overflow http.Handler) {
+	return newFront(cfg, door, proxy, s.access, &s.malformed, func(r config.Route) (next, overflow http.Handler) {
 		switch {
-		case r.Pattern == grpcHealthPattern:
+		case r.Pattern == config.GRPCHealthPattern:
 			return grpc, grpc
-		case cfg.isProbe(r):
+		case cfg.IsProbe(r):
 			return probe, status
 		}
 		return proxy, nil
@@ -130,9 +131,9 @@ func (s *server) routes(cfg config, door *admit.Door) (*front, error) {
 // newFront builds the front of cfg's routes on door: handlers says what
 // each route admits its requests to, and what serves those over budget
 // (nil: none); rest serves the requests no route matches.
-func newFront(cfg config, door *admit.Door, rest http.Handler, access *accessLog, malformed *malformedCounts, handlers func(route) (next, overflow http.Handler)) (*front, error) {
-	list := withGRPCHealth(cfg.Routes)
-	table, err := cfg.routeTable(list)
+func newFront(cfg config.Config, door *admit.Door, rest http.Handler, access *accessLog, malformed *malformedCounts, handlers func(config.Route) (next, overflow http.Handler)) (*front, error) {
+	list := config.WithGRPCHealth(cfg.Routes)
+	table, err := cfg.RouteTable(list)
 	if err != nil {
 		return nil, err
 	}
@@ -157,18 +158,6 @@ func newFront(cfg config, door *admit.Door, rest http.Handler, access *accessLog
 	return f, nil
 }
 
-// isProbe reports a route of health probes: one with a group that is, or is
-// like, the health group. Its over-budget probes are answered from the
-// health cache, never refused.
-func (c *config) isProbe(r route) bool {
-	for _, g := range r.Groups {
-		if g == admit.GroupHealth || c.Likes[g] == admit.GroupHealth {
-			return true
-		}
-	}
-	return false
-}
-
 // grpcHealthOptions bound what a gRPC or Connect health call may make the
 // process buffer: a message at most the health group's body cap, and no
 // compressed messages at all, since a small gzip body can inflate to
@@ -184,21 +173,21 @@ func grpcHealthOptions(b admit.Budget) []connect.HandlerOption {
 // logRoutes logs what is protected: one line per route, with its pattern
 // and each of its limits' budget, and a warning when no route is
 // configured, since every request then passes through unlimited.
-func logRoutes(log *slog.Logger, cfg config, door *admit.Door) {
+func logRoutes(log *slog.Logger, cfg config.Config, door *admit.Door) {
 	if len(cfg.Routes) == 0 {
 		log.Warn("admit: no route is configured, so every request passes through unlimited: add routes with --route or the config file's routes")
 	}
-	for _, r := range withGRPCHealth(cfg.Routes) {
+	for _, r := range config.WithGRPCHealth(cfg.Routes) {
 		names := make([]string, len(r.Groups))
 		for i, g := range r.Groups {
 			names[i] = string(g)
 		}
-		log.Info("admit: route", fieldPattern, r.Pattern, "groups", strings.Join(names, ","), "limits", routeLimits(door, r))
+		log.Info("admit: route", config.FieldPattern, r.Pattern, "groups", strings.Join(names, ","), "limits", routeLimits(door, r))
 	}
 }
 
 // namesAHost reports whether a route's pattern names a host.
-func namesAHost(list []route) bool {
+func namesAHost(list []config.Route) bool {
 	for _, r := range list {
 		if routes.Host(r.Pattern) != "" {
 			return true

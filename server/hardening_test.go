@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/server/internal/config"
 )
 
 // TestUnderscoreSpellingOfKeyHeader checks that a spelling of a key header
@@ -287,8 +288,8 @@ func TestExplainSaysAHostPatternNeedsAnUpstreamRoutingByHost(t *testing.T) {
 // --route takes it.
 func TestFoldedConflictSaysWhatHelps(t *testing.T) {
 	link := []admit.Group{admit.GroupLink}
-	c := config{RouteFolding: true}
-	_, err := c.routeTable([]route{{Groups: link, Pattern: "GET /docs/{p}"}, {Groups: link, Pattern: "GET /Docs/{p}"}})
+	c := config.Config{RouteFolding: true}
+	_, err := c.RouteTable([]config.Route{{Groups: link, Pattern: "GET /docs/{p}"}, {Groups: link, Pattern: "GET /Docs/{p}"}})
 	if err == nil {
 		t.Fatal("got no error, want the folded conflict refused")
 	}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/admitgo/admit/server/internal/config"
 )
 
 // testTimeout bounds every wait of a network test.
@@ -36,10 +38,10 @@ func start(t *testing.T, args ...string) *running {
 
 // serverConfig reads args as a command line on free loopback ports, with an empty
 // environment.
-func serverConfig(t *testing.T, args ...string) config {
+func serverConfig(t *testing.T, args ...string) config.Config {
 	t.Helper()
 	args = append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, args...)
-	cfg, err := parseConfig(args, func(string) string { return "" }, io.Discard)
+	cfg, err := config.Parse(args, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,13 +54,13 @@ func frozen() func() time.Time {
 	return func() time.Time { return t0 }
 }
 
-func startConfig(t *testing.T, cfg config) *running {
+func startConfig(t *testing.T, cfg config.Config) *running {
 	t.Helper()
 	return startWith(t, cfg, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
 }
 
 // startWith is startConfig logging to log.
-func startWith(t *testing.T, cfg config, log *slog.Logger) *running {
+func startWith(t *testing.T, cfg config.Config, log *slog.Logger) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s, err := newServer(ctx, cfg, log)
@@ -245,4 +247,15 @@ func upstreamApp(t *testing.T) *httptest.Server {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// parse reads args as config.Parse does, with an environment of env over
+// ADMIT_UPSTREAM set to an app's address.
+func parse(t *testing.T, args []string, env map[string]string) (config.Config, error) {
+	t.Helper()
+	full := map[string]string{"ADMIT_UPSTREAM": "http://app.internal:3000"}
+	for k, v := range env {
+		full[k] = v
+	}
+	return config.Parse(args, func(k string) string { return full[k] }, io.Discard)
 }

@@ -13,11 +13,12 @@ import (
 	"time"
 
 	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/server/internal/config"
 )
 
 // parseFile parses a config file of yaml with extra flags, and returns the
 // error without the part that names the file.
-func parseFile(t *testing.T, yaml string, extra ...string) (config, string) {
+func parseFile(t *testing.T, yaml string, extra ...string) (config.Config, string) {
 	t.Helper()
 	path := writeConfig(t, yaml+"\n")
 	c, err := parse(t, append([]string{"--config", path}, extra...), nil)
@@ -328,13 +329,13 @@ func TestAdminTokenRevokedByANewOne(t *testing.T) {
 // TestStoreUsageNamesEveryRedisTopology: -h lists the Redis URLs --store
 // takes, as its error does.
 func TestStoreUsageNamesEveryRedisTopology(t *testing.T) {
-	for _, o := range options {
-		if o.name != "store" {
+	for _, o := range config.Options {
+		if o.Name != "store" {
 			continue
 		}
 		for _, want := range []string{"postgres://", "redis://", "redis+cluster://", "redis+sentinel://"} {
-			if !strings.Contains(o.usage, want) {
-				t.Errorf("--store usage %q lacks %s", o.usage, want)
+			if !strings.Contains(o.Usage, want) {
+				t.Errorf("--store usage %q lacks %s", o.Usage, want)
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/admitgo/admit/internal/upstream"
+	"github.com/admitgo/admit/server/internal/config"
 )
 
 // transports are the two ways the proxy forwards: admit's client, whose
@@ -153,7 +154,7 @@ func BenchmarkHop(b *testing.B) {
 	for _, tr := range transports {
 		for _, route := range []struct{ name, path string }{{"unlimited", "/u/x"}, {"allowed", "/l/x"}} {
 			b.Run(tr.name+"/"+route.name, func(b *testing.B) {
-				cfg, err := parseConfig([]string{"--upstream", up, "--route", "link=GET /l/{id}", "--config", "testdata/bench-allowed.yaml",
+				cfg, err := config.Parse([]string{"--upstream", up, "--route", "link=GET /l/{id}", "--config", "testdata/bench-allowed.yaml",
 					"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, func(string) string { return "" }, io.Discard)
 				if err != nil {
 					b.Fatal(err)

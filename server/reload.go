@@ -13,6 +13,7 @@ import (
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/server/internal/config"
 )
 
 // reload reads the configuration again, through the same parse as startup,
@@ -48,7 +49,7 @@ func (s *server) reloadLocked() error {
 		return err
 	}
 	cfg.Now, cfg.Transport = prev.cfg.Now, prev.cfg.Transport // not settings
-	if err := checkRestartOnly(prev.cfg, cfg); err != nil {
+	if err := config.CheckRestartOnly(prev.cfg, cfg); err != nil {
 		return err
 	}
 	g, err := s.build(cfg, prev.door)
@@ -65,7 +66,7 @@ func (s *server) reloadLocked() error {
 			afresh = append(afresh, string(name))
 		}
 	}
-	s.log.Info("admit: reloaded", "config", cfg.ConfigFile, fieldRoutes, len(cfg.Routes),
+	s.log.Info("admit: reloaded", "config", cfg.ConfigFile, config.FieldRoutes, len(cfg.Routes),
 		"kept", strings.Join(kept, ","), "afresh", strings.Join(afresh, ","))
 	logRoutes(s.log, cfg, g.door)
 	return nil

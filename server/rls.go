@@ -27,6 +27,7 @@ import (
 	"github.com/admitgo/admit/quota/pgquota"
 	"github.com/admitgo/admit/quota/redisquota"
 	"github.com/admitgo/admit/rls"
+	"github.com/admitgo/admit/server/internal/config"
 	"github.com/admitgo/admit/server/storeurl"
 )
 
@@ -84,7 +85,7 @@ func parseRLSFlags(args []string, out io.Writer) (rlsOptions, error) {
 	}
 	var err error
 	for _, a := range []struct{ flag, v string }{{"listen", o.Listen}, {"metrics-listen", o.MetricsListen}} {
-		if _, err := parseAddr(a.v); err != nil {
+		if _, err := config.ParseAddr(a.v); err != nil {
 			return o, fmt.Errorf("admit rls: --%s %q: %w", a.flag, a.v, err)
 		}
 	}
@@ -100,7 +101,7 @@ func parseRLSFlags(args []string, out io.Writer) (rlsOptions, error) {
 	if o.Config == "" {
 		return o, errors.New("admit rls: --config is required: an envoyproxy/ratelimit YAML file or a directory of them")
 	}
-	if o.LogLevel, err = parseLogLevel(*level); err != nil {
+	if o.LogLevel, err = config.ParseLogLevel(*level); err != nil {
 		return o, fmt.Errorf("admit rls: --log-level %q: %w", *level, err)
 	}
 	return o, nil

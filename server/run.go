@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/admitgo/admit/server/internal/config"
 )
 
 // Main is the admit command: it runs the subcommand or the server args
@@ -59,21 +61,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	hangups := make(chan os.Signal, 1)
 	signal.Notify(hangups, syscall.SIGHUP)
 	defer signal.Stop(hangups)
-	cfg, err := parseConfig(args, getenv, stdout)
-	if errors.Is(err, flag.ErrHelp) || errors.Is(err, errVersion) {
+	cfg, err := config.Parse(args, getenv, stdout)
+	if errors.Is(err, flag.ErrHelp) || errors.Is(err, config.ErrVersion) {
 		return nil
 	}
 	if err != nil {
 		return usageError{err}
 	}
-	cfg.stderr = stderr
+	cfg.Stderr = stderr
 	log := newLogger(cfg, stderr)
 	s, err := newServer(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	s.reparse = func() (config, error) { return parseConfig(args, getenv, io.Discard) }
+	s.reparse = func() (config.Config, error) { return config.Parse(args, getenv, io.Discard) }
 	s.hangups = hangups
 	if err := s.listen(); err != nil {
 		return err
@@ -86,7 +88,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 // newLogger returns the logger of lifecycle events, in the format and at the
 // level the configuration names.
-func newLogger(cfg config, w io.Writer) *slog.Logger {
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
 	if cfg.LogFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))

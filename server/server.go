@@ -25,6 +25,7 @@ import (
 	"github.com/admitgo/admit/health"
 	"github.com/admitgo/admit/internal/meter"
 	"github.com/admitgo/admit/internal/upstream"
+	"github.com/admitgo/admit/server/internal/config"
 	"github.com/admitgo/admit/server/listener"
 	"github.com/admitgo/admit/server/storeurl"
 )
@@ -57,7 +58,7 @@ const (
 // bind its listeners with listen, run it with serve and release it with
 // close.
 type server struct {
-	cfg      config
+	cfg      config.Config
 	log      *slog.Logger
 	tel      *telemetry
 	access   *accessLog   // nil: off
@@ -78,7 +79,7 @@ type server struct {
 
 	// reparse reads the configuration again as startup read it (the same
 	// flags, the environment, the config file); nil: reloads are refused.
-	reparse  func() (config, error)
+	reparse  func() (config.Config, error)
 	hangups  <-chan os.Signal // each one reloads; nil: none
 	reloadMu sync.Mutex       // serialises reloads
 	reloads  reloadCounter
@@ -103,14 +104,14 @@ type server struct {
 // newServer builds a server from cfg. It fails on configuration the parser
 // cannot check (a certificate that does not load, a store URL its driver
 // refuses), never because the upstream or the store is down.
-func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, err error) {
+func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *server, err error) {
 	s := &server{cfg: cfg, log: log, drainStarted: make(chan struct{}), listenerClosed: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			s.close()
 		}
 	}()
-	if err := cfg.checkOffline(); err != nil {
+	if err := cfg.CheckOffline(); err != nil {
 		return nil, usageError{err}
 	}
 	if limit, ok := openFilesLimit(); ok {
@@ -129,8 +130,8 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 		return nil, err
 	}
 	var stderr io.Writer = os.Stderr
-	if cfg.stderr != nil {
-		stderr = cfg.stderr
+	if cfg.Stderr != nil {
+		stderr = cfg.Stderr
 	}
 	if s.access, err = openAccessLog(cfg, stderr, s.clock); err != nil {
 		return nil, usageError{err}
@@ -174,7 +175,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (_ *server, er
 		return nil, err
 	}
 	log.Info("admit: starting", "upstream", target.Redacted(), "upstream_health", cfg.UpstreamHealth,
-		fieldRoutes, len(cfg.Routes), "trusted_proxies", len(cfg.TrustedProxies),
+		config.FieldRoutes, len(cfg.Routes), "trusted_proxies", len(cfg.TrustedProxies),
 		"proxy_protocol_from", len(cfg.ProxyProtocolFrom), "shadow", cfg.Shadow,
 		"store", cfg.Store.Kind, "store_url", storeurl.Redact(cfg.Store.URL), "store_fail", cfg.StoreFail,
 		"config", cfg.ConfigFile)

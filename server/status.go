@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/server/internal/config"
 	"github.com/admitgo/admit/server/storeurl"
 )
 
@@ -126,17 +127,17 @@ func (p *statusPage) view(counts map[groupOutcome]float64, evictions map[string]
 	p.mu.Lock()
 	prev, last := p.prev, p.last
 	p.mu.Unlock()
-	v := statusView{Version: version(), Store: string(g.cfg.Store.Kind), Reload: p.reloadText(),
+	v := statusView{Version: config.Version(), Store: string(g.cfg.Store.Kind), Reload: p.reloadText(),
 		Now: p.now().UTC().Format(time.RFC3339), Refresh: statusRefresh}
 	span := last.at.Sub(prev.at).Seconds()
 	if !prev.at.IsZero() && span > 0 {
-		v.Over = durationText(last.at.Sub(prev.at).Round(time.Second))
+		v.Over = config.DurationText(last.at.Sub(prev.at).Round(time.Second))
 	}
-	routes := withGRPCHealth(g.cfg.Routes)
+	routes := config.WithGRPCHealth(g.cfg.Routes)
 	for _, name := range g.door.Groups() {
 		b, _ := g.door.Budget(name)
 		st, _ := g.door.GroupState(name)
-		gv := groupView{Name: string(name), Budget: amountText(b) + ", key " + keyText(b.Key),
+		gv := groupView{Name: string(name), Budget: amountText(b) + ", key " + config.KeyText(b.Key),
 			Inflight: st.Inflight, Cap: b.Inflight, PerClient: b.PerClient,
 			Clients: st.Clients, MaxClients: b.MaxClients, Evictions: evictions[string(name)],
 			Store: storeState(g.cfg.Store.Kind, st), Failing: st.OnFallback}
@@ -172,7 +173,7 @@ func outcomeNames(counts map[groupOutcome]float64, group admit.Group) []string {
 }
 
 // groupRoutes lists the patterns of the routes group limits.
-func groupRoutes(routes []route, group admit.Group) string {
+func groupRoutes(routes []config.Route, group admit.Group) string {
 	s := ""
 	for _, rt := range routes {
 		for _, g := range rt.Groups {

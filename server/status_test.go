@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/admitgo/admit/internal/testclock"
+	"github.com/admitgo/admit/server/internal/config"
 )
 
 // chromium is Debian's headless browser; scripts/services installs it.
@@ -75,7 +76,9 @@ routes:
 	cfg := serverConfig(t, args[4:]...)
 	cfg.Now = clk.Now
 	r := startConfig(t, cfg)
-	r.s.reparse = func() (config, error) { return parseConfig(args, func(string) string { return "" }, io.Discard) }
+	r.s.reparse = func() (config.Config, error) {
+		return config.Parse(args, func(string) string { return "" }, io.Discard)
+	}
 	status := r.metrics + "/admit/status"
 
 	render(t, status, "") // the first sample: no rates yet

@@ -15,6 +15,7 @@ import (
 	"github.com/admitgo/admit/quota/asyncquota"
 	"github.com/admitgo/admit/quota/pgquota"
 	"github.com/admitgo/admit/quota/redisquota"
+	"github.com/admitgo/admit/server/internal/config"
 	"github.com/admitgo/admit/server/storeurl"
 )
 
@@ -96,7 +97,7 @@ func (s *sharedStore) close() {
 // openStore opens the store cfg names, or returns nil for the memory store,
 // whose decisions the door makes in its own buckets. It never fails because
 // the store is unreachable, only because the configuration is wrong.
-func openStore(ctx context.Context, cfg config, mp metric.MeterProvider, log *slog.Logger) (*sharedStore, error) {
+func openStore(ctx context.Context, cfg config.Config, mp metric.MeterProvider, log *slog.Logger) (*sharedStore, error) {
 	switch cfg.Store.Kind {
 	case storeurl.Postgres:
 		return openPostgres(ctx, cfg, mp, log)
@@ -109,17 +110,17 @@ func openStore(ctx context.Context, cfg config, mp metric.MeterProvider, log *sl
 // storeFailure is the stores' failure policy for --store-fail: closed unless
 // the operator asked to admit while the store cannot decide. With local the
 // door decides by its own buckets and ignores the store's decision.
-func storeFailure(cfg config) quota.Policy {
-	if cfg.StoreFail == storeFailOpen {
+func storeFailure(cfg config.Config) quota.Policy {
+	if cfg.StoreFail == config.StoreFailOpen {
 		return quota.FailOpen
 	}
 	return quota.FailClosed
 }
 
-func openPostgres(ctx context.Context, cfg config, mp metric.MeterProvider, log *slog.Logger) (*sharedStore, error) {
+func openPostgres(ctx context.Context, cfg config.Config, mp metric.MeterProvider, log *slog.Logger) (*sharedStore, error) {
 	pool, err := storeurl.Pool(ctx, cfg.Store.URL)
 	if err != nil {
-		return nil, usageError{storeURLError(cfg.Store.URL, err)}
+		return nil, usageError{config.StoreURLError(cfg.Store.URL, err)}
 	}
 	st, err := pgquota.New(pool, pgquota.Config{
 		Table: cfg.StoreTable, Failure: storeFailure(cfg), MeterProvider: mp, Logger: log, Batch: postgresBatch,
@@ -189,12 +190,12 @@ func tableName(t string) string {
 	return t
 }
 
-func openRedis(ctx context.Context, cfg config, mp metric.MeterProvider, log *slog.Logger) (*sharedStore, error) {
+func openRedis(ctx context.Context, cfg config.Config, mp metric.MeterProvider, log *slog.Logger) (*sharedStore, error) {
 	redisLogs.Do(func() { redis.SetLogger(redisLogger{}) })
 	redisLog.Store(log)
 	client, err := storeurl.RedisClient(cfg.Store.URL)
 	if err != nil {
-		return nil, usageError{storeURLError(cfg.Store.URL, err)}
+		return nil, usageError{config.StoreURLError(cfg.Store.URL, err)}
 	}
 	st, err := redisquota.New(client, redisquota.Config{
 		Prefix: cfg.StorePrefix, Failure: storeFailure(cfg), MeterProvider: mp, Batch: redisBatch,

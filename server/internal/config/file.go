@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"bytes"
@@ -19,10 +19,10 @@ import (
 // The file's keys that the server's logs and answers also use, for the
 // same things.
 const (
-	fieldRoutes  = "routes"
+	FieldRoutes  = "routes"
 	fieldBudgets = "budgets"
-	fieldGroup   = "group"
-	fieldPattern = "pattern"
+	FieldGroup   = "group"
+	FieldPattern = "pattern"
 )
 
 // readFile reads the YAML config file at path: its routes come before those
@@ -30,7 +30,7 @@ const (
 // the door's budgets. Errors name the line and the field as the file spells
 // them, never a Go type. Unknown and repeated fields are errors, so a typo
 // never silently keeps a default.
-func (c *config) readFile(path string) error {
+func (c *Config) readFile(path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		var perr *os.PathError
@@ -57,7 +57,7 @@ func (c *config) readFile(path string) error {
 	// wherever they stand in the file.
 	var routeList, budgets *yaml.Node
 	err = eachField(root, "", map[string]func(*yaml.Node) error{
-		fieldRoutes:  func(n *yaml.Node) error { routeList = n; return nil },
+		FieldRoutes:  func(n *yaml.Node) error { routeList = n; return nil },
 		fieldBudgets: func(n *yaml.Node) error { budgets = n; return nil },
 		"upstream_profile": scalar("upstream_profile", func(v string) error {
 			p, err := routes.ParseProfile(v)
@@ -108,7 +108,7 @@ func syntaxError(data []byte, err error) error {
 
 // readAllowSpellings reads the classes of spellings to let through: a list
 // of class names, or one name.
-func (c *config) readAllowSpellings(n *yaml.Node) error {
+func (c *Config) readAllowSpellings(n *yaml.Node) error {
 	items := []*yaml.Node{n}
 	if n.Kind == yaml.SequenceNode {
 		items = n.Content
@@ -134,16 +134,16 @@ func (c *config) readAllowSpellings(n *yaml.Node) error {
 
 // readRoutes reads a list of routes, each a group (or a list of groups),
 // a pattern and an optional cost.
-func (c *config) readRoutes(list *yaml.Node) error {
+func (c *Config) readRoutes(list *yaml.Node) error {
 	if list.Kind != yaml.SequenceNode {
-		return at(list, fieldRoutes, "want a list of routes, each with a group and a pattern")
+		return at(list, FieldRoutes, "want a list of routes, each with a group and a pattern")
 	}
 	for i, n := range list.Content {
 		where := fmt.Sprintf("routes[%d]", i)
-		r := route{from: fmt.Sprintf("line %d: %s", n.Line, where), inFile: true}
+		r := Route{from: fmt.Sprintf("line %d: %s", n.Line, where), inFile: true}
 		err := eachField(n, where, map[string]func(*yaml.Node) error{
-			fieldGroup:   func(g *yaml.Node) error { return readGroups(g, where+".group", &r.Groups) },
-			fieldPattern: scalar(where+".pattern", func(v string) error { r.Pattern = v; return nil }),
+			FieldGroup:   func(g *yaml.Node) error { return readGroups(g, where+".group", &r.Groups) },
+			FieldPattern: scalar(where+".pattern", func(v string) error { r.Pattern = v; return nil }),
 			"cost":       scalar(where+".cost", func(v string) (err error) { r.Cost, err = parseFileCount(v); return err }),
 		})
 		switch {
@@ -184,7 +184,7 @@ func readGroups(n *yaml.Node, where string, dst *[]admit.Group) error {
 }
 
 // readBudgets reads each group's budget fields onto an admit.Budget.
-func (c *config) readBudgets(m *yaml.Node) error {
+func (c *Config) readBudgets(m *yaml.Node) error {
 	if m.Kind != yaml.MappingNode {
 		return at(m, fieldBudgets, "want a map from group names to their budgets")
 	}

@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"encoding/json"
@@ -48,9 +48,9 @@ type budgetView struct {
 
 // Spellings of the file's values that more than one field or check uses.
 const (
-	fieldKey    = "key" // also the access log's and the admin API's word for a client's key
-	tokenBucket = "token-bucket"
-	fixedWindow = "fixed-window"
+	FieldKey    = "key" // also the access log's and the admin API's word for a client's key
+	TokenBucket = "token-bucket"
+	FixedWindow = "fixed-window"
 	syncExact   = "exact"
 	syncAsync   = "async"
 )
@@ -59,9 +59,9 @@ var budgetFields = []budgetField{
 	{"like", readLike, func(v budgetView) (any, bool) { return v.like, v.like != "" && v.like != v.name }},
 	{"algorithm", readAlgorithm, func(v budgetView) (any, bool) {
 		if v.b.Algorithm == admit.FixedWindow {
-			return fixedWindow, true
+			return FixedWindow, true
 		}
-		return tokenBucket, true
+		return TokenBucket, true
 	}},
 	{"limit", readCount(func(b *admit.Budget) *int { return &b.Limit }), fixedOnly(func(b admit.Budget) any { return b.Limit })},
 	{"window", readWith(parsePositive, func(b *admit.Budget) *time.Duration { return &b.Window }), fixedOnly(func(b admit.Budget) any { return fileDuration(b.Window) })},
@@ -69,10 +69,10 @@ var budgetFields = []budgetField{
 	{"burst", readCount(func(b *admit.Budget) *int { return &b.Burst }), bucketOnly(func(b admit.Budget) any { return b.Burst })},
 	{"shared_rate", readWith(parseFileRate, func(b *admit.Budget) *rate.Limit { return &b.SharedRate }), bucketOnly(func(b admit.Budget) any { return fileRate(b.SharedRate) })},
 	{"shared_burst", readCount(func(b *admit.Budget) *int { return &b.SharedBurst }), always(func(b admit.Budget) any { return b.SharedBurst })},
-	{fieldKey, func(d *budgetDraft, v string) error { return parseKey(v, &d.b.Key) }, always(func(b admit.Budget) any { return keyText(b.Key) })},
+	{FieldKey, func(d *budgetDraft, v string) error { return parseKey(v, &d.b.Key) }, always(func(b admit.Budget) any { return KeyText(b.Key) })},
 	{"ipv4_prefix", readPrefix(32, func(k *admit.Key) *int { return &k.IPv4Prefix }), func(v budgetView) (any, bool) { return v.b.Key.IPv4Prefix, v.b.Key.IPv4Prefix != 0 }},
 	{"ipv6_prefix", readPrefix(128, func(k *admit.Key) *int { return &k.IPv6Prefix }), func(v budgetView) (any, bool) { return v.b.Key.IPv6Prefix, v.b.Key.IPv6Prefix != 0 }},
-	{"key_authenticated", func(d *budgetDraft, v string) (err error) { d.b.Key.Authenticated, err = parseBool(v); return err },
+	{"key_authenticated", func(d *budgetDraft, v string) (err error) { d.b.Key.Authenticated, err = ParseBool(v); return err },
 		valueKeyed(func(k admit.Key) any { return k.Authenticated })},
 	{"on_missing", readOnMissing, valueKeyed(func(k admit.Key) any {
 		if k.RejectMissing {
@@ -109,14 +109,17 @@ func shownFields(v budgetView) []shownField {
 	return out
 }
 
+// JSON is the budget as the admin API writes it.
+func (v budgetView) JSON() BudgetJSON { return BudgetJSON(shownFields(v)) }
+
 type shownField struct {
 	key   string
 	value any
 }
 
-// budgetText is a resolved budget as the config file spells it, a YAML map
+// BudgetText is a resolved budget as the config file spells it, a YAML map
 // that could stand under the group's name.
-func budgetText(v budgetView) string {
+func BudgetText(v budgetView) string {
 	var f []string
 	for _, sf := range shownFields(v) {
 		f = append(f, fmt.Sprintf("%s: %v", sf.key, sf.value))
@@ -124,11 +127,11 @@ func budgetText(v budgetView) string {
 	return "{" + strings.Join(f, ", ") + "}"
 }
 
-// budgetJSON is a resolved budget as a JSON object in the file's words,
+// BudgetJSON is a resolved budget as a JSON object in the file's words,
 // its fields in budgetFields' order.
-type budgetJSON []shownField
+type BudgetJSON []shownField
 
-func (b budgetJSON) MarshalJSON() ([]byte, error) {
+func (b BudgetJSON) MarshalJSON() ([]byte, error) {
 	out := []byte{'{'}
 	for i, f := range b {
 		if i > 0 {
@@ -147,7 +150,7 @@ func (b budgetJSON) MarshalJSON() ([]byte, error) {
 // fileRate is a rate as the file writes it: a number, or .inf for none.
 type fileRate rate.Limit
 
-func (r fileRate) String() string { return rateText(rate.Limit(r)) }
+func (r fileRate) String() string { return RateText(rate.Limit(r)) }
 
 func (r fileRate) MarshalJSON() ([]byte, error) {
 	if rate.Limit(r) == rate.Inf {
@@ -160,7 +163,7 @@ func (r fileRate) MarshalJSON() ([]byte, error) {
 // "1h0m0s", and 0 for none.
 type fileDuration time.Duration
 
-func (d fileDuration) String() string { return durationText(time.Duration(d)) }
+func (d fileDuration) String() string { return DurationText(time.Duration(d)) }
 
 func (d fileDuration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
@@ -221,12 +224,12 @@ func readLike(d *budgetDraft, v string) error {
 
 func readAlgorithm(d *budgetDraft, v string) error {
 	switch v {
-	case tokenBucket:
+	case TokenBucket:
 		d.b.Algorithm = admit.TokenBucket
-	case fixedWindow:
+	case FixedWindow:
 		d.b.Algorithm = admit.FixedWindow
 	default:
-		return fmt.Errorf("unknown algorithm %q: want %s or %s", v, tokenBucket, fixedWindow)
+		return fmt.Errorf("unknown algorithm %q: want %s or %s", v, TokenBucket, FixedWindow)
 	}
 	return nil
 }
@@ -244,7 +247,7 @@ func readOnMissing(d *budgetDraft, v string) error {
 }
 
 func readCharge(d *budgetDraft, v string) error {
-	on, err := parseBool(v)
+	on, err := ParseBool(v)
 	d.b.Charge = admit.ChargeAlways
 	if on {
 		d.b.Charge = admit.ChargeOnFailure
@@ -263,7 +266,7 @@ func readSync(d *budgetDraft, v string) error {
 func readSyncInterval(d *budgetDraft, v string) (err error) {
 	d.interval, err = parseDuration(v, true)
 	if err == nil && (d.interval < minSyncInterval || d.interval > maxSyncInterval) {
-		err = fmt.Errorf("%s: want %s to %s", v, durationText(minSyncInterval), durationText(maxSyncInterval))
+		err = fmt.Errorf("%s: want %s to %s", v, DurationText(minSyncInterval), DurationText(maxSyncInterval))
 	}
 	return err
 }
@@ -273,7 +276,7 @@ func readSyncInterval(d *budgetDraft, v string) (err error) {
 // combine is written once, in the door.
 var doorWords = map[string]string{
 	"Limit": "limit", "Window": "window", "Rate": "rate", "Burst": "burst", "SharedRate": "shared_rate", "Like": "like",
-	"FixedWindow":    "algorithm: " + fixedWindow,
+	"FixedWindow":    "algorithm: " + FixedWindow,
 	"Key.IPv4Prefix": "ipv4_prefix", "Key.IPv6Prefix": "ipv6_prefix",
 	"Key.RejectMissing": "on_missing", "Key.Authenticated": "key_authenticated",
 	"Key.Header": "header:NAME", "Key.PathValue": "path:NAME",
@@ -309,9 +312,9 @@ func readBudget(n *yaml.Node, where string, g admit.Group) (budgetDraft, error) 
 	return d, nil
 }
 
-// view returns group g's budget as door resolves it, with what c's file
+// View returns group g's budget as door resolves it, with what c's file
 // says beside it.
-func (c *config) view(door *admit.Door, g admit.Group) budgetView {
+func (c *Config) View(door *admit.Door, g admit.Group) budgetView {
 	b, _ := door.Budget(g)
 	like := c.Likes[g]
 	if like == "" && slices.Contains(builtInGroups, g) {
@@ -320,17 +323,17 @@ func (c *config) view(door *admit.Door, g admit.Group) budgetView {
 	return budgetView{b: b, name: g, like: like, interval: c.Async[g]}
 }
 
-// rateText is a rate as the config file spells it: .inf for no limit.
-func rateText(r rate.Limit) string {
+// RateText is a rate as the config file spells it: .inf for no limit.
+func RateText(r rate.Limit) string {
 	if r == rate.Inf {
 		return ".inf"
 	}
 	return strconv.FormatFloat(float64(r), 'g', -1, 64)
 }
 
-// durationText is a duration as the config file would spell it: 1h rather
+// DurationText is a duration as the config file would spell it: 1h rather
 // than time.Duration's 1h0m0s, and 0 for none.
-func durationText(d time.Duration) string {
+func DurationText(d time.Duration) string {
 	if d == 0 {
 		return "0"
 	}

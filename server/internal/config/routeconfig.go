@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"errors"
@@ -19,12 +19,12 @@ import (
 // addFlagRoute parses GROUP[,GROUP...]=PATTERN from --route; the route is
 // checked against the groups and the other routes once the config file is
 // read, since the file may name the groups.
-func (c *config) addFlagRoute(v string) error {
+func (c *Config) addFlagRoute(v string) error {
 	list, pattern, ok := strings.Cut(v, "=")
 	if !ok || list == "" || pattern == "" {
 		return errors.New("want GROUP=PATTERN")
 	}
-	r := route{Pattern: pattern, from: fmt.Sprintf("--route %q", v)}
+	r := Route{Pattern: pattern, from: fmt.Sprintf("--route %q", v)}
 	for _, g := range strings.Split(list, ",") {
 		if g = strings.TrimSpace(g); g == "" {
 			return errors.New("want GROUP=PATTERN, or GROUP,GROUP=PATTERN")
@@ -38,9 +38,9 @@ func (c *config) addFlagRoute(v string) error {
 // addRoute checks a route against the groups, ServeMux's pattern syntax and
 // the routes before it. Conflicts are checked pair by pair, which is how
 // ServeMux finds them, so that the message can name the earlier route.
-func (c *config) addRoute(r route) error {
-	if len(r.Groups) > maxStacked {
-		return fmt.Errorf("%d groups, want at most %d", len(r.Groups), maxStacked)
+func (c *Config) addRoute(r Route) error {
+	if len(r.Groups) > MaxStacked {
+		return fmt.Errorf("%d groups, want at most %d", len(r.Groups), MaxStacked)
 	}
 	for i, g := range r.Groups {
 		if err := c.checkGroup(g); err != nil {
@@ -54,7 +54,7 @@ func (c *config) addRoute(r route) error {
 		return err
 	}
 	if claimsGRPCHealth(r.Pattern) {
-		return fmt.Errorf("claims the path of the gRPC health service (%s...), which admit serves itself", grpcHealthPath)
+		return fmt.Errorf("claims the path of the gRPC health service (%s...), which admit serves itself", GRPCHealthPath)
 	}
 	for _, earlier := range c.Routes {
 		if why, ok := routes.Conflict(earlier.Pattern, r.Pattern); ok {
@@ -75,7 +75,7 @@ func (c *config) addRoute(r route) error {
 
 // named returns the route as an error about route r names it: as written,
 // with its line when the config file gives it.
-func (r route) named(about route) string {
+func (r Route) named(about Route) string {
 	switch {
 	case !r.inFile:
 		return r.String()
@@ -90,19 +90,19 @@ func (r route) named(about route) string {
 // alone: the service's own route is more specific.
 func claimsGRPCHealth(pattern string) bool {
 	_, _, path := routes.Split(pattern)
-	return strings.HasPrefix(path, grpcHealthPath) || path == strings.TrimSuffix(grpcHealthPath, "/")
+	return strings.HasPrefix(path, GRPCHealthPath) || path == strings.TrimSuffix(GRPCHealthPath, "/")
 }
 
-// maxStacked is how many limits one route may stack, as the door allows.
-const maxStacked = 8
+// MaxStacked is how many limits one route may stack, as the door allows.
+const MaxStacked = 8
 
 // matching returns how the configuration's route table matches.
-func (c *config) matching() routes.Matching {
+func (c *Config) matching() routes.Matching {
 	return routes.Matching{Fold: c.RouteFolding, Profile: c.UpstreamProfile, Allow: c.AllowSpellings, Slashes: c.EscapedSlashes}
 }
 
-// routeTable returns the table of list, a configuration's routes.
-func (c *config) routeTable(list []route) (*routes.Table, error) {
+// RouteTable returns the table of list, a configuration's routes.
+func (c *Config) RouteTable(list []Route) (*routes.Table, error) {
 	patterns := make([]string, len(list))
 	for i, r := range list {
 		patterns[i] = r.Pattern
@@ -125,7 +125,7 @@ var builtInGroups = []admit.Group{admit.GroupWebhook, admit.GroupLink, admit.Gro
 
 // checkGroup refuses a group no route may join: one neither built in nor
 // named under the config file's budgets.
-func (c *config) checkGroup(g admit.Group) error {
+func (c *Config) checkGroup(g admit.Group) error {
 	if slices.Contains(builtInGroups, g) {
 		return nil
 	}
@@ -140,16 +140,28 @@ func (c *config) checkGroup(g admit.Group) error {
 	return fmt.Errorf("unknown group %q (want %s, or a group the config file's budgets name)", g, strings.Join(names, ", "))
 }
 
-// grpcHealthPattern is where the gRPC health service is served: gRPC and
+// GRPCHealthPattern is where the gRPC health service is served: gRPC and
 // Connect calls are POSTs to /grpc.health.v1.Health/METHOD.
 const (
-	grpcHealthPath    = "/" + grpchealth.HealthV1ServiceName + "/"
-	grpcHealthPattern = "POST " + grpcHealthPath
+	GRPCHealthPath    = "/" + grpchealth.HealthV1ServiceName + "/"
+	GRPCHealthPattern = "POST " + GRPCHealthPath
 )
 
-// withGRPCHealth returns routes with the gRPC health service's route, in the
+// WithGRPCHealth returns routes with the gRPC health service's route, in the
 // health group, after them.
-func withGRPCHealth(routes []route) []route {
-	return append(slices.Clip(routes), route{Groups: []admit.Group{admit.GroupHealth}, Pattern: grpcHealthPattern,
+func WithGRPCHealth(routes []Route) []Route {
+	return append(slices.Clip(routes), Route{Groups: []admit.Group{admit.GroupHealth}, Pattern: GRPCHealthPattern,
 		from: "the gRPC health service"})
+}
+
+// IsProbe reports a route of health probes: one with a group that is, or is
+// like, the health group. Its over-budget probes are answered from the
+// health cache, never refused.
+func (c *Config) IsProbe(r Route) bool {
+	for _, g := range r.Groups {
+		if g == admit.GroupHealth || c.Likes[g] == admit.GroupHealth {
+			return true
+		}
+	}
+	return false
 }

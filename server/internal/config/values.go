@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"errors"
@@ -21,7 +21,7 @@ import (
 // The parsers of single values. Their errors do not repeat the value: the
 // caller names the flag and the value in front of them.
 
-func parseBool(v string) (bool, error) {
+func ParseBool(v string) (bool, error) {
 	b, err := strconv.ParseBool(v)
 	if err != nil {
 		return false, errors.New("not a boolean (use true or false)")
@@ -29,7 +29,7 @@ func parseBool(v string) (bool, error) {
 	return b, nil
 }
 
-func parseAddr(v string) (string, error) {
+func ParseAddr(v string) (string, error) {
 	_, port, err := net.SplitHostPort(v)
 	if err != nil {
 		var aerr *net.AddrError
@@ -76,18 +76,18 @@ func parsePath(v string) (string, error) {
 	return v, nil
 }
 
-// storeFail is what a request gets while the shared store cannot decide.
-type storeFail string
+// StoreFail is what a request gets while the shared store cannot decide.
+type StoreFail string
 
 const (
-	storeFailClosed storeFail = "closed" // refused with 503
-	storeFailOpen   storeFail = "open"   // admitted without a limit
-	storeFailLocal  storeFail = "local"  // decided by this replica's own buckets at 1/--replicas of the budget
+	StoreFailClosed StoreFail = "closed" // refused with 503
+	StoreFailOpen   StoreFail = "open"   // admitted without a limit
+	StoreFailLocal  StoreFail = "local"  // decided by this replica's own buckets at 1/--replicas of the budget
 )
 
-func parseStoreFail(v string) (storeFail, error) {
-	switch f := storeFail(v); f {
-	case storeFailClosed, storeFailOpen, storeFailLocal:
+func parseStoreFail(v string) (StoreFail, error) {
+	switch f := StoreFail(v); f {
+	case StoreFailClosed, StoreFailOpen, StoreFailLocal:
 		return f, nil
 	}
 	return "", errors.New("want closed, open or local")
@@ -96,17 +96,17 @@ func parseStoreFail(v string) (storeFail, error) {
 // checkStoreFail ties --store-fail and --replicas together: local needs
 // the number of replicas, since each then admits its share of the budget,
 // and --replicas means nothing otherwise.
-func checkStoreFail(c *config, set *optionSet) error {
+func checkStoreFail(c *Config, set *OptionSet) error {
 	if c.StoreFail == "" {
-		c.StoreFail = storeFailClosed
+		c.StoreFail = StoreFailClosed
 	}
-	replicas, given := set.from("replicas")
-	switch from, set := set.from("store-fail"); {
+	replicas, given := set.From("replicas")
+	switch from, set := set.From("store-fail"); {
 	case set && c.Store.Kind == storeurl.Memory:
 		return fmt.Errorf("admit: %s is set but the store is memory: it applies to a shared store only", from)
-	case c.StoreFail == storeFailLocal && !given:
-		return fmt.Errorf("admit: %s needs --replicas (%s): how many replicas share the store, so that each admits its share while it is down", from, envName("replicas"))
-	case c.StoreFail != storeFailLocal && given:
+	case c.StoreFail == StoreFailLocal && !given:
+		return fmt.Errorf("admit: %s needs --replicas (%s): how many replicas share the store, so that each admits its share while it is down", from, EnvName("replicas"))
+	case c.StoreFail != StoreFailLocal && given:
 		return fmt.Errorf("admit: %s is set but --store-fail is %s: it applies to --store-fail local only", replicas, c.StoreFail)
 	}
 	return nil
@@ -147,9 +147,9 @@ func parseLogFormat(v string) (string, error) {
 	return v, nil
 }
 
-// parseLogLevel reads a level as slog names them; slog's own error names
+// ParseLogLevel reads a level as slog names them; slog's own error names
 // its package and repeats the value.
-func parseLogLevel(v string) (slog.Level, error) {
+func ParseLogLevel(v string) (slog.Level, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(v)); err != nil {
 		return 0, errors.New("want debug, info, warn or error")
@@ -214,8 +214,8 @@ var unkeyableHeaders = map[string]string{
 	"Trailer":           "the server takes it out of the request's headers when the body is chunked, so a client leaves it out at will",
 }
 
-// keyText returns a key as the config file spells it.
-func keyText(k admit.Key) string {
+// KeyText returns a key as the config file spells it.
+func KeyText(k admit.Key) string {
 	switch {
 	case k.Header != "":
 		return "header:" + k.Header
@@ -232,16 +232,16 @@ func keyText(k admit.Key) string {
 // host picks the rest of its address at will, so a longer IPv6 prefix would
 // widen nothing and is refused.
 func parsePrefixBits(v string, most int) (int, error) {
-	most = min(most, clientIPv6Bits)
+	most = min(most, ClientIPv6Bits)
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > most {
-		if most == clientIPv6Bits {
-			return 0, fmt.Errorf("want a prefix length from 1 to %d: admit keys an IPv6 client by its /%d already", most, clientIPv6Bits)
+		if most == ClientIPv6Bits {
+			return 0, fmt.Errorf("want a prefix length from 1 to %d: admit keys an IPv6 client by its /%d already", most, ClientIPv6Bits)
 		}
 		return 0, fmt.Errorf("want a prefix length from 1 to %d", most)
 	}
 	return n, nil
 }
 
-// clientIPv6Bits is the prefix an IPv6 client is keyed by at the narrowest.
-const clientIPv6Bits = 64
+// ClientIPv6Bits is the prefix an IPv6 client is keyed by at the narrowest.
+const ClientIPv6Bits = 64

@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"maps"
 	"net/netip"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -25,26 +27,26 @@ import (
 // says otherwise, so that cases need not repeat it.
 const app = "http://app.internal:3000"
 
-// parse runs parseConfig with args and an environment of env over
+// parse runs Parse with args and an environment of env over
 // ADMIT_UPSTREAM=app.
-func parse(t *testing.T, args []string, env map[string]string) (config, error) {
+func parse(t *testing.T, args []string, env map[string]string) (Config, error) {
 	t.Helper()
 	full := map[string]string{"ADMIT_UPSTREAM": app}
 	for k, v := range env {
 		full[k] = v
 	}
 	var out bytes.Buffer
-	return parseConfig(args, func(k string) string { return full[k] }, &out)
+	return Parse(args, func(k string) string { return full[k] }, &out)
 }
 
 // defaults is what parse answers with no arguments.
-func defaults() config {
-	return config{
+func defaults() Config {
+	return Config{
 		Listen:            ":8080",
 		Upstream:          mustURL(app),
 		Store:             storeurl.Store{Kind: storeurl.Memory},
 		StoreMigrate:      true,
-		StoreFail:         storeFailClosed,
+		StoreFail:         StoreFailClosed,
 		RouteFolding:      true,
 		MaxConns:          4096,
 		MaxConnsPerClient: 64,
@@ -56,7 +58,7 @@ func defaults() config {
 
 // describe prints every field of c, so that comparisons show the whole
 // configuration and pointers print as what they point to.
-func describe(c config) string {
+func describe(c Config) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Listen=%q Upstream=%v UpstreamHealth=%q Demo=%v\n", c.Listen, c.Upstream, c.UpstreamHealth, c.Demo)
 	for _, r := range c.Routes {
@@ -97,161 +99,161 @@ func TestParseConfig(t *testing.T) {
 		name string
 		args []string
 		env  map[string]string
-		want func(c *config) // changes from defaults()
+		want func(c *Config) // changes from defaults()
 	}{
-		{"defaults", nil, nil, func(c *config) {}},
+		{"defaults", nil, nil, func(c *Config) {}},
 
-		{"listen flag", []string{"--listen", "127.0.0.1:9000"}, nil, func(c *config) { c.Listen = "127.0.0.1:9000" }},
-		{"listen env", nil, map[string]string{"ADMIT_LISTEN": ":7000"}, func(c *config) { c.Listen = ":7000" }},
-		{"listen flag over env", []string{"-listen=:9000"}, map[string]string{"ADMIT_LISTEN": ":7000"}, func(c *config) { c.Listen = ":9000" }},
-		{"listen IPv6", []string{"--listen", "[::1]:8080"}, nil, func(c *config) { c.Listen = "[::1]:8080" }},
+		{"listen flag", []string{"--listen", "127.0.0.1:9000"}, nil, func(c *Config) { c.Listen = "127.0.0.1:9000" }},
+		{"listen env", nil, map[string]string{"ADMIT_LISTEN": ":7000"}, func(c *Config) { c.Listen = ":7000" }},
+		{"listen flag over env", []string{"-listen=:9000"}, map[string]string{"ADMIT_LISTEN": ":7000"}, func(c *Config) { c.Listen = ":9000" }},
+		{"listen IPv6", []string{"--listen", "[::1]:8080"}, nil, func(c *Config) { c.Listen = "[::1]:8080" }},
 
-		{"upstream flag", []string{"--upstream", "https://example.com/base"}, nil, func(c *config) {
+		{"upstream flag", []string{"--upstream", "https://example.com/base"}, nil, func(c *Config) {
 			c.Upstream = mustURL("https://example.com/base")
 		}},
-		{"upstream flag over env", []string{"--upstream", "http://127.0.0.1:3000"}, nil, func(c *config) {
+		{"upstream flag over env", []string{"--upstream", "http://127.0.0.1:3000"}, nil, func(c *Config) {
 			c.Upstream = mustURL("http://127.0.0.1:3000")
 		}},
-		{"upstream env", nil, map[string]string{"ADMIT_UPSTREAM": "http://localhost:5000"}, func(c *config) {
+		{"upstream env", nil, map[string]string{"ADMIT_UPSTREAM": "http://localhost:5000"}, func(c *Config) {
 			c.Upstream = mustURL("http://localhost:5000")
 		}},
 
-		{"demo flag without upstream", []string{"--demo"}, map[string]string{"ADMIT_UPSTREAM": ""}, func(c *config) {
-			c.Demo, c.Upstream, c.Routes, c.UpstreamHealth = true, nil, demoRoutes, demoHealthPath
+		{"demo flag without upstream", []string{"--demo"}, map[string]string{"ADMIT_UPSTREAM": ""}, func(c *Config) {
+			c.Demo, c.Upstream, c.Routes, c.UpstreamHealth = true, nil, demoRoutes, DemoHealthPath
 		}},
-		{"demo env", nil, map[string]string{"ADMIT_DEMO": "1", "ADMIT_UPSTREAM": ""}, func(c *config) {
-			c.Demo, c.Upstream, c.Routes, c.UpstreamHealth = true, nil, demoRoutes, demoHealthPath
+		{"demo env", nil, map[string]string{"ADMIT_DEMO": "1", "ADMIT_UPSTREAM": ""}, func(c *Config) {
+			c.Demo, c.Upstream, c.Routes, c.UpstreamHealth = true, nil, demoRoutes, DemoHealthPath
 		}},
-		{"demo flag false over env", []string{"--demo=false"}, map[string]string{"ADMIT_DEMO": "true"}, func(c *config) {}},
-		{"demo with upstream", []string{"--demo"}, nil, func(c *config) { c.Demo, c.Routes = true, demoRoutes }},
-		{"demo with routes keeps them", []string{"--demo", "--route", "link=GET /x/{id}"}, nil, func(c *config) {
-			c.Demo, c.Routes = true, []route{{Groups: []admit.Group{admit.GroupLink}, Pattern: "GET /x/{id}"}}
-		}},
-
-		{"routes", []string{"--route", "webhook=POST /hooks/{name}", "--route", "link=GET /l/{id}", "--route=health=GET /healthz"}, nil, func(c *config) {
-			c.Routes = []route{{Groups: []admit.Group{admit.GroupWebhook}, Pattern: "POST /hooks/{name}"}, {Groups: []admit.Group{admit.GroupLink}, Pattern: "GET /l/{id}"}, {Groups: []admit.Group{admit.GroupHealth}, Pattern: "GET /healthz"}}
-		}},
-		{"route with host and no method", []string{"--route", "link=example.com/s/"}, nil, func(c *config) {
-			c.Routes = []route{{Groups: []admit.Group{admit.GroupLink}, Pattern: "example.com/s/"}}
+		{"demo flag false over env", []string{"--demo=false"}, map[string]string{"ADMIT_DEMO": "true"}, func(c *Config) {}},
+		{"demo with upstream", []string{"--demo"}, nil, func(c *Config) { c.Demo, c.Routes = true, demoRoutes }},
+		{"demo with routes keeps them", []string{"--demo", "--route", "link=GET /x/{id}"}, nil, func(c *Config) {
+			c.Demo, c.Routes = true, []Route{{Groups: []admit.Group{admit.GroupLink}, Pattern: "GET /x/{id}"}}
 		}},
 
-		{"trusted proxies flag", []string{"--trusted-proxy", "10.0.0.0/8, ::1/128 192.0.2.7"}, nil, func(c *config) {
+		{"routes", []string{"--route", "webhook=POST /hooks/{name}", "--route", "link=GET /l/{id}", "--route=health=GET /healthz"}, nil, func(c *Config) {
+			c.Routes = []Route{{Groups: []admit.Group{admit.GroupWebhook}, Pattern: "POST /hooks/{name}"}, {Groups: []admit.Group{admit.GroupLink}, Pattern: "GET /l/{id}"}, {Groups: []admit.Group{admit.GroupHealth}, Pattern: "GET /healthz"}}
+		}},
+		{"route with host and no method", []string{"--route", "link=example.com/s/"}, nil, func(c *Config) {
+			c.Routes = []Route{{Groups: []admit.Group{admit.GroupLink}, Pattern: "example.com/s/"}}
+		}},
+
+		{"trusted proxies flag", []string{"--trusted-proxy", "10.0.0.0/8, ::1/128 192.0.2.7"}, nil, func(c *Config) {
 			c.TrustedProxies = prefixes("10.0.0.0/8", "::1/128", "192.0.2.7/32")
 		}},
-		{"trusted proxies repeated", []string{"--trusted-proxy", "127.0.0.1/32", "--trusted-proxy", "::1/128"}, nil, func(c *config) {
+		{"trusted proxies repeated", []string{"--trusted-proxy", "127.0.0.1/32", "--trusted-proxy", "::1/128"}, nil, func(c *Config) {
 			c.TrustedProxies = prefixes("127.0.0.1/32", "::1/128")
 		}},
-		{"trusted proxies env", nil, map[string]string{"ADMIT_TRUSTED_PROXY": "172.16.0.0/12"}, func(c *config) {
+		{"trusted proxies env", nil, map[string]string{"ADMIT_TRUSTED_PROXY": "172.16.0.0/12"}, func(c *Config) {
 			c.TrustedProxies = prefixes("172.16.0.0/12")
 		}},
-		{"trusted proxies, the older variable", nil, map[string]string{"ADMIT_TRUSTED_PROXIES": "172.16.0.0/12"}, func(c *config) {
+		{"trusted proxies, the older variable", nil, map[string]string{"ADMIT_TRUSTED_PROXIES": "172.16.0.0/12"}, func(c *Config) {
 			c.TrustedProxies = prefixes("172.16.0.0/12")
 		}},
-		{"trusted proxies, the variable over the older one", nil, map[string]string{"ADMIT_TRUSTED_PROXY": "10.2.0.0/16", "ADMIT_TRUSTED_PROXIES": "172.16.0.0/12"}, func(c *config) {
+		{"trusted proxies, the variable over the older one", nil, map[string]string{"ADMIT_TRUSTED_PROXY": "10.2.0.0/16", "ADMIT_TRUSTED_PROXIES": "172.16.0.0/12"}, func(c *Config) {
 			c.TrustedProxies = prefixes("10.2.0.0/16")
 		}},
-		{"trusted proxies flag over env", []string{"--trusted-proxy=10.1.0.0/16"}, map[string]string{"ADMIT_TRUSTED_PROXIES": "172.16.0.0/12"}, func(c *config) {
+		{"trusted proxies flag over env", []string{"--trusted-proxy=10.1.0.0/16"}, map[string]string{"ADMIT_TRUSTED_PROXIES": "172.16.0.0/12"}, func(c *Config) {
 			c.TrustedProxies = prefixes("10.1.0.0/16")
 		}},
 
-		{"trusted proxies empty flag over env", []string{"--trusted-proxy="}, map[string]string{"ADMIT_TRUSTED_PROXIES": "172.16.0.0/12"}, func(c *config) {}},
-		{"trusted proxies mapped and host bits", []string{"--trusted-proxy", "::ffff:10.1.2.3/112,192.168.1.77/24"}, nil, func(c *config) {
+		{"trusted proxies empty flag over env", []string{"--trusted-proxy="}, map[string]string{"ADMIT_TRUSTED_PROXIES": "172.16.0.0/12"}, func(c *Config) {}},
+		{"trusted proxies mapped and host bits", []string{"--trusted-proxy", "::ffff:10.1.2.3/112,192.168.1.77/24"}, nil, func(c *Config) {
 			c.TrustedProxies = prefixes("10.1.0.0/16", "192.168.1.0/24")
 		}},
-		{"proxy protocol flag", []string{"--proxy-protocol-from", "10.0.0.0/24"}, nil, func(c *config) {
+		{"proxy protocol flag", []string{"--proxy-protocol-from", "10.0.0.0/24"}, nil, func(c *Config) {
 			c.ProxyProtocolFrom = prefixes("10.0.0.0/24")
 		}},
-		{"proxy protocol env", nil, map[string]string{"ADMIT_PROXY_PROTOCOL_FROM": "10.0.0.0/24,10.0.1.0/24"}, func(c *config) {
+		{"proxy protocol env", nil, map[string]string{"ADMIT_PROXY_PROTOCOL_FROM": "10.0.0.0/24,10.0.1.0/24"}, func(c *Config) {
 			c.ProxyProtocolFrom = prefixes("10.0.0.0/24", "10.0.1.0/24")
 		}},
-		{"proxy protocol flag over env", []string{"--proxy-protocol-from", "10.9.0.0/16"}, map[string]string{"ADMIT_PROXY_PROTOCOL_FROM": "10.0.0.0/24"}, func(c *config) {
+		{"proxy protocol flag over env", []string{"--proxy-protocol-from", "10.9.0.0/16"}, map[string]string{"ADMIT_PROXY_PROTOCOL_FROM": "10.0.0.0/24"}, func(c *Config) {
 			c.ProxyProtocolFrom = prefixes("10.9.0.0/16")
 		}},
 
-		{"shadow flag", []string{"--shadow"}, nil, func(c *config) { c.Shadow = true }},
-		{"shadow env", nil, map[string]string{"ADMIT_SHADOW": "true"}, func(c *config) { c.Shadow = true }},
-		{"disable limits flag, the alias of --shadow", []string{"--disable-anon-route-limits"}, nil, func(c *config) { c.Shadow = true }},
-		{"disable limits env", nil, map[string]string{"ADMIT_DISABLE_ANON_ROUTE_LIMITS": "T"}, func(c *config) { c.Shadow = true }},
-		{"disable limits env false", nil, map[string]string{"ADMIT_DISABLE_ANON_ROUTE_LIMITS": "0"}, func(c *config) {}},
-		{"disable limits flag over env", []string{"--disable-anon-route-limits=false"}, map[string]string{"ADMIT_DISABLE_ANON_ROUTE_LIMITS": "true"}, func(c *config) {}},
-		{"shadow env over the alias's", nil, map[string]string{"ADMIT_SHADOW": "false", "ADMIT_DISABLE_ANON_ROUTE_LIMITS": "true"}, func(c *config) {}},
+		{"shadow flag", []string{"--shadow"}, nil, func(c *Config) { c.Shadow = true }},
+		{"shadow env", nil, map[string]string{"ADMIT_SHADOW": "true"}, func(c *Config) { c.Shadow = true }},
+		{"disable limits flag, the alias of --shadow", []string{"--disable-anon-route-limits"}, nil, func(c *Config) { c.Shadow = true }},
+		{"disable limits env", nil, map[string]string{"ADMIT_DISABLE_ANON_ROUTE_LIMITS": "T"}, func(c *Config) { c.Shadow = true }},
+		{"disable limits env false", nil, map[string]string{"ADMIT_DISABLE_ANON_ROUTE_LIMITS": "0"}, func(c *Config) {}},
+		{"disable limits flag over env", []string{"--disable-anon-route-limits=false"}, map[string]string{"ADMIT_DISABLE_ANON_ROUTE_LIMITS": "true"}, func(c *Config) {}},
+		{"shadow env over the alias's", nil, map[string]string{"ADMIT_SHADOW": "false", "ADMIT_DISABLE_ANON_ROUTE_LIMITS": "true"}, func(c *Config) {}},
 
-		{"store memory", []string{"--store", "memory"}, nil, func(c *config) {}},
-		{"store postgres", []string{"--store", "postgres://admit:s3cret@db:5432/admit?sslmode=disable"}, nil, func(c *config) {
+		{"store memory", []string{"--store", "memory"}, nil, func(c *Config) {}},
+		{"store postgres", []string{"--store", "postgres://admit:s3cret@db:5432/admit?sslmode=disable"}, nil, func(c *Config) {
 			c.Store = storeurl.Store{Kind: storeurl.Postgres, URL: "postgres://admit:s3cret@db:5432/admit?sslmode=disable"}
 		}},
-		{"store postgresql scheme", []string{"--store", "postgresql://db/admit"}, nil, func(c *config) {
+		{"store postgresql scheme", []string{"--store", "postgresql://db/admit"}, nil, func(c *Config) {
 			c.Store = storeurl.Store{Kind: storeurl.Postgres, URL: "postgresql://db/admit"}
 		}},
-		{"store redis env", nil, map[string]string{"ADMIT_STORE": "redis://cache:6379/0"}, func(c *config) {
+		{"store redis env", nil, map[string]string{"ADMIT_STORE": "redis://cache:6379/0"}, func(c *Config) {
 			c.Store = storeurl.Store{Kind: storeurl.Redis, URL: "redis://cache:6379/0"}
 		}},
-		{"store rediss", []string{"--store", "rediss://cache:6380"}, nil, func(c *config) {
+		{"store rediss", []string{"--store", "rediss://cache:6380"}, nil, func(c *Config) {
 			c.Store = storeurl.Store{Kind: storeurl.Redis, URL: "rediss://cache:6380"}
 		}},
-		{"store flag over env", []string{"--store", "memory"}, map[string]string{"ADMIT_STORE": "redis://cache:6379"}, func(c *config) {}},
+		{"store flag over env", []string{"--store", "memory"}, map[string]string{"ADMIT_STORE": "redis://cache:6379"}, func(c *Config) {}},
 
-		{"store migrate off", []string{"--store-migrate=false"}, nil, func(c *config) { c.StoreMigrate = false }},
-		{"store migrate env off", nil, map[string]string{"ADMIT_STORE_MIGRATE": "false"}, func(c *config) { c.StoreMigrate = false }},
-		{"store migrate flag over env", []string{"--store-migrate"}, map[string]string{"ADMIT_STORE_MIGRATE": "false"}, func(c *config) {}},
+		{"store migrate off", []string{"--store-migrate=false"}, nil, func(c *Config) { c.StoreMigrate = false }},
+		{"store migrate env off", nil, map[string]string{"ADMIT_STORE_MIGRATE": "false"}, func(c *Config) { c.StoreMigrate = false }},
+		{"store migrate flag over env", []string{"--store-migrate"}, map[string]string{"ADMIT_STORE_MIGRATE": "false"}, func(c *Config) {}},
 
-		{"store fail open", []string{"--store", "redis://127.0.0.1:6379", "--store-fail", "open"}, nil, func(c *config) {
-			c.Store, c.StoreFail = storeurl.Store{Kind: storeurl.Redis, URL: "redis://127.0.0.1:6379"}, storeFailOpen
+		{"store fail open", []string{"--store", "redis://127.0.0.1:6379", "--store-fail", "open"}, nil, func(c *Config) {
+			c.Store, c.StoreFail = storeurl.Store{Kind: storeurl.Redis, URL: "redis://127.0.0.1:6379"}, StoreFailOpen
 		}},
-		{"store fail local env", nil, map[string]string{"ADMIT_STORE": "redis://127.0.0.1:6379", "ADMIT_STORE_FAIL": "local", "ADMIT_REPLICAS": "3"}, func(c *config) {
-			c.Store, c.StoreFail, c.Replicas = storeurl.Store{Kind: storeurl.Redis, URL: "redis://127.0.0.1:6379"}, storeFailLocal, 3
+		{"store fail local env", nil, map[string]string{"ADMIT_STORE": "redis://127.0.0.1:6379", "ADMIT_STORE_FAIL": "local", "ADMIT_REPLICAS": "3"}, func(c *Config) {
+			c.Store, c.StoreFail, c.Replicas = storeurl.Store{Kind: storeurl.Redis, URL: "redis://127.0.0.1:6379"}, StoreFailLocal, 3
 		}},
-		{"store fail flag over env", []string{"--store-fail=closed"}, map[string]string{"ADMIT_STORE": "redis://127.0.0.1:6379", "ADMIT_STORE_FAIL": "open"}, func(c *config) {
+		{"store fail flag over env", []string{"--store-fail=closed"}, map[string]string{"ADMIT_STORE": "redis://127.0.0.1:6379", "ADMIT_STORE_FAIL": "open"}, func(c *Config) {
 			c.Store = storeurl.Store{Kind: storeurl.Redis, URL: "redis://127.0.0.1:6379"}
 		}},
 
-		{"metrics listen flag", []string{"--metrics-listen", ":0"}, nil, func(c *config) { c.MetricsListen = ":0" }},
-		{"metrics listen env", nil, map[string]string{"ADMIT_METRICS_LISTEN": "0.0.0.0:9100"}, func(c *config) { c.MetricsListen = "0.0.0.0:9100" }},
-		{"metrics listen flag over env", []string{"--metrics-listen", "[::1]:9464"}, map[string]string{"ADMIT_METRICS_LISTEN": ":9100"}, func(c *config) {
+		{"metrics listen flag", []string{"--metrics-listen", ":0"}, nil, func(c *Config) { c.MetricsListen = ":0" }},
+		{"metrics listen env", nil, map[string]string{"ADMIT_METRICS_LISTEN": "0.0.0.0:9100"}, func(c *Config) { c.MetricsListen = "0.0.0.0:9100" }},
+		{"metrics listen flag over env", []string{"--metrics-listen", "[::1]:9464"}, map[string]string{"ADMIT_METRICS_LISTEN": ":9100"}, func(c *Config) {
 			c.MetricsListen = "[::1]:9464"
 		}},
 
-		{"tls flags", []string{"--tls-cert", "cert.pem", "--tls-key", "key.pem"}, nil, func(c *config) { c.TLSCert, c.TLSKey = "cert.pem", "key.pem" }},
-		{"tls env", nil, map[string]string{"ADMIT_TLS_CERT": "/etc/admit/tls.crt", "ADMIT_TLS_KEY": "/etc/admit/tls.key"}, func(c *config) {
+		{"tls flags", []string{"--tls-cert", "cert.pem", "--tls-key", "key.pem"}, nil, func(c *Config) { c.TLSCert, c.TLSKey = "cert.pem", "key.pem" }},
+		{"tls env", nil, map[string]string{"ADMIT_TLS_CERT": "/etc/admit/tls.crt", "ADMIT_TLS_KEY": "/etc/admit/tls.key"}, func(c *Config) {
 			c.TLSCert, c.TLSKey = "/etc/admit/tls.crt", "/etc/admit/tls.key"
 		}},
-		{"tls flag over env, one each", []string{"--tls-cert", "a.pem"}, map[string]string{"ADMIT_TLS_CERT": "b.pem", "ADMIT_TLS_KEY": "k.pem"}, func(c *config) {
+		{"tls flag over env, one each", []string{"--tls-cert", "a.pem"}, map[string]string{"ADMIT_TLS_CERT": "b.pem", "ADMIT_TLS_KEY": "k.pem"}, func(c *Config) {
 			c.TLSCert, c.TLSKey = "a.pem", "k.pem"
 		}},
 
-		{"drain timeout flag", []string{"--drain-timeout", "1m30s"}, nil, func(c *config) { c.DrainTimeout = 90 * time.Second }},
-		{"drain timeout env", nil, map[string]string{"ADMIT_DRAIN_TIMEOUT": "5s"}, func(c *config) { c.DrainTimeout = 5 * time.Second }},
-		{"drain timeout flag over env", []string{"--drain-timeout=10s"}, map[string]string{"ADMIT_DRAIN_TIMEOUT": "5s"}, func(c *config) {
+		{"drain timeout flag", []string{"--drain-timeout", "1m30s"}, nil, func(c *Config) { c.DrainTimeout = 90 * time.Second }},
+		{"drain timeout env", nil, map[string]string{"ADMIT_DRAIN_TIMEOUT": "5s"}, func(c *Config) { c.DrainTimeout = 5 * time.Second }},
+		{"drain timeout flag over env", []string{"--drain-timeout=10s"}, map[string]string{"ADMIT_DRAIN_TIMEOUT": "5s"}, func(c *Config) {
 			c.DrainTimeout = 10 * time.Second
 		}},
 
-		{"upstream health flag", []string{"--upstream-health", "/status?full=1"}, nil, func(c *config) { c.UpstreamHealth = "/status?full=1" }},
-		{"upstream health env", nil, map[string]string{"ADMIT_UPSTREAM_HEALTH": "/healthz"}, func(c *config) { c.UpstreamHealth = "/healthz" }},
-		{"demo with upstream keeps health unset", []string{"--demo", "--upstream", app}, nil, func(c *config) { c.Demo, c.Routes = true, demoRoutes }},
-		{"demo health path overridden", []string{"--demo", "--upstream-health", "/ready"}, map[string]string{"ADMIT_UPSTREAM": ""}, func(c *config) {
+		{"upstream health flag", []string{"--upstream-health", "/status?full=1"}, nil, func(c *Config) { c.UpstreamHealth = "/status?full=1" }},
+		{"upstream health env", nil, map[string]string{"ADMIT_UPSTREAM_HEALTH": "/healthz"}, func(c *Config) { c.UpstreamHealth = "/healthz" }},
+		{"demo with upstream keeps health unset", []string{"--demo", "--upstream", app}, nil, func(c *Config) { c.Demo, c.Routes = true, demoRoutes }},
+		{"demo health path overridden", []string{"--demo", "--upstream-health", "/ready"}, map[string]string{"ADMIT_UPSTREAM": ""}, func(c *Config) {
 			c.Demo, c.Upstream, c.Routes, c.UpstreamHealth = true, nil, demoRoutes, "/ready"
 		}},
 
-		{"policy headers flag", []string{"--policy-headers"}, nil, func(c *config) { c.PolicyHeaders = true }},
-		{"policy headers env", nil, map[string]string{"ADMIT_POLICY_HEADERS": "true"}, func(c *config) { c.PolicyHeaders = true }},
+		{"policy headers flag", []string{"--policy-headers"}, nil, func(c *Config) { c.PolicyHeaders = true }},
+		{"policy headers env", nil, map[string]string{"ADMIT_POLICY_HEADERS": "true"}, func(c *Config) { c.PolicyHeaders = true }},
 
-		{"store prefix with redis", []string{"--store", "redis://cache:6379", "--store-prefix", "shop:"}, nil, func(c *config) {
+		{"store prefix with redis", []string{"--store", "redis://cache:6379", "--store-prefix", "shop:"}, nil, func(c *Config) {
 			c.Store, c.StorePrefix = storeurl.Store{Kind: storeurl.Redis, URL: "redis://cache:6379"}, "shop:"
 		}},
-		{"store table env with postgres", nil, map[string]string{"ADMIT_STORE": "postgres://db/admit", "ADMIT_STORE_TABLE": "limits.admit_quota"}, func(c *config) {
+		{"store table env with postgres", nil, map[string]string{"ADMIT_STORE": "postgres://db/admit", "ADMIT_STORE_TABLE": "limits.admit_quota"}, func(c *Config) {
 			c.Store, c.StoreTable = storeurl.Store{Kind: storeurl.Postgres, URL: "postgres://db/admit"}, "limits.admit_quota"
 		}},
 
-		{"drain delay flag", []string{"--drain-delay", "5s"}, nil, func(c *config) { c.DrainDelay = 5 * time.Second }},
-		{"drain delay env zero", nil, map[string]string{"ADMIT_DRAIN_DELAY": "0s"}, func(c *config) {}},
+		{"drain delay flag", []string{"--drain-delay", "5s"}, nil, func(c *Config) { c.DrainDelay = 5 * time.Second }},
+		{"drain delay env zero", nil, map[string]string{"ADMIT_DRAIN_DELAY": "0s"}, func(c *Config) {}},
 
-		{"log json", []string{"--log-format", "json"}, nil, func(c *config) { c.LogFormat = "json" }},
-		{"log level env", nil, map[string]string{"ADMIT_LOG_LEVEL": "DEBUG"}, func(c *config) { c.LogLevel = slog.LevelDebug }},
-		{"log level flag over env", []string{"--log-level", "warn"}, map[string]string{"ADMIT_LOG_LEVEL": "debug"}, func(c *config) { c.LogLevel = slog.LevelWarn }},
+		{"log json", []string{"--log-format", "json"}, nil, func(c *Config) { c.LogFormat = "json" }},
+		{"log level env", nil, map[string]string{"ADMIT_LOG_LEVEL": "DEBUG"}, func(c *Config) { c.LogLevel = slog.LevelDebug }},
+		{"log level flag over env", []string{"--log-level", "warn"}, map[string]string{"ADMIT_LOG_LEVEL": "debug"}, func(c *Config) { c.LogLevel = slog.LevelWarn }},
 
-		{"config file", []string{"--config", "testdata/full.yaml"}, nil, func(c *config) {
+		{"config file", []string{"--config", "testdata/full.yaml"}, nil, func(c *Config) {
 			c.ConfigFile = "testdata/full.yaml"
-			c.Routes = []route{{Groups: []admit.Group{admit.GroupWebhook}, Pattern: "POST /hooks/github"}, {Groups: []admit.Group{admit.GroupLink}, Pattern: "GET /s/{token}"}, {Groups: []admit.Group{admit.GroupHealth}, Pattern: "GET /ready"}}
+			c.Routes = []Route{{Groups: []admit.Group{admit.GroupWebhook}, Pattern: "POST /hooks/github"}, {Groups: []admit.Group{admit.GroupLink}, Pattern: "GET /s/{token}"}, {Groups: []admit.Group{admit.GroupHealth}, Pattern: "GET /ready"}}
 			c.Budgets = map[admit.Group]admit.Budget{
 				admit.GroupWebhook: {
 					Rate: 100, Burst: 1000, SharedRate: 200.5, SharedBurst: 2000,
@@ -263,19 +265,19 @@ func TestParseConfig(t *testing.T) {
 				admit.GroupHealth: {ReadTimeout: -1, MaxBodyBytes: -1, HoldTimeout: -1},
 			}
 		}},
-		{"config file env", nil, map[string]string{"ADMIT_CONFIG": "testdata/empty.yaml"}, func(c *config) {
+		{"config file env", nil, map[string]string{"ADMIT_CONFIG": "testdata/empty.yaml"}, func(c *Config) {
 			c.ConfigFile = "testdata/empty.yaml"
 		}},
-		{"config file flag over env", []string{"--config", "testdata/empty.yaml"}, map[string]string{"ADMIT_CONFIG": "testdata/full.yaml"}, func(c *config) {
+		{"config file flag over env", []string{"--config", "testdata/empty.yaml"}, map[string]string{"ADMIT_CONFIG": "testdata/full.yaml"}, func(c *Config) {
 			c.ConfigFile = "testdata/empty.yaml"
 		}},
-		{"config file routes then flag routes", []string{"--config", "testdata/full.yaml", "--route", "link=GET /l/{id}"}, nil, func(c *config) {
+		{"config file routes then flag routes", []string{"--config", "testdata/full.yaml", "--route", "link=GET /l/{id}"}, nil, func(c *Config) {
 			c.ConfigFile = "testdata/full.yaml"
-			c.Routes = []route{{Groups: []admit.Group{admit.GroupWebhook}, Pattern: "POST /hooks/github"}, {Groups: []admit.Group{admit.GroupLink}, Pattern: "GET /s/{token}"}, {Groups: []admit.Group{admit.GroupHealth}, Pattern: "GET /ready"}, {Groups: []admit.Group{admit.GroupLink}, Pattern: "GET /l/{id}"}}
+			c.Routes = []Route{{Groups: []admit.Group{admit.GroupWebhook}, Pattern: "POST /hooks/github"}, {Groups: []admit.Group{admit.GroupLink}, Pattern: "GET /s/{token}"}, {Groups: []admit.Group{admit.GroupHealth}, Pattern: "GET /ready"}, {Groups: []admit.Group{admit.GroupLink}, Pattern: "GET /l/{id}"}}
 			full := mustParse(t, []string{"--config", "testdata/full.yaml"})
 			c.Budgets = full.Budgets
 		}},
-		{"config file infinite rate", []string{"--config", "testdata/infinite-rate.yaml"}, nil, func(c *config) {
+		{"config file infinite rate", []string{"--config", "testdata/infinite-rate.yaml"}, nil, func(c *Config) {
 			c.ConfigFile = "testdata/infinite-rate.yaml"
 			c.Budgets = map[admit.Group]admit.Budget{admit.GroupHealth: {Rate: rate.Inf}}
 		}},
@@ -296,7 +298,7 @@ func TestParseConfig(t *testing.T) {
 }
 
 // mustParse parses args over the default test environment.
-func mustParse(t *testing.T, args []string) config {
+func mustParse(t *testing.T, args []string) Config {
 	t.Helper()
 	c, err := parse(t, args, nil)
 	if err != nil {
@@ -526,9 +528,9 @@ func TestVersionFlag(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			var out bytes.Buffer
-			_, err := parseConfig(tt.args, func(k string) string { return map[string]string{"ADMIT_UPSTREAM": app}[k] }, &out)
+			_, err := Parse(tt.args, func(k string) string { return map[string]string{"ADMIT_UPSTREAM": app}[k] }, &out)
 			switch {
-			case tt.printed && !errors.Is(err, errVersion):
+			case tt.printed && !errors.Is(err, ErrVersion):
 				t.Errorf("got %v, want the version printed", err)
 			case !tt.printed && tt.err == "" && err != nil:
 				t.Errorf("got %v, want the configuration", err)
@@ -544,18 +546,18 @@ func TestVersionFlag(t *testing.T) {
 
 func TestParseConfigHelp(t *testing.T) {
 	var out bytes.Buffer
-	_, err := parseConfig([]string{"-h"}, func(string) string { return "" }, &out)
+	_, err := Parse([]string{"-h"}, func(string) string { return "" }, &out)
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("got %v, want %v", err, flag.ErrHelp)
 	}
 	usage := out.String()
-	for _, o := range options {
-		want := append([]string{"--" + o.name}, o.envs()...)
+	for _, o := range Options {
+		want := append([]string{"--" + o.Name}, o.Envs()...)
 		for _, a := range o.aliases {
 			want = append(want, "--"+a)
 		}
-		if o.def != "" {
-			want = append(want, fmt.Sprintf("default %q", o.def))
+		if o.Def != "" {
+			want = append(want, fmt.Sprintf("default %q", o.Def))
 		}
 		for _, w := range want {
 			if w != "" && !strings.Contains(usage, w) {
@@ -568,7 +570,7 @@ func TestParseConfigHelp(t *testing.T) {
 func TestParseConfigQuietOnError(t *testing.T) {
 	// Errors are returned, not printed: the caller prints one line.
 	var out bytes.Buffer
-	_, err := parseConfig([]string{"--nope"}, func(string) string { return "" }, &out)
+	_, err := Parse([]string{"--nope"}, func(string) string { return "" }, &out)
 	if err == nil {
 		t.Fatal("got no error for an unknown flag")
 	}
@@ -583,8 +585,8 @@ func FuzzParseConfig(f *testing.F) {
 	// Seeds: a setting index (modulo the number of settings) and a value,
 	// valid or a near miss, for the settings with the most parsing.
 	seed := func(name, value string) {
-		for i, o := range options {
-			if o.name == name {
+		for i, o := range Options {
+			if o.Name == name {
 				f.Add(uint8(i), value)
 			}
 		}
@@ -606,8 +608,8 @@ func FuzzParseConfig(f *testing.F) {
 	seed("version", "maybe") // refused, naming --version
 	seed("log-level", "verbose")
 	f.Fuzz(func(t *testing.T, index uint8, value string) {
-		s := options[int(index)%len(options)]
-		if s.name == "config" {
+		s := Options[int(index)%len(Options)]
+		if s.Name == "config" {
 			return // a path: the file system, not the parser
 		}
 		env := func(k string) string {
@@ -616,12 +618,35 @@ func FuzzParseConfig(f *testing.F) {
 			}
 			return ""
 		}
-		_, err := parseConfig([]string{"--" + s.name + "=" + value}, env, io.Discard)
-		if errors.Is(err, errVersion) {
+		_, err := Parse([]string{"--" + s.Name + "=" + value}, env, io.Discard)
+		if errors.Is(err, ErrVersion) {
 			return // --version=true: printed, not refused
 		}
-		if err != nil && !strings.HasPrefix(err.Error(), "admit: --"+s.name+" ") {
-			t.Errorf("error does not name --%s: %v", s.name, err)
+		if err != nil && !strings.HasPrefix(err.Error(), "admit: --"+s.Name+" ") {
+			t.Errorf("error does not name --%s: %v", s.Name, err)
 		}
 	})
+}
+
+// TestRestartOnlyCoversEveryOption checks that every setting is either
+// applied by a reload or compared by it, and refused by name.
+func TestRestartOnlyCoversEveryOption(t *testing.T) {
+	// The front is built afresh by every reload, so what it reads is applied.
+	reloaded := map[string]bool{"route": true, "version": true, "upstream-profile": true, "allow-spellings": true}
+	for _, o := range Options {
+		if reloaded[o.Name] == (o.running != nil) {
+			t.Errorf("--%s: a reload applies it: %v; a reload compares it: %v; want exactly one", o.Name, reloaded[o.Name], o.running != nil)
+		}
+	}
+}
+
+// writeConfig writes yaml to a config file of the test's own and returns
+// its path.
+func writeConfig(t *testing.T, yaml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "admit.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"crypto/tls"
@@ -13,34 +13,34 @@ import (
 	"github.com/admitgo/admit/server/storeurl"
 )
 
-// checkOffline runs the checks of startup that need no network: that the
+// CheckOffline runs the checks of startup that need no network: that the
 // certificate loads, that the store's URL and table or prefix are ones its
 // driver takes, and that the routes fit together with the gRPC health
 // service, folded as the server folds them. Its errors are the
 // configuration's, so the process exits 2 on them.
-func (c config) checkOffline() error {
+func (c Config) CheckOffline() error {
 	if c.TLSCert != "" {
 		if _, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey); err != nil {
 			return fmt.Errorf("admit: --tls-cert %q, --tls-key %q: %w", c.TLSCert, c.TLSKey, err)
 		}
 	}
 	if err := c.Store.Check(); err != nil {
-		return storeURLError(c.Store.URL, err)
+		return StoreURLError(c.Store.URL, err)
 	}
 	if c.Store.Kind == storeurl.Postgres {
 		if _, err := pgquota.Schema(c.StoreTable); err != nil {
 			return fmt.Errorf("admit: --store-table %q: %w", c.StoreTable, err)
 		}
 	}
-	_, err := c.routeTable(withGRPCHealth(c.Routes))
+	_, err := c.RouteTable(WithGRPCHealth(c.Routes))
 	return err
 }
 
-// offlineStore returns the store --store names, built as startup builds it
+// OfflineStore returns the store --store names, built as startup builds it
 // but unable to reach its server, for the checks a store makes of its rules
 // before any call; nil for the memory store. Validate must never connect:
 // it runs where the store may be unreachable, or must not be touched.
-func (c config) offlineStore() (quota.Charger, func(), error) {
+func (c Config) OfflineStore() (quota.Charger, func(), error) {
 	quiet := slog.New(slog.DiscardHandler)
 	switch c.Store.Kind {
 	case storeurl.Redis:
@@ -52,7 +52,7 @@ func (c config) offlineStore() (quota.Charger, func(), error) {
 	case storeurl.Postgres:
 		pool, err := storeurl.OfflinePool(c.Store.URL)
 		if err != nil {
-			return nil, nil, storeURLError(c.Store.URL, err)
+			return nil, nil, StoreURLError(c.Store.URL, err)
 		}
 		st, err := pgquota.New(pool, pgquota.Config{Table: c.StoreTable, MeterProvider: noop.NewMeterProvider(), Logger: quiet})
 		if err != nil {
@@ -64,8 +64,8 @@ func (c config) offlineStore() (quota.Charger, func(), error) {
 	return nil, func() {}, nil
 }
 
-// storeURLError names a store URL its driver refuses, without its
+// StoreURLError names a store URL its driver refuses, without its
 // password; storeurl's errors never repeat the URL.
-func storeURLError(u string, err error) error {
+func StoreURLError(u string, err error) error {
 	return fmt.Errorf("admit: --store %q: %w", storeurl.Redact(u), err)
 }

@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"go/ast"
@@ -23,9 +23,9 @@ func TestFileKeysSpelledOnce(t *testing.T) {
 	for _, f := range budgetFields {
 		keys = append(keys, f.key)
 	}
-	keys = append(keys, []string{fieldRoutes, fieldBudgets, fieldGroup, fieldPattern, "cost", "upstream_profile", "allow_spellings"}...)
+	keys = append(keys, []string{FieldRoutes, fieldBudgets, FieldGroup, FieldPattern, "cost", "upstream_profile", "allow_spellings"}...)
 	in := make(map[string]map[string]bool)
-	for _, dir := range []string{".", "../cmd"} {
+	for _, dir := range []string{"../..", "../../../cmd"} { // the server, with its packages, and the binary
 		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 				return err
@@ -67,7 +67,7 @@ func TestFileKeysSpelledOnce(t *testing.T) {
 // combination errors name, so that a new check cannot leak a Go name into
 // the server's errors about its config file.
 func TestDoorWordsCoverTheDoor(t *testing.T) {
-	paths, err := filepath.Glob("../*.go")
+	paths, err := filepath.Glob("../../../*.go") // the door
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"errors"
@@ -23,10 +23,10 @@ import (
 // by a value the client chooses. It resolves the budgets as the door will,
 // so a default counts as a given value would. file names the config file in
 // errors about its routes.
-func (c *config) checkRoutes(file string) error {
-	door, err := c.door()
+func (c *Config) checkRoutes(file string) error {
+	door, err := c.Door()
 	if err != nil {
-		return c.budgetsError(err)
+		return c.BudgetsError(err)
 	}
 	defer door.Close()
 	for _, r := range c.Routes {
@@ -41,31 +41,31 @@ func (c *config) checkRoutes(file string) error {
 			if name := k.PathValue; name != "" && !hasWildcard(r.Pattern, name) {
 				return fmt.Errorf("admit: %s: group %q is keyed by path:%s, but pattern %q has no {%s} wildcard", where, g, name, r.Pattern, name)
 			}
-			if r.cost() > b.Burst {
+			if r.Spend() > b.Burst {
 				holds := fmt.Sprintf("its burst is %d", b.Burst)
 				if b.Algorithm == admit.FixedWindow {
 					holds = fmt.Sprintf("its limit is %d", b.Limit)
 				}
-				return fmt.Errorf("admit: %s: cost %d is more than group %q ever admits (%s)", where, r.cost(), g, holds)
+				return fmt.Errorf("admit: %s: cost %d is more than group %q ever admits (%s)", where, r.Spend(), g, holds)
 			}
 			// Once the client table is full, newcomers spend from the
 			// shared bucket, so a cost above it would refuse them all. A
 			// group on a shared store keeps neither, as long as the store
 			// decides; an unlimited rate never asks the store.
 			onStore := c.Store.Kind != storeurl.Memory && !(b.Algorithm == admit.TokenBucket && b.Rate == rate.Inf)
-			if !onStore && r.cost() > b.SharedBurst {
-				return fmt.Errorf("admit: %s: cost %d is more than group %q admits from its shared bucket, which serves clients once its table is full (its shared_burst is %d)", where, r.cost(), g, b.SharedBurst)
+			if !onStore && r.Spend() > b.SharedBurst {
+				return fmt.Errorf("admit: %s: cost %d is more than group %q admits from its shared bucket, which serves clients once its table is full (its shared_burst is %d)", where, r.Spend(), g, b.SharedBurst)
 			}
-			if onStore && c.StoreFail == storeFailLocal {
+			if onStore && c.StoreFail == StoreFailLocal {
 				holds := b.Burst
 				if b.Algorithm == admit.FixedWindow {
 					holds = b.Limit
 				}
-				if share := max(1, holds/c.Replicas); r.cost() > share {
-					return fmt.Errorf("admit: %s: cost %d is more than group %q admits on one replica while the store is down (%d divided by --replicas %d is %d)", where, r.cost(), g, holds, c.Replicas, share)
+				if share := max(1, holds/c.Replicas); r.Spend() > share {
+					return fmt.Errorf("admit: %s: cost %d is more than group %q admits on one replica while the store is down (%d divided by --replicas %d is %d)", where, r.Spend(), g, holds, c.Replicas, share)
 				}
-				if share := max(1, b.SharedBurst/c.Replicas); r.cost() > share {
-					return fmt.Errorf("admit: %s: cost %d is more than group %q admits from its shared bucket on one replica while the store is down (shared_burst %d divided by --replicas %d is %d)", where, r.cost(), g, b.SharedBurst, c.Replicas, share)
+				if share := max(1, b.SharedBurst/c.Replicas); r.Spend() > share {
+					return fmt.Errorf("admit: %s: cost %d is more than group %q admits from its shared bucket on one replica while the store is down (shared_burst %d divided by --replicas %d is %d)", where, r.Spend(), g, b.SharedBurst, c.Replicas, share)
 				}
 			}
 			chosen = chosen && (k.Header != "" || k.PathValue != "") && !k.Authenticated
@@ -78,25 +78,25 @@ func (c *config) checkRoutes(file string) error {
 	return nil
 }
 
-// door returns a door with the configuration's budgets, resolved as the
+// Door returns a door with the configuration's budgets, resolved as the
 // server's, whose metrics and logs go nowhere: for checks and for printing
 // what the server would enforce.
-func (c *config) door() (*admit.Door, error) { return c.doorOn(nil) }
+func (c *Config) Door() (*admit.Door, error) { return c.DoorOn(nil) }
 
-// doorOn is door with every group on the shared store st, as the server
+// DoorOn is door with every group on the shared store st, as the server
 // puts them, so that the door refuses what only a store refuses; nil: the
 // door's own buckets.
-func (c *config) doorOn(st quota.Charger) (*admit.Door, error) {
-	return admit.New(admit.Config{Budgets: doorBudgets(*c, st), MeterProvider: noop.NewMeterProvider(),
+func (c *Config) DoorOn(st quota.Charger) (*admit.Door, error) {
+	return admit.New(admit.Config{Budgets: DoorBudgets(*c, st), MeterProvider: noop.NewMeterProvider(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 }
 
-// budgetsError is err, from a door of the configuration's budgets, in the
+// BudgetsError is err, from a door of the configuration's budgets, in the
 // config file's terms: a group the file gives is named by its field and
 // line, and a rule a store refuses by the store's reason alone, without
 // the rule's name, which the door makes up. An error about no group keeps
 // its words.
-func (c *config) budgetsError(err error) error {
+func (c *Config) BudgetsError(err error) error {
 	var fields interface {
 		Group() admit.Group
 		InWords(func(string) string) string
@@ -130,7 +130,7 @@ func (c *config) budgetsError(err error) error {
 }
 
 // groupError is why, about group g, on the line of the file that gives g.
-func (c *config) groupError(g admit.Group, why string) error {
+func (c *Config) groupError(g admit.Group, why string) error {
 	line, ok := c.budgetLines[g]
 	if !ok {
 		return fmt.Errorf("admit: budgets: group %q: %s", g, why)
@@ -139,11 +139,11 @@ func (c *config) groupError(g admit.Group, why string) error {
 }
 
 // keysOf lists a route's keys, for errors.
-func (c *config) keysOf(door *admit.Door, r route) string {
+func (c *Config) keysOf(door *admit.Door, r Route) string {
 	var keys []string
 	for _, g := range r.Groups {
 		b, _ := door.Budget(g)
-		keys = append(keys, string(g)+": "+keyText(b.Key))
+		keys = append(keys, string(g)+": "+KeyText(b.Key))
 	}
 	return strings.Join(keys, ", ")
 }
@@ -153,12 +153,12 @@ func hasWildcard(pattern, name string) bool {
 	return strings.Contains(pattern, "{"+name+"}") || strings.Contains(pattern, "{"+name+"...}")
 }
 
-// doorBudgets returns the budgets a door enforces for cfg: every built-in
+// DoorBudgets returns the budgets a door enforces for cfg: every built-in
 // group and the file's, each decided on charger when it is not nil (a
 // shared store), with its local fallback under --store-fail local.
-// validate and explain call it with the store offlineStore builds, which
+// validate and explain call it with the store OfflineStore builds, which
 // never connects, so that routes are checked as the server checks them.
-func doorBudgets(cfg config, charger quota.Charger) map[admit.Group]admit.Budget {
+func DoorBudgets(cfg Config, charger quota.Charger) map[admit.Group]admit.Budget {
 	budgets := make(map[admit.Group]admit.Budget)
 	for _, g := range builtInGroups {
 		budgets[g] = admit.Budget{}
@@ -167,7 +167,7 @@ func doorBudgets(cfg config, charger quota.Charger) map[admit.Group]admit.Budget
 	if charger != nil {
 		for g, b := range budgets {
 			b.Store = charger
-			if cfg.StoreFail == storeFailLocal {
+			if cfg.StoreFail == StoreFailLocal {
 				b.Replicas = cfg.Replicas
 			}
 			budgets[g] = b

@@ -1,0 +1,378 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/internal/canon"
+	"github.com/admitgo/admit/server/routes"
+	"github.com/admitgo/admit/server/storeurl"
+)
+
+// demoRoutes are the routes of --demo when neither flags nor the config file
+// give any.
+var demoRoutes = []Route{
+	{Groups: []admit.Group{admit.GroupWebhook}, Pattern: "POST /hooks/{name}"},
+	{Groups: []admit.Group{admit.GroupLink}, Pattern: "GET /l/{id}"},
+	{Groups: []admit.Group{admit.GroupHealth}, Pattern: "GET /healthz"},
+}
+
+// DemoHealthPath is the demo upstream's health endpoint, probed when --demo
+// runs without --upstream.
+const DemoHealthPath = "/healthz"
+
+// Config is the server's configuration, read from flags, the environment and
+// the optional config file, and checked: every field holds a usable value.
+type Config struct {
+	Listen            string                        // address of the proxy, host:port
+	Upstream          *url.URL                      // nil only with Demo: the built-in demo upstream
+	UpstreamHealth    string                        // path of the upstream's health endpoint; empty: none
+	Demo              bool                          // demo routes (unless Routes are given) and, without Upstream, a demo upstream
+	Routes            []Route                       // the config file's routes, then those of --route
+	TrustedProxies    []netip.Prefix                // peers whose forwarding headers are believed; never /0
+	ProxyProtocolFrom []netip.Prefix                // peers that must send a PROXY protocol header
+	Shadow            bool                          // count would_* outcomes, reject nothing
+	PolicyHeaders     bool                          // send RateLimit-Policy and RateLimit fields
+	EscapedSlashes    canon.Slashes                 // what to do with %2F, %5C and \ in paths
+	RouteFolding      bool                          // also match lower-cased paths and a toggled trailing slash
+	MethodOverride    bool                          // forward method override headers and match their methods
+	UpstreamProfile   routes.Profile                //  how the upstream's framework routes; the file's upstream_profile unless given
+	AllowSpellings    canon.Classes                 // spellings let through rather than refused; the file's allow_spellings unless given
+	Store             storeurl.Store                // where per-client tokens are decided
+	StorePrefix       string                        // Redis key prefix; empty: the store's default
+	StoreTable        string                        // PostgreSQL table, may be schema-qualified; empty: the store's default
+	StoreMigrate      bool                          // create the PostgreSQL table at startup when missing
+	StoreFail         StoreFail                     // what a request gets while the store cannot decide
+	Replicas          int                           // replicas sharing the store, for --store-fail local; 0 otherwise
+	MaxConns          int                           // open connections on the proxy's listener; at least 1
+	MaxConnsPerClient int                           // open connections per client key; 0: no cap
+	MetricsListen     string                        // address of /metrics, host:port
+	MetricsMaxConns   int                           // open connections on the metrics listener; at least 1
+	MetricsPerClient  int                           // open connections on the metrics listener per client key; 0: no cap
+	TLSCert, TLSKey   string                        // both set or both empty
+	H2C               bool                          // serve cleartext HTTP/2 with prior knowledge too; never with TLS
+	DrainDelay        time.Duration                 // how long health reports draining before the listener closes
+	DrainTimeout      time.Duration                 // how long in-flight requests may run after SIGTERM; > 0
+	LogFormat         string                        // "text" or "json"
+	LogLevel          slog.Level                    // the least severe level logged
+	AccessLog         string                        // where the access log goes: "-" for stderr; empty: off
+	AccessLogRefusals int                           // refusals the access log writes per second at most
+	ConfigFile        string                        // the YAML file read, if any
+	AdminTokenFile    string                        // the file adminToken was read from; empty: admin writes are off
+	AdminToken        string                        // the bearer token admin writes need; never logged
+	AllowNoRoutes     bool                          // validate only: a configuration without routes passes
+	Stderr            io.Writer                     // where --access-log - writes; nil: os.Stderr
+	Budgets           map[admit.Group]admit.Budget  // the config file's, field by field; nil when it gives none
+	Likes             map[admit.Group]admit.Group   // the built-in group each group is, or is like
+	Async             map[admit.Group]time.Duration // groups in the async mode, by reconcile interval; nil: none
+
+	flagRoutes []Route // those of --route, appended to the file's once it is read
+	// The file's upstream_profile and allow_spellings, which apply unless
+	// a flag or variable gives them; nil when the file does not.
+	fileProfile *routes.Profile
+	fileAllow   *canon.Classes
+
+	file        string              // the config file as errors name it: --config "admit.yaml"
+	budgetLines map[admit.Group]int // the line of each group under the file's budgets
+
+	// Not settings: tests and benchmarks set them.
+	Now       func() time.Time  // the door's clock; nil: time.Now
+	Transport http.RoundTripper // to the upstream; nil: upstream.Transport()
+}
+
+// Route puts requests matching a ServeMux pattern under one or more groups'
+// limits, checked in order, each spending Cost.
+type Route struct {
+	Groups  []admit.Group
+	Pattern string
+	Cost    int    // 0: 1
+	from    string // where it was given, for errors: --route "...", or the file's line and index
+	inFile  bool   // from the config file, whose name from leaves out
+}
+
+// String returns the route as --route takes it, quoted:
+// "per-address,tenant=GET /t/{tenant}".
+func (r Route) String() string { return fmt.Sprintf("%q", r.Spec()) }
+
+// Spec is the route as --route takes it.
+func (r Route) Spec() string {
+	names := make([]string, len(r.Groups))
+	for i, g := range r.Groups {
+		names[i] = string(g)
+	}
+	return strings.Join(names, ",") + "=" + r.Pattern
+}
+
+// Spend returns what a request of the route spends in each limit.
+func (r Route) Spend() int { return max(r.Cost, 1) }
+
+// Options are the server's settings, in the order of its usage.
+var Options = []Option{
+	{Name: "listen", arg: "ADDR", Def: ":8080", Usage: "address of the proxy; port 0 picks a free port",
+		Set:     func(c *Config, v string) (err error) { c.Listen, err = ParseAddr(v); return err },
+		running: func(c Config) any { return c.Listen }},
+	{Name: "upstream", arg: "URL", Usage: "the app to proxy to; required unless --demo",
+		Set:     func(c *Config, v string) (err error) { c.Upstream, err = parseUpstream(v); return err },
+		running: func(c Config) any { return c.Upstream }},
+	{Name: "upstream-health", arg: "PATH", Usage: "path of the upstream's health endpoint, probed at most once a second for health answers admit gives itself; without it admit answers serving while it runs",
+		Set:     func(c *Config, v string) (err error) { c.UpstreamHealth, err = parsePath(v); return err },
+		running: func(c Config) any { return c.UpstreamHealth }},
+	{Name: "demo", Def: "false", Usage: "demo routes and, without --upstream, a built-in demo upstream",
+		Set:     func(c *Config, v string) (err error) { c.Demo, err = ParseBool(v); return err },
+		running: func(c Config) any { return c.Demo }},
+	{Name: "route", arg: "GROUP[,GROUP...]=PATTERN", multi: true, NoEnv: true, Usage: "put requests matching a ServeMux pattern under a group's limit (webhook, link, health or one the config file names), or several, checked in order; repeatable; with --demo and no routes, the demo routes",
+		Set: func(c *Config, v string) error { return c.addFlagRoute(v) }},
+	{Name: "trusted-proxy", arg: "CIDRS", multi: true, oldEnv: []string{"ADMIT_TRUSTED_PROXIES"}, Usage: "proxies whose forwarding headers are believed: CIDRs or addresses, comma or space separated; repeatable; /0 refused",
+		Set:     func(c *Config, v string) error { return appendPrefixes(&c.TrustedProxies, v) },
+		running: func(c Config) any { return c.TrustedProxies }},
+	{Name: "proxy-protocol-from", arg: "CIDRS", multi: true, Usage: "peers that must send a PROXY protocol header: CIDRs or addresses, comma or space separated; repeatable",
+		Set:     func(c *Config, v string) error { return appendPrefixes(&c.ProxyProtocolFrom, v) },
+		running: func(c Config) any { return c.ProxyProtocolFrom }},
+	{Name: "shadow", aliases: []string{"disable-anon-route-limits"}, Def: "false", Usage: "shadow mode: reject nothing, count what would have been rejected",
+		Set:     func(c *Config, v string) (err error) { c.Shadow, err = ParseBool(v); return err },
+		running: func(c Config) any { return c.Shadow }},
+	{Name: "policy-headers", Def: "false", Usage: "send the IETF draft RateLimit-Policy and RateLimit fields on the groups' answers",
+		Set:     func(c *Config, v string) (err error) { c.PolicyHeaders, err = ParseBool(v); return err },
+		running: func(c Config) any { return c.PolicyHeaders }},
+	{Name: "escaped-slashes", arg: "POLICY", Def: "reject", Usage: "paths with an encoded slash or backslash (%2F, %5C) or a backslash: reject (400), decode (into /, and forward decoded) or keep (forward as they are; only for upstreams that never decode them)",
+		Set:     func(c *Config, v string) (err error) { c.EscapedSlashes, err = canon.ParseSlashes(v); return err },
+		running: func(c Config) any { return c.EscapedSlashes }},
+	{Name: "route-folding", Def: "true", Usage: "limit a request whose lower-cased path, or path with a trailing slash added or removed, matches a limited route, as upstreams that ignore case or trailing slashes route it; false for upstreams that route exactly",
+		Set:     func(c *Config, v string) (err error) { c.RouteFolding, err = ParseBool(v); return err },
+		running: func(c Config) any { return c.RouteFolding }},
+	{Name: "method-override", Def: "false", Usage: "forward X-HTTP-Method-Override, X-HTTP-Method and X-Method-Override, and limit a request as each method they name too; by default they are removed",
+		Set:     func(c *Config, v string) (err error) { c.MethodOverride, err = ParseBool(v); return err },
+		running: func(c Config) any { return c.MethodOverride }},
+	{Name: "upstream-profile", arg: "PROFILE", Def: "generic", Usage: "how the app's framework maps a request to a handler, so that admit limits every spelling it routes to a limited handler: servlet (path parameters, with --allow-spellings path_parameter; _method), rails (format suffixes, _method in forms), rack (_method in forms), php (front controllers, _method), express (_method), or generic, every one of them",
+		Set: func(c *Config, v string) (err error) { c.UpstreamProfile, err = routes.ParseProfile(v); return err }},
+	{Name: "allow-spellings", arg: "CLASSES", Def: "none", Usage: "spellings to let through rather than refuse with 400, comma separated: path_parameter (; and %3B), encoded_percent (%25), control (escaped control characters), non_ascii (raw bytes above 0x7F, escapes that are not UTF-8), encoded_delimiter (%3F and %23), host (a Host that is not one host and port)",
+		Set: func(c *Config, v string) (err error) { c.AllowSpellings, err = canon.ParseClasses(v); return err }},
+	{Name: "store", arg: "STORE", Def: "memory", Usage: "memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://... (rediss for TLS): where token decisions are shared",
+		Set:     func(c *Config, v string) (err error) { c.Store, err = storeurl.Parse(v); return err },
+		running: func(c Config) any { return c.Store }},
+	{Name: "store-prefix", arg: "PREFIX", Usage: "start of every Redis key; give each deployment sharing a Redis its own (default \"admit:quota:\")",
+		Set:     func(c *Config, v string) error { c.StorePrefix = v; return nil },
+		running: func(c Config) any { return c.StorePrefix }},
+	{Name: "store-table", arg: "TABLE", Usage: "PostgreSQL table, optionally schema-qualified (default \"admit_quota\")",
+		Set:     func(c *Config, v string) error { c.StoreTable = v; return nil },
+		running: func(c Config) any { return c.StoreTable }},
+	{Name: "store-migrate", Def: "true", Usage: "create the PostgreSQL table at startup when missing; false for roles without DDL rights",
+		Set:     func(c *Config, v string) (err error) { c.StoreMigrate, err = ParseBool(v); return err },
+		running: func(c Config) any { return c.StoreMigrate }},
+	{Name: "store-fail", arg: "POLICY", Def: "closed", Usage: "what a request gets while the shared store cannot decide: closed (503), open (admitted without a limit) or local (this replica's own buckets at the budget divided by --replicas)",
+		Set:     func(c *Config, v string) (err error) { c.StoreFail, err = parseStoreFail(v); return err },
+		running: func(c Config) any { return c.StoreFail }},
+	{Name: "replicas", arg: "N", Usage: "with --store-fail local, how many replicas share the store: each decides at 1/N of every budget while it is down",
+		Set:     func(c *Config, v string) (err error) { c.Replicas, err = parseCount(v, 1); return err },
+		running: func(c Config) any { return c.Replicas }},
+	{Name: "max-conns", arg: "N", Def: "4096", Usage: "connections the proxy's listener keeps open at most; newer ones are closed on arrival",
+		Set:     func(c *Config, v string) (err error) { c.MaxConns, err = parseCount(v, 1); return err },
+		running: func(c Config) any { return c.MaxConns }},
+	{Name: "max-conns-per-client", arg: "N", Def: "64", Usage: "connections one client (an IPv4 address or IPv6 /64, after the PROXY protocol) keeps open at most; trusted proxies are exempt; 0: no cap (set it behind an L4 balancer without the PROXY protocol)",
+		Set:     func(c *Config, v string) (err error) { c.MaxConnsPerClient, err = parseCount(v, 0); return err },
+		running: func(c Config) any { return c.MaxConnsPerClient }},
+	{Name: "metrics-listen", arg: "ADDR", Def: "127.0.0.1:9464", Usage: "address of /metrics (and of a /healthz that no budget limits)",
+		Set:     func(c *Config, v string) (err error) { c.MetricsListen, err = ParseAddr(v); return err },
+		running: func(c Config) any { return c.MetricsListen }},
+	{Name: "metrics-max-conns", arg: "N", Def: "64", Usage: "connections the metrics listener keeps open at most; newer ones are closed on arrival",
+		Set:     func(c *Config, v string) (err error) { c.MetricsMaxConns, err = parseCount(v, 1); return err },
+		running: func(c Config) any { return c.MetricsMaxConns }},
+	{Name: "metrics-max-conns-per-client", arg: "N", Def: "8", Usage: "connections one client (an IPv4 address or IPv6 /64, loopback included) keeps open on the metrics listener at most; the default leaves a scraper and a probe on one address room; 0: no cap",
+		Set:     func(c *Config, v string) (err error) { c.MetricsPerClient, err = parseCount(v, 0); return err },
+		running: func(c Config) any { return c.MetricsPerClient }},
+	{Name: "tls-cert", arg: "FILE", Usage: "TLS certificate (PEM); with --tls-key, serves HTTPS and HTTP/2",
+		Set:     func(c *Config, v string) error { c.TLSCert = v; return nil },
+		running: func(c Config) any { return c.TLSCert }},
+	{Name: "tls-key", arg: "FILE", Usage: "TLS private key (PEM)",
+		Set:     func(c *Config, v string) error { c.TLSKey = v; return nil },
+		running: func(c Config) any { return c.TLSKey }},
+	{Name: "h2c", Def: "false", Usage: "also serve cleartext HTTP/2 with prior knowledge on the proxy's listener, for gRPC clients and probes without TLS (Kubernetes gRPC probes, grpc-health-probe); not with --tls-cert, which serves HTTP/2 over TLS",
+		Set:     func(c *Config, v string) (err error) { c.H2C, err = ParseBool(v); return err },
+		running: func(c Config) any { return c.H2C }},
+	{Name: "drain-delay", arg: "DURATION", Def: "0s", Usage: "after SIGTERM, how long health reports draining while new connections are still served, so load balancers notice first",
+		Set:     func(c *Config, v string) (err error) { c.DrainDelay, err = parseDuration(v, false); return err },
+		running: func(c Config) any { return c.DrainDelay }},
+	{Name: "drain-timeout", arg: "DURATION", Def: "25s", Usage: "how long in-flight requests may finish after the listener closes",
+		Set:     func(c *Config, v string) (err error) { c.DrainTimeout, err = parseDuration(v, true); return err },
+		running: func(c Config) any { return c.DrainTimeout }},
+	{Name: "log-format", arg: "FORMAT", Def: "text", Usage: "text or json",
+		Set:     func(c *Config, v string) (err error) { c.LogFormat, err = parseLogFormat(v); return err },
+		running: func(c Config) any { return c.LogFormat }},
+	{Name: "log-level", arg: "LEVEL", Def: "info", Usage: "debug, info, warn or error",
+		Set:     func(c *Config, v string) (err error) { c.LogLevel, err = ParseLogLevel(v); return err },
+		running: func(c Config) any { return c.LogLevel }},
+	{Name: "access-log", arg: "FILE", Usage: "write a JSON line for every request a limit decides, and for every request refused as malformed, to FILE (appended to, and opened again on reload, after rotation) or to stderr for -; off by default",
+		Set:     func(c *Config, v string) error { c.AccessLog = v; return nil },
+		running: func(c Config) any { return c.AccessLog }},
+	{Name: "access-log-refusals", arg: "N", Def: "100", Usage: "refused requests (and shadow mode's would-be refusals, and requests the store's failure policy decided) the access log writes per second at most, malformed requests and a limit's lines each, so that a flood cannot fill a disk; the next such line counts those left out in \"suppressed\"; 0: none",
+		Set:     func(c *Config, v string) (err error) { c.AccessLogRefusals, err = parseCount(v, 0); return err },
+		running: func(c Config) any { return c.AccessLogRefusals }},
+	{Name: "config", arg: "FILE", Usage: "YAML file with routes and budgets per group",
+		Set:     func(c *Config, v string) error { c.ConfigFile = v; return nil },
+		running: func(c Config) any { return c.ConfigFile }},
+	{Name: "admin-token-file", arg: "FILE", Usage: "file holding the bearer token that reading and resetting a client on the metrics listener (GET and DELETE /admit/groups/GROUP/clients/KEY) require; read again on reload; without it resets are refused and client reads are answered to loopback peers only",
+		Set:     func(c *Config, v string) error { c.AdminTokenFile = v; return nil },
+		running: func(c Config) any { return c.AdminTokenFile }},
+	{Name: "version", Def: "false", NoEnv: true, Usage: "print the version and exit",
+		Set: func(c *Config, v string) error { return nil }},
+}
+
+// Parse reads the configuration from args (without the program name),
+// with getenv as the environment: a flag wins over its variable, a variable
+// over the default, and an empty variable counts as unset. With -h it writes
+// the usage to out and returns flag.ErrHelp; otherwise it writes nothing, and
+// every error starts with "admit: " and names the flag, variable or config
+// file and the value it rejects.
+func Parse(args []string, getenv func(string) string, out io.Writer) (Config, error) {
+	c, err := ParseWith("admit", Options, args, getenv, out, printUsage)
+	if err == nil && c.Upstream == nil && !c.Demo {
+		return Config{}, errors.New("admit: --upstream (or ADMIT_UPSTREAM) is required unless --demo is set")
+	}
+	return c, err
+}
+
+// ParseWith is Parse for a command named name, which takes opts
+// and prints usage for -h, without requiring an upstream, which validate
+// never connects to. After --version it prints the version and returns
+// ErrVersion.
+func ParseWith(name string, opts []Option, args []string, getenv func(string) string, out io.Writer, usage func(io.Writer)) (Config, error) {
+	set := NewOptionSet(name, opts)
+	if err := set.Parse(name, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			usage(out)
+		}
+		return Config{}, err
+	}
+	if v := set.given["version"]; len(v) > 0 {
+		on, err := ParseBool(v[len(v)-1])
+		if err != nil {
+			from, _ := set.From("version")
+			return Config{}, fmt.Errorf("admit: %s %q: %w", from, v[len(v)-1], err)
+		}
+		if on {
+			fmt.Fprintln(out, Version())
+			return Config{}, ErrVersion
+		}
+	}
+	if set.FS.NArg() > 0 {
+		return Config{}, set.Unexpected(args, set.FS.Args())
+	}
+	var c Config
+	if err := set.Apply(getenv, &c); err != nil {
+		return Config{}, err
+	}
+	if err := c.Finish(set); err != nil {
+		return Config{}, err
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		given, missing := "tls-cert", "tls-key"
+		if c.TLSCert == "" {
+			given, missing = missing, given
+		}
+		from, _ := set.From(given)
+		return Config{}, fmt.Errorf("admit: %s is set but --%s (%s) is not: give both or neither", from, missing, EnvName(missing))
+	}
+	if c.H2C && c.TLSCert != "" {
+		from, _ := set.From("h2c")
+		return Config{}, fmt.Errorf("admit: %s is set with --tls-cert: h2c is HTTP/2 without TLS, and with TLS admit serves HTTP/2 already; give one or the other", from)
+	}
+	if c.AdminTokenFile != "" {
+		var err error
+		if c.AdminToken, err = readToken(c.AdminTokenFile); err != nil {
+			from, _ := set.From("admin-token-file")
+			return Config{}, fmt.Errorf("admit: %s %q: %w", from, c.AdminTokenFile, err)
+		}
+	}
+	if err := checkStoreFail(&c, set); err != nil {
+		return Config{}, err
+	}
+	for _, only := range []struct {
+		name string
+		kind storeurl.Kind
+	}{{"store-prefix", storeurl.Redis}, {"store-table", storeurl.Postgres}} {
+		if from, ok := set.From(only.name); ok && c.Store.Kind != only.kind {
+			return Config{}, fmt.Errorf("admit: %s is set but the store is %s: it applies to a %s store only", from, c.Store.Kind, only.kind)
+		}
+	}
+	if c.Demo && c.Upstream == nil && c.UpstreamHealth == "" {
+		c.UpstreamHealth = DemoHealthPath
+	}
+	return c, nil
+}
+
+// Finish reads the config file, if any, and puts its routes before those of
+// --route, so that a conflict is reported on the flag; with --demo and no
+// routes at all, the demo routes apply.
+func (c *Config) Finish(set *OptionSet) error {
+	file := ""
+	if c.ConfigFile != "" {
+		from, _ := set.From("config")
+		file = fmt.Sprintf("%s %q", from, c.ConfigFile)
+		c.file = file
+		if err := c.readFile(c.ConfigFile); err != nil {
+			return fmt.Errorf("admit: %s: %w", file, err)
+		}
+	}
+	if _, given := set.From("upstream-profile"); !given && c.fileProfile != nil {
+		c.UpstreamProfile = *c.fileProfile
+	}
+	if _, given := set.From("allow-spellings"); !given && c.fileAllow != nil {
+		c.AllowSpellings = *c.fileAllow
+	}
+	for _, r := range c.flagRoutes {
+		if err := c.addRoute(r); err != nil {
+			return fmt.Errorf("admit: %s: %w", r.from, err)
+		}
+	}
+	c.flagRoutes = nil
+	if c.Demo && len(c.Routes) == 0 {
+		c.Routes = demoRoutes
+	}
+	for _, g := range slices.Sorted(maps.Keys(c.Async)) {
+		if c.Store.Kind == storeurl.Memory {
+			return fmt.Errorf("admit: %s: line %d: budgets.%s.sync: async reconciles with a shared store, and --store is memory: give --store postgres://... or redis://..., or leave sync out", file, c.budgetLines[g], g)
+		}
+	}
+	return c.checkRoutes(file)
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, "Usage: admit [flags]\n"+
+		"       admit explain [flags] METHOD PATH   (admit explain -h for its flags)\n"+
+		"       admit validate [flags]              check a configuration and print what it enforces\n"+
+		"       admit schema [--store-table TABLE]  print the PostgreSQL store's SQL\n"+
+		"       admit rls --config DIR [flags]      Envoy's rate limit service (admit rls -h for its flags)\n\n"+
+		"admit is a rate-limiting reverse proxy for the anonymous routes of an app.\n"+
+		"Each flag may also be set by the environment variable shown; the flag wins.\n\n")
+	PrintOptions(w, Options)
+}
+
+// readToken reads the admin token: the file's content without surrounding
+// white space, which must leave something.
+func readToken(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		var perr *os.PathError
+		if errors.As(err, &perr) {
+			return "", perr.Err // the path is in the message already
+		}
+		return "", err
+	}
+	token := strings.TrimSpace(string(data))
+	if token == "" {
+		return "", errors.New("the file is empty: write the token into it")
+	}
+	return token, nil
+}
