@@ -144,32 +144,31 @@ type Budget struct {
 // validate returns an error naming the group and the first bad field of a
 // resolved budget.
 func (b Budget) validate(g Group) error {
-	bad := func(field string, v any, want string) error {
-		return fmt.Errorf("admit: group %q: %s %v, want %s", g, field, v, want)
-	}
+	// Each field in braces, so that a front words it as its users write
+	// it (see fieldError).
 	switch {
 	case g == "":
 		return fmt.Errorf("admit: a group needs a name")
 	case !(b.Rate > 0) || math.IsNaN(float64(b.Rate)):
-		return bad("Rate", b.Rate, "a positive rate (rate.Inf for no limit)")
+		return fieldsError(g, "{Rate} %v, want a positive rate ({Inf} for no limit)", b.Rate)
 	case b.Burst < 1:
-		return bad("Burst", b.Burst, "at least 1")
+		return fieldsError(g, "{Burst} %v, want at least 1", b.Burst)
 	case !(b.SharedRate > 0) || math.IsNaN(float64(b.SharedRate)):
-		return bad("SharedRate", b.SharedRate, "a positive rate (rate.Inf for no limit)")
+		return fieldsError(g, "{SharedRate} %v, want a positive rate ({Inf} for no limit)", b.SharedRate)
 	case b.SharedBurst < 1:
-		return bad("SharedBurst", b.SharedBurst, "at least 1")
+		return fieldsError(g, "{SharedBurst} %v, want at least 1", b.SharedBurst)
 	case b.PerClient < 1:
-		return bad("PerClient", b.PerClient, "at least 1")
+		return fieldsError(g, "{PerClient} %v, want at least 1", b.PerClient)
 	case b.Inflight < 1:
-		return bad("Inflight", b.Inflight, "at least 1")
+		return fieldsError(g, "{Inflight} %v, want at least 1", b.Inflight)
 	case b.MaxClients < 1 || b.MaxClients > math.MaxInt32:
-		return bad("MaxClients", b.MaxClients, "between 1 and 2^31-1")
+		return fieldsError(g, "{MaxClients} %v, want between 1 and 2^31-1", b.MaxClients)
 	case b.Charge != ChargeAlways && b.Charge != ChargeOnFailure:
-		return bad("Charge", b.Charge, "ChargeAlways or ChargeOnFailure")
+		return fieldsError(g, "{Charge} %v, want {ChargeAlways} or {ChargeOnFailure}", b.Charge)
 	case b.Algorithm > FixedWindow:
-		return bad("Algorithm", b.Algorithm, "TokenBucket or FixedWindow")
+		return fieldsError(g, "{Algorithm} %v, want {TokenBucket} or {FixedWindow}", b.Algorithm)
 	case b.Replicas < 0 || b.Replicas > 0 && b.Store == nil:
-		return bad("Replicas", b.Replicas, "0, or with a Store at least 1")
+		return fieldsError(g, "{Replicas} %v, want 0, or with a {Store} at least 1", b.Replicas)
 	}
 	if err := b.Key.validate(g); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package admit
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -49,10 +50,22 @@ func (e *fieldError) InWords(word func(name string) string) string {
 // Key.Header as Key.Header, a value such as FixedWindow as Algorithm
 // FixedWindow.
 func goWord(name string) string {
-	if name == "FixedWindow" {
+	switch name {
+	case "FixedWindow":
 		return "Algorithm FixedWindow"
+	case "Inf":
+		return "rate.Inf"
+	case "ClientKey":
+		return "a Key without Header, PathValue or Global"
 	}
 	return name
 }
 
-func fieldsError(g Group, why string) error { return &fieldError{group: g, why: why} }
+// fieldsError refuses g's budget for why, a format of args whose names in
+// braces InWords rewrites.
+func fieldsError(g Group, why string, args ...any) error {
+	if len(args) > 0 {
+		why = fmt.Sprintf(why, args...)
+	}
+	return &fieldError{group: g, why: why}
+}

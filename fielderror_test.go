@@ -17,7 +17,7 @@ func TestFieldErrorsNameFieldsInEitherWords(t *testing.T) {
 		"fixed window without a window": {Budget{Algorithm: FixedWindow, Limit: 5}, `admit: group "g": a fixed-window group needs a positive Limit and Window`},
 		"window on a token bucket":      {Budget{Rate: 1, Burst: 1, Window: time.Second}, `admit: group "g": Limit and Window belong to Algorithm FixedWindow`},
 		"no amounts":                    {Budget{Burst: 3}, `admit: group "g": a group of its own needs its Rate and Burst (or Algorithm FixedWindow with a Limit and Window), or Like: webhook, link or health`},
-		"prefix on a header key":        {Budget{Like: GroupLink, Key: Key{Header: "X-T", IPv4Prefix: 24}}, `admit: group "g": Key.IPv4Prefix and Key.IPv6Prefix widen a key by the client, and this key is not one`},
+		"prefix on a header key":        {Budget{Like: GroupLink, Key: Key{Header: "X-T", IPv4Prefix: 24}}, `admit: group "g": Key.IPv4Prefix and Key.IPv6Prefix widen a key by the client's address (a Key without Header, PathValue or Global), and this key is another`},
 	} {
 		_, err := New(Config{Budgets: map[Group]Budget{"g": tc.b}})
 		if err == nil || err.Error() != tc.goWord {

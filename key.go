@@ -99,7 +99,7 @@ func (k Key) validate(g Group) error {
 	case k.IPv6Prefix < 0 || k.IPv6Prefix > 128:
 		return bad("IPv6Prefix %d, want 1 to 128 (0: the client key)", k.IPv6Prefix)
 	case (k.IPv4Prefix != 0 || k.IPv6Prefix != 0) && set > 0:
-		return fieldsError(g, "{Key.IPv4Prefix} and {Key.IPv6Prefix} widen a key by the client, and this key is not one")
+		return fieldsError(g, "{Key.IPv4Prefix} and {Key.IPv6Prefix} widen a key by the client's address ({ClientKey}), and this key is another")
 	case (k.RejectMissing || k.Authenticated) && k.Header == "" && k.PathValue == "":
 		return fieldsError(g, "{Key.RejectMissing} and {Key.Authenticated} apply to a key by {Key.Header} or {Key.PathValue}")
 	case k.Header != "" && strings.ContainsAny(k.Header, " \t:"):

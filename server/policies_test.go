@@ -182,7 +182,7 @@ func TestPolicyConfigErrors(t *testing.T) {
 		{"unknown algorithm", `budgets: {api: {algorithm: leaky, rate: 1, burst: 2}}`, `line 1: budgets.api.algorithm: unknown algorithm "leaky": want token-bucket or fixed-window`},
 		{"a group of its own without a rate", `budgets: {api: {burst: 2}}`, `line 1: budgets.api: a group of its own needs its rate and burst`},
 		{"bad group name", `budgets: {API: {like: link}}`, `line 1: budgets: group name "API": want lowercase letters, digits, - and _`},
-		{"prefix on a header key", `budgets: {api: {rate: 1, burst: 2, key: "header:X-Key", ipv4_prefix: 24}}`, `line 1: budgets.api: ipv4_prefix and ipv6_prefix widen a key by the client, and this key is not one`},
+		{"prefix on a header key", `budgets: {api: {rate: 1, burst: 2, key: "header:X-Key", ipv4_prefix: 24}}`, `line 1: budgets.api: ipv4_prefix and ipv6_prefix widen a key by the client's address (key: peer), and this key is another`},
 		{"bad prefix", `budgets: {api: {rate: 1, burst: 2, ipv4_prefix: 33}}`, `line 1: budgets.api.ipv4_prefix: want a prefix length from 1 to 32`},
 		{"on_missing on a peer key", `budgets: {api: {rate: 1, burst: 2, on_missing: reject}}`, `line 1: budgets.api: on_missing and key_authenticated apply to a key by header:NAME or path:NAME`},
 		{"unknown group in a route", "routes:\n  - {group: [link, nope], pattern: GET /x}", `line 2: routes[0]: unknown group "nope"`},

@@ -280,6 +280,9 @@ var doorWords = map[string]string{
 	"Key.IPv4Prefix": "ipv4_prefix", "Key.IPv6Prefix": "ipv6_prefix",
 	"Key.RejectMissing": "on_missing", "Key.Authenticated": "key_authenticated",
 	"Key.Header": "header:NAME", "Key.PathValue": "path:NAME",
+	"ClientKey": "key: peer", "Inf": ".inf", "SharedBurst": "shared_burst", "PerClient": "per_client", "Inflight": "inflight",
+	"MaxClients": "max_clients", "Charge": "charge_on_failure", "ChargeAlways": "false", "ChargeOnFailure": "true",
+	"Algorithm": "algorithm", "TokenBucket": TokenBucket, "Store": "--store", "Replicas": "--replicas",
 }
 
 // readBudget reads one group's fields onto a draft whose like is the

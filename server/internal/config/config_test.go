@@ -450,6 +450,7 @@ func TestBudgetFields(t *testing.T) {
 		{"per_client: 0", admit.Budget{}, "line 3: budgets.link.per_client: must be at least 1, got 0"},
 		{"inflight: -3", admit.Budget{}, "line 3: budgets.link.inflight: must be at least 1, got -3"},
 		{"max_clients: 0", admit.Budget{}, "line 3: budgets.link.max_clients: must be at least 1, got 0"},
+		{"max_clients: 3000000000", admit.Budget{}, "line 2: budgets.link: max_clients 3000000000, want between 1 and 2^31-1"},
 		{"read_timeout: -1s", admit.Budget{}, "line 3: budgets.link.read_timeout: must not be negative, got -1s"},
 		{"max_body_bytes: -1", admit.Budget{}, "line 3: budgets.link.max_body_bytes: must not be negative, got -1"},
 		{"burst: fast", admit.Budget{}, "line 3: budgets.link.burst: not a whole number"},
