@@ -14,6 +14,8 @@ import (
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/admitgo/admit/quota"
 )
 
 // maxFileBytes bounds one configuration file. Real files are a few
@@ -49,6 +51,9 @@ type rule struct {
 	override                           bool // a descriptor's own limit, named by its values
 	name                               string
 	replaces                           []string
+	// bucket, when not nil, makes the rule admit's token bucket, decided
+	// by the limiter instead of counted in windows (see bucket.go).
+	bucket *quota.Rule
 }
 
 // Domains returns the configured domains, sorted.

@@ -40,8 +40,9 @@ var (
 	_ Counter = (*pgquota.Counter)(nil)
 )
 
-// Failure is what a descriptor gets while the counter cannot count. The
-// zero value is FailError.
+// Failure is what a descriptor gets while the counter cannot count, or,
+// for a token bucket, the limiter cannot decide. The zero value is
+// FailError.
 type Failure uint8
 
 const (
@@ -54,8 +55,8 @@ const (
 	// FailOpen answers OK for every limited descriptor.
 	FailOpen
 	// FailLocal counts in this process's memory instead ([Options].Fallback),
-	// so each replica enforces the limits on its own until the store is
-	// back.
+	// and decides token buckets in a memory limiter of its own, so each
+	// replica enforces the limits on its own until the store is back.
 	FailLocal
 )
 

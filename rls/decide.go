@@ -22,9 +22,11 @@ import (
 type decision struct {
 	matches []match
 	hits    []uint64
-	counted []int // per descriptor: its index in batch, or -1
+	counted []int // per descriptor: its index in batch, or in takes for a token bucket, or -1
 	batch   []Hit
+	takes   []take
 	key     []byte // the hashed key being built
+	failed  bool   // a store failure was counted for this request
 }
 
 // maxPooledKey bounds the key buffer a pooled decision keeps, so that one
@@ -38,10 +40,12 @@ var decisions = sync.Pool{New: func() any { return new(decision) }}
 // descriptor's hits counted in its unit's window (over the limit or not),
 // OVER_LIMIT for a descriptor whose count then passes its limit, and
 // OVER_LIMIT overall when any does; replaced, unlimited, shadow and quota
-// mode rules as there. The error is a *connect.Error: INVALID_ARGUMENT for
-// a request outside the bounds (see [MaxDescriptors]) or that
-// envoyproxy/ratelimit refuses, UNAVAILABLE when the counter fails under
-// [FailError].
+// mode rules as there. A token-bucket rule's descriptor instead spends its
+// hits from its bucket when they fit, and is OVER_LIMIT, spending nothing,
+// when they do not. The error is a *connect.Error: INVALID_ARGUMENT for a
+// request outside the bounds (see [MaxDescriptors]) or that
+// envoyproxy/ratelimit refuses, UNAVAILABLE when the counter or the
+// limiter fails under [FailError].
 func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
 	if err := check(req); err != nil {
 		return nil, s.refuse(ctx, err)
@@ -64,7 +68,12 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	d.keys(req)
 	now := time.Now()
 	if len(d.batch) > 0 {
-		if now, err = s.count(ctx, d.batch); err != nil {
+		if now, err = s.count(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+	if len(d.takes) > 0 {
+		if err := s.take(ctx, d); err != nil {
 			return nil, err
 		}
 	}
@@ -80,11 +89,12 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 func (d *decision) release() {
 	clear(d.matches)
 	clear(d.batch)
+	clear(d.takes)
 	key := d.key[:0]
 	if cap(key) > maxPooledKey {
 		key = nil
 	}
-	*d = decision{matches: d.matches[:0], hits: d.hits[:0], counted: d.counted[:0], batch: d.batch[:0], key: key}
+	*d = decision{matches: d.matches[:0], hits: d.hits[:0], counted: d.counted[:0], batch: d.batch[:0], takes: d.takes[:0], key: key}
 	decisions.Put(d)
 }
 
@@ -137,7 +147,8 @@ func (d *decision) lookup(cfg *Config, req *pb.RateLimitRequest) (int, error) {
 	return unlimited, nil
 }
 
-// keys builds the counter hit of every limited descriptor: the hash of
+// keys builds the counter hit, or the token bucket's take, of every
+// limited descriptor, keyed by the hash of
 // envoyproxy/ratelimit's cache key without its prefix and window (domain,
 // then each entry's key and value, a share_threshold wildcard in place of
 // the value), so that two descriptors share a count exactly when they
@@ -161,6 +172,11 @@ func (d *decision) keys(req *pb.RateLimitRequest) {
 				d.key = appendPart(d.key, e.GetValue())
 			}
 		}
+		if m.rule.bucket != nil {
+			d.counted = append(d.counted, len(d.takes))
+			d.takes = append(d.takes, take{rule: m.rule.bucket, subject: subject(d.key), cost: d.hits[i]})
+			continue
+		}
 		d.counted = append(d.counted, len(d.batch))
 		d.batch = append(d.batch, Hit{Key: subject(d.key), Window: m.rule.window, N: d.hits[i]})
 	}
@@ -183,8 +199,10 @@ func subject(raw []byte) string {
 	return string(hexed[:])
 }
 
-// count counts batch, following the failure policy when the counter fails.
-func (s *Service) count(ctx context.Context, batch []Hit) (time.Time, error) {
+// count counts d's batch, following the failure policy when the counter
+// fails.
+func (s *Service) count(ctx context.Context, d *decision) (time.Time, error) {
+	batch := d.batch
 	now, err := s.counter.Count(ctx, batch)
 	if err == nil {
 		return now, nil
@@ -194,8 +212,7 @@ func (s *Service) count(ctx context.Context, batch []Hit) (time.Time, error) {
 		// is not to blame.
 		return time.Time{}, unavailable(ctx.Err())
 	}
-	s.metrics.failures.Add(ctx, 1, s.metrics.policies[s.failure]...)
-	s.storeLog.Do(func() { s.log.Warn("rls: the counter cannot count", "policy", s.failure.String(), "err", err) })
+	s.failed(ctx, d, "rls: the counter cannot count", err)
 	switch s.failure {
 	case FailClosed:
 		for i := range batch {
@@ -216,18 +233,30 @@ func (s *Service) count(ctx context.Context, batch []Hit) (time.Time, error) {
 	return time.Now(), nil
 }
 
+// failed counts and logs a store failure of d's request: once a request,
+// however many of its calls to the counter and the limiter failed.
+func (s *Service) failed(ctx context.Context, d *decision, msg string, err error) {
+	if d.failed {
+		return
+	}
+	d.failed = true
+	s.metrics.failures.Add(ctx, 1, s.metrics.policies[s.failure]...)
+	s.storeLog.Do(func() { s.log.Warn(msg, "policy", s.failure.String(), "err", err) })
+}
+
 // respond builds the response from the counts, at now (Unix seconds).
 func (s *Service) respond(ctx context.Context, req *pb.RateLimitRequest, d *decision, now int64) *pb.RateLimitResponse {
 	resp, sts, resets := newResponse(len(d.matches))
 	code := pb.RateLimitResponse_OK
 	var closest *pb.RateLimitResponse_DescriptorStatus
+	var closestReset int64 // its duration_until_reset, kept when quota mode drops it
 	least := uint32(math.MaxUint32)
 	withHeaders := s.headers != Headers{}
 	for i, m := range d.matches {
 		st := &sts[i]
 		s.status(ctx, d, i, now, st, &resets[i])
 		if withHeaders && st.CurrentLimit != nil && st.LimitRemaining < least {
-			closest, least = st, st.LimitRemaining
+			closest, least, closestReset = st, st.LimitRemaining, resets[i].Seconds
 		}
 		switch {
 		case m.rule != nil && m.rule.unlimited:
@@ -238,12 +267,12 @@ func (s *Service) respond(ctx context.Context, req *pb.RateLimitRequest, d *deci
 			st.Code, st.DurationUntilReset = pb.RateLimitResponse_OK, nil
 		default:
 			code = pb.RateLimitResponse_OVER_LIMIT
-			closest, least = st, 0
+			closest, least, closestReset = st, 0, resets[i].Seconds
 		}
 		resp.Statuses[i] = st
 	}
 	if closest != nil {
-		resp.ResponseHeadersToAdd = s.limitHeaders(closest, now)
+		resp.ResponseHeadersToAdd = s.limitHeaders(closest, closestReset)
 	}
 	if code == pb.RateLimitResponse_OVER_LIMIT && s.shadow {
 		code = pb.RateLimitResponse_OK
@@ -273,10 +302,37 @@ func newResponse(n int) (*pb.RateLimitResponse, []pb.RateLimitResponse_Descripto
 	return resp, make([]pb.RateLimitResponse_DescriptorStatus, n), make([]durationpb.Duration, n)
 }
 
-// status fills st, descriptor i's status, from its count, as
-// envoyproxy/ratelimit's base limiter builds it: OVER_LIMIT with nothing
-// remaining once the count after the hits passes the limit (OK for a
-// shadow_mode rule), else OK with the limit less the count remaining; its
+// An outcome is one limited descriptor's answer, from its window's count
+// or its bucket's take, and what its metrics count.
+type outcome struct {
+	over      bool
+	remaining uint32
+	reset     int64 // duration_until_reset, seconds
+	// limit, before, after and hits are what metrics.record takes.
+	limit, before, after, hits uint64
+}
+
+// windowOutcome is the outcome of a fixed window's hit at now (Unix
+// seconds), as envoyproxy/ratelimit's base limiter builds it: over, with
+// nothing remaining, once the count after the hits passes the limit, else
+// the limit less the count remaining; reset at the window's end.
+func windowOutcome(h Hit, r *rule, now int64) outcome {
+	limit := uint64(r.limit.GetRequestsPerUnit())
+	w := int64(r.window / time.Second)
+	o := outcome{reset: w - ((now%w)+w)%w, limit: limit, after: h.Count, hits: h.N}
+	if h.Count > limit {
+		o.over = true
+	} else {
+		o.remaining = uint32(limit - h.Count)
+	}
+	if h.Count >= h.N {
+		o.before = h.Count - h.N
+	}
+	return o
+}
+
+// status fills st, descriptor i's status, from its outcome: OVER_LIMIT
+// when over (OK for a shadow_mode rule), else OK; its
 // duration_until_reset is reset.
 func (s *Service) status(ctx context.Context, d *decision, i int, now int64, st *pb.RateLimitResponse_DescriptorStatus, reset *durationpb.Duration) {
 	m := d.matches[i]
@@ -284,18 +340,19 @@ func (s *Service) status(ctx context.Context, d *decision, i int, now int64, st 
 	if d.counted[i] < 0 {
 		return
 	}
-	h := d.batch[d.counted[i]]
-	limit := uint64(m.rule.limit.GetRequestsPerUnit())
-	w := int64(m.rule.window / time.Second)
-	reset.Seconds = w - ((now%w)+w)%w
-	st.CurrentLimit, st.DurationUntilReset = m.rule.limit, reset
-	if h.Count > limit {
+	var o outcome
+	if m.rule.bucket != nil {
+		o = d.takes[d.counted[i]].outcome()
+	} else {
+		o = windowOutcome(d.batch[d.counted[i]], m.rule, now)
+	}
+	reset.Seconds = o.reset
+	st.CurrentLimit, st.DurationUntilReset, st.LimitRemaining = m.rule.limit, reset, o.remaining
+	if o.over {
 		st.Code = pb.RateLimitResponse_OVER_LIMIT
 		if m.rule.shadow {
 			st.Code = pb.RateLimitResponse_OK
 		}
-	} else {
-		st.LimitRemaining = uint32(limit - h.Count)
 	}
 	// Names that hold request values give way to a bounded name once
 	// MaxMetricLimits are taken.
@@ -306,15 +363,12 @@ func (s *Service) status(ctx context.Context, d *decision, i int, now int64, st 
 	case m.rule.override:
 		fallback = "overflow"
 	}
-	before := uint64(0)
-	if h.Count >= h.N {
-		before = h.Count - h.N
-	}
-	s.metrics.record(ctx, s.metrics.limit(key, fallback), limit, before, h.Count, h.N, s.near, m.rule.shadow)
+	s.metrics.record(ctx, s.metrics.limit(key, fallback), o.limit, o.before, o.after, o.hits, s.near, m.rule.shadow)
 }
 
-// limitHeaders are the headers of the descriptor closest to its limit.
-func (s *Service) limitHeaders(st *pb.RateLimitResponse_DescriptorStatus, now int64) []*core.HeaderValue {
+// limitHeaders are the headers of the descriptor closest to its limit,
+// whose duration_until_reset is reset seconds.
+func (s *Service) limitHeaders(st *pb.RateLimitResponse_DescriptorStatus, reset int64) []*core.HeaderValue {
 	var hs []*core.HeaderValue
 	if s.headers.Limit != "" {
 		hs = append(hs, &core.HeaderValue{Key: s.headers.Limit, Value: strconv.FormatUint(uint64(st.CurrentLimit.GetRequestsPerUnit()), 10)})
@@ -323,9 +377,7 @@ func (s *Service) limitHeaders(st *pb.RateLimitResponse_DescriptorStatus, now in
 		hs = append(hs, &core.HeaderValue{Key: s.headers.Remaining, Value: strconv.FormatUint(uint64(st.LimitRemaining), 10)})
 	}
 	if s.headers.Reset != "" {
-		w, _ := unitWindow(st.CurrentLimit.GetUnit())
-		sec := int64(w / time.Second)
-		hs = append(hs, &core.HeaderValue{Key: s.headers.Reset, Value: strconv.FormatInt(sec-((now%sec)+sec)%sec, 10)})
+		hs = append(hs, &core.HeaderValue{Key: s.headers.Reset, Value: strconv.FormatInt(reset, 10)})
 	}
 	return hs
 }

@@ -113,7 +113,7 @@ func (r reader) descriptor(m map[string]*yaml.Node, dn *yaml.Node, f string) (*n
 		return d, nil
 	}
 	rf := join(f, "rate_limit")
-	rm, err := r.fields(m["rate_limit"], rf)
+	rm, err := r.fieldsWith(m["rate_limit"], rf, ruleKeys)
 	if err != nil {
 		return nil, err
 	}
@@ -182,6 +182,9 @@ func (r reader) rule(rm map[string]*yaml.Node, rn *yaml.Node, rf string) (*rule,
 			return nil, r.errorf(e, join(ef, "name"), "%q is this limit's own name", n)
 		}
 		ru.replaces = append(ru.replaces, n)
+	}
+	if err := r.bucket(rm, rf, ru); err != nil {
+		return nil, err
 	}
 	return ru, nil
 }

@@ -11,8 +11,9 @@
 // "*" wildcard values, share_threshold, rate_limit (every unit it accepts:
 // second, minute, hour, day, week, month of 30 days, year of 365),
 // unlimited, name and replaces, shadow_mode, quota_mode, detailed_metric
-// and value_to_metric. It refuses what the reference refuses, and the error
-// names the file, line, column and field.
+// and value_to_metric. It refuses what the reference refuses, but for the
+// keys of admit's one extension (see Extensions), and the error names the
+// file, line, column and field.
 //
 // [Service.ShouldRateLimit] answers what the reference answers for the same
 // configuration and sequence of requests, field by field: the overall code;
@@ -46,6 +47,21 @@
 // two limits of different units on one descriptor never share a count (in
 // the reference they do during the seconds their windows start together).
 //
+// # Extensions
+//
+// One extension of admit's own turns a rule into a token bucket instead
+// of a fixed window: "algorithm: token-bucket" in a rate_limit, with an
+// optional "burst" (requests_per_unit unless given). The bucket refills
+// requests_per_unit tokens a unit, continuously, and holds at most burst;
+// a descriptor's hits_addend is its cost, spent when the bucket holds it,
+// and otherwise OVER_LIMIT, spending nothing. limit_remaining is the whole
+// tokens left, duration_until_reset the seconds until the bucket is full
+// again. envoyproxy/ratelimit refuses both keys, so every file it accepts
+// means the same here; "algorithm: fixed-window" is its behaviour and the
+// default. A descriptor's own limit keeps the fixed window. Failure
+// policies, shadow and quota mode, unlimited, replaces, metrics and the
+// limit headers apply to token buckets as to windows.
+//
 // # Stores
 //
 // A [Counter] adds hits in fixed windows and returns the counts after:
@@ -53,9 +69,11 @@
 // [redisquota.Counter] and [pgquota.Counter], batched as the quota stores
 // batch and aligned to the store's clock. Keys are hashed before any store
 // sees them ([quota.Subject] of the reference's cache key), so no request
-// value is stored. When the store fails, [Options].Failure decides: an
-// error (UNAVAILABLE, so that Envoy's failure_mode_deny decides), closed,
-// open, or a local fallback counter.
+// value is stored. Token buckets are decided by [Options].Limiter, a
+// [quota.Charger] (the stores' GCRA, in memory by default), under the same
+// hashed keys. When the store fails, [Options].Failure decides: an error
+// (UNAVAILABLE, so that Envoy's failure_mode_deny decides), closed, open,
+// or a local fallback counter and limiter.
 //
 // # Bounds
 //

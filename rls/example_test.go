@@ -46,3 +46,43 @@ descriptors:
 	// OK
 	// OVER_LIMIT
 }
+
+// Example_tokenBucket decides with admit's token bucket, an extension the
+// reference refuses: two tokens a minute, one every 30 seconds, and at
+// most three at once. Each answer says the tokens left and the seconds
+// until the bucket is full again.
+func Example_tokenBucket() {
+	cfg, err := rls.Parse("edge.yaml", []byte(`
+domain: edge
+descriptors:
+  - key: remote_address
+    rate_limit:
+      unit: minute
+      requests_per_unit: 2
+      algorithm: token-bucket
+      burst: 3
+`))
+	if err != nil {
+		panic(err)
+	}
+	svc, err := rls.New(rls.Options{Config: cfg})
+	if err != nil {
+		panic(err)
+	}
+	req := &pb.RateLimitRequest{Domain: "edge", Descriptors: []*rlv3.RateLimitDescriptor{
+		{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "remote_address", Value: "192.0.2.7"}}},
+	}}
+	for range 4 {
+		resp, err := svc.ShouldRateLimit(context.Background(), req)
+		if err != nil {
+			panic(err)
+		}
+		st := resp.GetStatuses()[0]
+		fmt.Println(st.GetCode(), st.GetLimitRemaining(), st.GetDurationUntilReset().GetSeconds())
+	}
+	// Output:
+	// OK 2 30
+	// OK 1 60
+	// OK 0 90
+	// OVER_LIMIT 0 90
+}

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"golang.org/x/time/rate"
 
+	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/memquota"
 )
 
@@ -25,8 +26,9 @@ type Headers struct {
 // DefaultHeaders are envoyproxy/ratelimit's default header names.
 var DefaultHeaders = Headers{Limit: "RateLimit-Limit", Remaining: "RateLimit-Remaining", Reset: "RateLimit-Reset"}
 
-// Options configure a [Service]. The zero value serves no domain, counts in
-// memory and answers UNAVAILABLE when counting fails.
+// Options configure a [Service]. The zero value serves no domain, counts
+// and decides token buckets in memory, and answers UNAVAILABLE when
+// counting fails.
 type Options struct {
 	// Config is the configuration decided by until [Service.Reload]; nil
 	// means one without domains, under which every descriptor is unknown
@@ -42,6 +44,15 @@ type Options struct {
 	// Fallback counts while Counter fails under FailLocal; nil means a
 	// [memquota.Counter] with its defaults. Other policies ignore it.
 	Fallback Counter
+	// Limiter decides the token buckets of the configuration's
+	// "algorithm: token-bucket" rules, with its GCRA, charging each
+	// descriptor's hits_addend at once; nil means a [memquota.Memory] with
+	// its defaults. Share the Redis or PostgreSQL store the Counter counts
+	// in (a redisquota.Store or pgquota.Store) to share the buckets across
+	// replicas. Under FailLocal, while it fails, a [memquota.Memory] of the
+	// service's own decides instead. A configuration without token buckets
+	// never calls it.
+	Limiter quota.Charger
 	// ShadowMode answers OK overall whatever the descriptors' codes, as
 	// envoyproxy/ratelimit's SHADOW_MODE: the statuses still say
 	// OVER_LIMIT, and the hits are still counted.
@@ -70,6 +81,8 @@ type Options struct {
 type Service struct {
 	counter  Counter
 	fallback Counter // nil unless Failure is FailLocal
+	limiter  quota.Charger
+	local    quota.Charger // nil unless Failure is FailLocal
 	failure  Failure
 	shadow   bool
 	quota    bool
@@ -107,12 +120,21 @@ func New(o Options) (*Service, error) {
 			return nil, fmt.Errorf("rls: %w", err)
 		}
 	}
+	s.limiter = o.Limiter
+	if s.limiter == nil {
+		if s.limiter, err = memquota.New(memquota.Config{MeterProvider: o.MeterProvider}); err != nil {
+			return nil, fmt.Errorf("rls: %w", err)
+		}
+	}
 	if s.failure == FailLocal {
 		s.fallback = o.Fallback
 		if s.fallback == nil {
 			if s.fallback, err = memquota.NewCounter(memquota.CounterConfig{MeterProvider: o.MeterProvider}); err != nil {
 				return nil, fmt.Errorf("rls: %w", err)
 			}
+		}
+		if s.local, err = memquota.New(memquota.Config{MeterProvider: o.MeterProvider}); err != nil {
+			return nil, fmt.Errorf("rls: %w", err)
 		}
 	}
 	cfg := o.Config
@@ -152,4 +174,4 @@ func (s *Service) LoadFile(path string) error {
 func (s *Service) Config() *Config { return s.config.Load() }
 
 // errStore is wrapped by the error of a request answered UNAVAILABLE.
-var errStore = errors.New("rls: the counter cannot count")
+var errStore = errors.New("rls: the store cannot count")

@@ -38,8 +38,8 @@ descriptors:
     rate_limit: {unit: day, requests_per_unit: 100}
 `
 
-// fixture is a service on a memory counter with an injected clock and a
-// manual metric reader.
+// fixture is a service on a memory counter and a memory limiter with an
+// injected clock, and a manual metric reader.
 type fixture struct {
 	svc    *rls.Service
 	clock  *testclock.Clock
@@ -48,7 +48,13 @@ type fixture struct {
 
 func newFixture(t *testing.T, o rls.Options) *fixture {
 	t.Helper()
-	f := &fixture{clock: testclock.New(time.Unix(1_699_999_990, 0)), reader: sdkmetric.NewManualReader()}
+	return newFixtureOn(t, testclock.New(time.Unix(1_699_999_990, 0)), o)
+}
+
+// newFixtureOn is newFixture on clock, for a limiter the test made with it.
+func newFixtureOn(t *testing.T, clock *testclock.Clock, o rls.Options) *fixture {
+	t.Helper()
+	f := &fixture{clock: clock, reader: sdkmetric.NewManualReader()}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(f.reader))
 	if o.Config == nil {
 		cfg, err := rls.Parse("edge.yaml", []byte(testConfig))
@@ -63,6 +69,13 @@ func newFixture(t *testing.T, o rls.Options) *fixture {
 			t.Fatal(err)
 		}
 		o.Counter = c
+	}
+	if o.Limiter == nil {
+		l, err := memquota.New(memquota.Config{Now: f.clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Limiter = l
 	}
 	o.MeterProvider = mp
 	svc, err := rls.New(o)

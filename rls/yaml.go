@@ -19,6 +19,12 @@ var validKeys = map[string]bool{
 	"share_threshold": true,
 }
 
+// ruleKeys are admit's own keys of a rate_limit (see bucket.go). The
+// reference knows none of them and refuses every file that holds one, so
+// accepting them changes no file it loads; unlike its keys, they are
+// refused anywhere but in a rate_limit.
+var ruleKeys = map[string]bool{"algorithm": true, "burst": true}
+
 // fileError is a configuration error at a place in a file.
 type fileError struct {
 	file  string
@@ -62,6 +68,11 @@ func (r reader) errorf(n *yaml.Node, field, format string, args ...any) error {
 // strings, values that are not strings, integers, booleans, mappings or
 // lists of mappings, and (as its YAML parser does) a key given twice.
 func (r reader) fields(n *yaml.Node, field string) (map[string]*yaml.Node, error) {
+	return r.fieldsWith(n, field, nil)
+}
+
+// fieldsWith is fields accepting the keys of own too.
+func (r reader) fieldsWith(n *yaml.Node, field string, own map[string]bool) (map[string]*yaml.Node, error) {
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
@@ -75,7 +86,11 @@ func (r reader) fields(n *yaml.Node, field string) (map[string]*yaml.Node, error
 			return nil, r.errorf(k, field, "key %q is not a string", k.Value)
 		}
 		name := join(field, k.Value)
-		if !validKeys[k.Value] {
+		switch {
+		case validKeys[k.Value], own[k.Value]:
+		case ruleKeys[k.Value]:
+			return nil, r.errorf(k, name, "%q belongs in a rate_limit", k.Value)
+		default:
 			return nil, r.errorf(k, name, "unknown key %q", k.Value)
 		}
 		if _, dup := out[k.Value]; dup {

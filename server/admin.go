@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -160,25 +161,17 @@ func checkPrefix(group admit.Group, k admit.Key, key string) error {
 	if err != nil {
 		return nil // the door names it
 	}
-	bits, width := p.Bits(), min(cmp(k.IPv6Prefix, config.ClientIPv6Bits), config.ClientIPv6Bits)
+	bits, width := p.Bits(), min(cmp.Or(k.IPv6Prefix, config.ClientIPv6Bits), config.ClientIPv6Bits)
 	if p.Addr().Is4In6() {
 		bits -= 96
 	}
 	if p.Addr().Unmap().Is4() {
-		width = cmp(k.IPv4Prefix, 32)
+		width = cmp.Or(k.IPv4Prefix, 32)
 	}
 	if bits < width {
 		return fmt.Errorf("admit: group %q keys clients by /%d: prefix %q is wider; give an address or a prefix of /%d or longer", group, width, key, width)
 	}
 	return nil
-}
-
-// cmp returns v, or def when v is 0.
-func cmp(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // authorized reports whether r carries the admin token, answering 403 when

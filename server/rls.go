@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -24,6 +25,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/pgquota"
 	"github.com/admitgo/admit/quota/redisquota"
 	"github.com/admitgo/admit/rls"
@@ -151,13 +153,13 @@ func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *
 		return err
 	}
 	defer tel.close()
-	counter, closeStore, err := openCounter(ctx, o, log)
+	counter, limiter, closeStore, err := openCounter(ctx, o, log)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
 	svc, err := rls.New(rls.Options{
-		Config: cfg, Counter: counter, Failure: o.StoreFail, ShadowMode: o.Shadow, QuotaMode: o.QuotaMode,
+		Config: cfg, Counter: counter, Limiter: limiter, Failure: o.StoreFail, ShadowMode: o.Shadow, QuotaMode: o.QuotaMode,
 		Headers: o.headers(), MeterProvider: tel.provider, Logger: log,
 	})
 	if err != nil {
@@ -278,50 +280,61 @@ func fingerprint(path string) string {
 	return b.String()
 }
 
-// openCounter opens the counter --store names, and a close for it.
-func openCounter(ctx context.Context, o rlsOptions, log *slog.Logger) (rls.Counter, func(), error) {
+// openCounter opens the counter --store names, the limiter of its token
+// buckets (nil for memory: the service's own), and a close for both.
+func openCounter(ctx context.Context, o rlsOptions, log *slog.Logger) (rls.Counter, quota.Charger, func(), error) {
 	switch o.Store.Kind {
 	case storeurl.Redis:
 		client, err := storeurl.RedisClient(o.Store.URL)
 		if err != nil {
-			return nil, nil, usageError{fmt.Errorf("admit rls: --store %q: %w", storeurl.Redact(o.Store.URL), err)}
+			return nil, nil, nil, usageError{fmt.Errorf("admit rls: --store %q: %w", storeurl.Redact(o.Store.URL), err)}
 		}
 		c, err := redisquota.NewCounter(client, redisquota.CounterConfig{Prefix: o.StorePrefix, Batch: redisBatch})
 		if err != nil {
 			client.Close()
-			return nil, nil, usageError{fmt.Errorf("admit rls: --store-prefix %q: %w", o.StorePrefix, err)}
+			return nil, nil, nil, usageError{fmt.Errorf("admit rls: --store-prefix %q: %w", o.StorePrefix, err)}
+		}
+		// The buckets' keys (PREFIXrls.UNIT:{HASH}:gcra) stand beside the
+		// counters' (PREFIX{HASH}:WINDOW) under one prefix; --store-fail
+		// decides when either fails, so neither has a policy of its own.
+		lim, err := redisquota.New(client, redisquota.Config{Prefix: cmp.Or(o.StorePrefix, redisquota.DefaultCountPrefix), Batch: redisBatch})
+		if err != nil {
+			c.Close()
+			client.Close()
+			return nil, nil, nil, usageError{fmt.Errorf("admit rls: --store-prefix %q: %w", o.StorePrefix, err)}
 		}
 		pctx, cancel := context.WithTimeout(ctx, startupProbe)
 		defer cancel()
 		if err := client.Ping(pctx).Err(); err != nil {
 			if storeurl.Refused(err) {
+				lim.Close()
 				c.Close()
 				client.Close()
-				return nil, nil, usageError{fmt.Errorf("admit rls: --store %q: Redis refuses the connection: %w", storeurl.Redact(o.Store.URL), err)}
+				return nil, nil, nil, usageError{fmt.Errorf("admit rls: --store %q: Redis refuses the connection: %w", storeurl.Redact(o.Store.URL), err)}
 			}
 			log.Warn("admit rls: the store does not answer; starting anyway, --store-fail decides", "err", err)
 		}
-		return c, func() { c.Close(); client.Close() }, nil
+		return c, lim, func() { lim.Close(); c.Close(); client.Close() }, nil
 	case storeurl.Postgres:
 		return openPostgresCounter(ctx, o, log)
 	}
-	return nil, func() {}, nil
+	return nil, nil, func() {}, nil
 }
 
-func openPostgresCounter(ctx context.Context, o rlsOptions, log *slog.Logger) (rls.Counter, func(), error) {
+func openPostgresCounter(ctx context.Context, o rlsOptions, log *slog.Logger) (rls.Counter, quota.Charger, func(), error) {
 	pool, err := storeurl.Pool(ctx, o.Store.URL)
 	if err != nil {
-		return nil, nil, usageError{fmt.Errorf("admit rls: --store %q: %w", storeurl.Redact(o.Store.URL), err)}
+		return nil, nil, nil, usageError{fmt.Errorf("admit rls: --store %q: %w", storeurl.Redact(o.Store.URL), err)}
 	}
-	st, err := pgquota.New(pool, pgquota.Config{Table: o.StoreTable, Logger: log})
+	st, err := pgquota.New(pool, pgquota.Config{Table: o.StoreTable, Logger: log, Batch: postgresBatch})
 	if err != nil {
 		pool.Close()
-		return nil, nil, usageError{fmt.Errorf("admit rls: --store-table %q: %w", o.StoreTable, err)}
+		return nil, nil, nil, usageError{fmt.Errorf("admit rls: --store-table %q: %w", o.StoreTable, err)}
 	}
 	c, err := pgquota.NewCounter(pool, pgquota.CounterConfig{Table: o.StoreTable, Batch: postgresBatch})
 	if err != nil {
 		pool.Close()
-		return nil, nil, usageError{fmt.Errorf("admit rls: --store-table %q: %w", o.StoreTable, err)}
+		return nil, nil, nil, usageError{fmt.Errorf("admit rls: --store-table %q: %w", o.StoreTable, err)}
 	}
 	pctx, cancel := context.WithTimeout(ctx, startupProbe)
 	migrated := st.Migrate(pctx) == nil
@@ -338,5 +351,5 @@ func openPostgresCounter(ctx context.Context, o rlsOptions, log *slog.Logger) (r
 			st.SweepEvery(sweepCtx, 0, 0)
 		}
 	}()
-	return c, func() { stop(); <-done; c.Close(); st.Close(); pool.Close() }, nil
+	return c, st, func() { stop(); <-done; c.Close(); st.Close(); pool.Close() }, nil
 }

@@ -27,6 +27,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+
+	"github.com/admitgo/admit/internal/testpg"
+	"github.com/admitgo/admit/internal/testredis"
 )
 
 const rlsTestConfig = `domain: edge
@@ -289,4 +292,38 @@ func privateRedis(t *testing.T) (string, func()) {
 		t.Fatalf("redis-server on port %s exited before it was ready", port)
 	}
 	return "127.0.0.1:" + port, stop
+}
+
+// rlsBucketConfig is one token bucket, admit's extension: two tokens that
+// refill one an hour, so that no refill falls inside the test.
+const rlsBucketConfig = `domain: edge
+descriptors:
+  - key: remote_address
+    rate_limit: {unit: hour, requests_per_unit: 1, algorithm: token-bucket, burst: 2}
+`
+
+// TestRLSTokenBucketsShareTheStore runs two admit rls on one shared store
+// with a token bucket: what one spends, the other sees, so the buckets are
+// decided on the store and not in either process.
+func TestRLSTokenBucketsShareTheStore(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store func(t *testing.T) []string
+	}{
+		{"redis", func(t *testing.T) []string {
+			return []string{"--store", testredis.URL(), "--store-prefix", testredis.Prefix(t)}
+		}},
+		{"postgres", func(t *testing.T) []string {
+			db := testpg.New(t)
+			return []string{"--store", testpg.URL(), "--store-table", db.Schema + ".admit_quota"}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := tc.store(t)
+			a, b := startRLS(t, rlsBucketConfig, store...), startRLS(t, rlsBucketConfig, store...)
+			wantCodes(t, codesOf(t, a.client(t, nil), "10.0.0.1", 2), ok, ok)
+			wantCodes(t, codesOf(t, b.client(t, nil), "10.0.0.1", 1), over)
+			wantCodes(t, codesOf(t, b.client(t, nil), "10.0.0.2", 1), ok)
+		})
+	}
 }
