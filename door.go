@@ -1,6 +1,7 @@
 package admit
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -78,9 +79,10 @@ type settings struct {
 }
 
 // New validates cfg and returns a door. An error names the group and the field
-// at fault. An error refusing fields that do not make one budget (a fixed
-// window without its Limit, a prefix on a key that is not the client's) also
-// has the methods Group() Group and InWords(func(name string) string) string,
+// at fault; with several groups at fault it joins one error for each, in
+// the order of their names (errors.Join). An error refusing a field's value
+// or fields that do not make one budget (a fixed window without its Limit,
+// a prefix on a key that is not the client's) also has the methods Group() Group and InWords(func(name string) string) string,
 // which writes its reason with each field named as the given function names
 // it (Limit, Key.IPv4Prefix; the value FixedWindow), for a front that reads
 // budgets from a file of its own to word the error in that file's terms.
@@ -272,8 +274,9 @@ type namedBudget struct {
 }
 
 // budgets returns the budget of every group cfg makes, the built-in groups
-// included, resolved, in the order of their names; the error names the
-// group and field at fault.
+// included, resolved, in the order of their names; the error joins one for
+// each group refused, naming the group and field at fault, so that a
+// front can report the one its user gave first.
 func (cfg Config) budgets() ([]namedBudget, error) {
 	all := make(map[Group]Budget, len(defaults)+len(cfg.Budgets))
 	for g := range defaults {
@@ -281,12 +284,16 @@ func (cfg Config) budgets() ([]namedBudget, error) {
 	}
 	maps.Copy(all, cfg.Budgets)
 	out := make([]namedBudget, 0, len(all))
+	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(all)) {
 		b, err := all[name].resolve(name)
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
 		}
 		out = append(out, namedBudget{name, b})
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return out, nil
 }

@@ -38,3 +38,23 @@ func TestFieldErrorsNameFieldsInEitherWords(t *testing.T) {
 		}
 	}
 }
+
+// TestNewReportsEveryBadGroup joins one error for each group refused, in
+// the order of their names, so that a front can pick the one its user
+// gave first.
+func TestNewReportsEveryBadGroup(t *testing.T) {
+	_, err := New(Config{Budgets: map[Group]Budget{
+		"zz": {Algorithm: FixedWindow, Limit: 5},
+		"aa": {Like: GroupLink, MaxClients: -1},
+	}})
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok || len(joined.Unwrap()) != 2 {
+		t.Fatalf("got %v, want one error for each of two groups", err)
+	}
+	if got := joined.Unwrap()[0].Error(); !strings.HasPrefix(got, `admit: group "aa": MaxClients -1`) {
+		t.Errorf("first: got %q, want aa's MaxClients", got)
+	}
+	if got := joined.Unwrap()[1].Error(); !strings.HasPrefix(got, `admit: group "zz": a fixed-window group needs`) {
+		t.Errorf("second: got %q, want zz's window", got)
+	}
+}

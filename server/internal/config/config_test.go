@@ -651,3 +651,20 @@ func writeConfig(t *testing.T, yaml string) string {
 	}
 	return path
 }
+
+// TestFirstBadGroupInFile names, of several groups the door refuses, the
+// one the file gives first, whatever their names' order.
+func TestFirstBadGroupInFile(t *testing.T) {
+	path := writeConfig(t, `budgets:
+  zz: {algorithm: fixed-window, limit: 5}
+  aa: {algorithm: fixed-window, limit: 5}
+routes:
+  - {group: aa, pattern: "GET /a"}
+  - {group: zz, pattern: "GET /z"}
+`)
+	_, err := parse(t, []string{"--config", path}, nil)
+	want := fmt.Sprintf("admit: --config %q: line 2: budgets.zz: a fixed-window group needs a positive limit and window", path)
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+}

@@ -1,11 +1,14 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -97,6 +100,9 @@ func (c *Config) DoorOn(st quota.Charger) (*admit.Door, error) {
 // the rule's name, which the door makes up. An error about no group keeps
 // its words.
 func (c *Config) BudgetsError(err error) error {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		err = c.firstInFile(joined.Unwrap())
+	}
 	var fields interface {
 		Group() admit.Group
 		InWords(func(string) string) string
@@ -127,6 +133,35 @@ func (c *Config) BudgetsError(err error) error {
 		break
 	}
 	return c.groupError(admit.Group(g), why)
+}
+
+// firstInFile returns the error, of one per group from the door, about the
+// group the file gives first; groups the file does not give come after,
+// in the door's order.
+func (c *Config) firstInFile(errs []error) error {
+	line := func(err error) int {
+		if n, ok := c.budgetLines[groupOf(err)]; ok {
+			return n
+		}
+		return math.MaxInt
+	}
+	return slices.MinFunc(errs, func(a, b error) int { return cmp.Compare(line(a), line(b)) })
+}
+
+// groupOf returns the group an error of the door names: "admit: group
+// NAME: ..."; "" for none.
+func groupOf(err error) admit.Group {
+	var fields interface{ Group() admit.Group }
+	if errors.As(err, &fields) {
+		return fields.Group()
+	}
+	rest, _ := strings.CutPrefix(err.Error(), "admit: group ")
+	quoted, qerr := strconv.QuotedPrefix(rest)
+	if qerr != nil {
+		return ""
+	}
+	g, _ := strconv.Unquote(quoted)
+	return admit.Group(g)
 }
 
 // groupError is why, about group g, on the line of the file that gives g.
