@@ -41,41 +41,63 @@ var schemes = map[string]Kind{
 	"redis+sentinel": Redis, "rediss+sentinel": Redis,
 }
 
+// errUnparsable refuses a URL that is not one, or that a reader could take
+// apart in more than one way. Its words hold nothing of the URL: a
+// password with an unescaped '/', '?', '#' or '@' is what makes most URLs
+// so, and url.Parse's error would quote its start.
+var errUnparsable = errors.New("not a valid URL: percent-encode any '/', '?', '#' or '@' in the user name and password")
+
 // Parse reads --store: memory, or a URL of a scheme a shared store takes.
-// Its errors never hold the URL.
+// Its errors never hold the URL. A URL with an '@' after its host is
+// refused: it is most likely a password with an unescaped '/', '?' or '#',
+// which url.Parse would read as a path holding the password, and which
+// nothing could then redact reliably.
 func Parse(v string) (Store, error) {
 	if v == string(Memory) {
 		return Store{Kind: Memory}, nil
 	}
-	scheme, _, ok := strings.Cut(v, "://")
+	scheme, rest, ok := strings.Cut(v, "://")
 	if !ok || schemes[scheme] == "" {
 		return Store{}, errors.New("want memory or a postgres://, redis://, redis+cluster:// or redis+sentinel:// URL")
 	}
-	if _, err := url.Parse(v); err != nil {
-		// Not url.Parse's error itself: it would print the password.
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			return Store{}, uerr.Err
-		}
-		return Store{}, errors.New("not a valid URL")
+	if _, err := url.Parse(v); err != nil || atAfterHost(rest) {
+		return Store{}, errUnparsable
 	}
 	return Store{Kind: schemes[scheme], URL: v}, nil
 }
 
+// atAfterHost reports an '@' past the authority of rest, a URL after its
+// "://": where url.Parse no longer reads it as the end of a user part.
+func atAfterHost(rest string) bool {
+	i := strings.IndexAny(rest, "/?#")
+	return i >= 0 && strings.Contains(rest[i:], "@")
+}
+
+// secretParams are the query parameters of store URLs that hold secrets:
+// go-redis's and libpq's password, and libpq's key passphrase.
+var secretParams = []string{"password", "sslpassword"}
+
 // Redact returns a store URL with its password, in the user part or as a
-// password= parameter, replaced.
+// parameter, replaced. A URL Parse refuses loses everything before its
+// last '@', which is where a password would end.
 func Redact(v string) string {
-	scheme, _, ok := strings.Cut(v, "://")
+	scheme, rest, ok := strings.Cut(v, "://")
 	if !ok {
 		return v // "memory", or not a URL at all: nothing to hide
 	}
 	u, err := url.Parse(v)
-	if err != nil {
+	if err != nil || atAfterHost(rest) {
+		if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+			return scheme + "://xxxxx@" + rest[i+1:]
+		}
 		return scheme + "://(unparsable URL)"
 	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
+	q := u.Query()
+	for _, p := range secretParams {
+		if q.Has(p) {
+			q.Set(p, "xxxxx")
+			u.RawQuery = q.Encode()
+		}
 	}
 	return u.Redacted()
 }
@@ -86,17 +108,22 @@ func (s Store) Check() error {
 	switch s.Kind {
 	case Postgres:
 		_, err := pgxpool.ParseConfig(s.URL)
-		return clean(err)
+		return clean(s.URL, err)
 	case Redis:
 		_, err := parseRedis(s.URL)
-		return clean(err)
+		return clean(s.URL, err)
 	}
 	return nil
 }
 
-// clean drops the URL from a driver's error, which repeats it: pgx
-// redacts it on a best-effort basis only, and url.Error not at all.
-func clean(err error) error {
+// clean drops raw, the URL, from a driver's error, which may repeat it:
+// pgx redacts it on a best-effort basis only, and url.Error not at all.
+// Whatever the error's type, the password and the parameters that hold
+// secrets are then masked wherever its text still holds them.
+func clean(raw string, err error) error {
+	if err == nil {
+		return nil
+	}
 	var perr *pgconn.ParseConfigError
 	if errors.As(err, &perr) && perr.Unwrap() != nil {
 		err = perr.Unwrap()
@@ -105,18 +132,47 @@ func clean(err error) error {
 	if errors.As(err, &uerr) {
 		err = uerr.Err
 	}
+	msg := err.Error()
+	masked := msg
+	for _, secret := range secrets(raw) {
+		masked = strings.ReplaceAll(masked, secret, "xxxxx")
+	}
+	if masked != msg {
+		return errors.New(masked)
+	}
 	return err
+}
+
+// secrets returns the secrets of a store URL as its text and the drivers'
+// errors may spell them: the password, raw and unescaped, and the values
+// of secretParams.
+func secrets(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		out = append(out, pw, url.QueryEscape(pw), url.PathEscape(pw))
+	}
+	q := u.Query()
+	for _, p := range secretParams {
+		if v := q.Get(p); v != "" {
+			out = append(out, v, url.QueryEscape(v))
+		}
+	}
+	return out
 }
 
 // Pool returns the PostgreSQL pool the URL configures; it connects lazily,
 // on first use.
 func Pool(ctx context.Context, raw string) (*pgxpool.Pool, error) {
 	pool, err := pgxpool.New(ctx, raw)
-	return pool, clean(err)
+	return pool, clean(raw, err)
 }
 
-// errOffline answers every call of an offline client.
-var errOffline = errors.New("admit validate does not connect to the store")
+// errOffline answers every call of an offline pool or client.
+var errOffline = errors.New("the store is offline: this client never connects")
 
 // OfflinePool returns the pool the URL configures, unable to connect: its
 // every dial fails, so that a store built on it checks its rules, and
@@ -124,23 +180,25 @@ var errOffline = errors.New("admit validate does not connect to the store")
 func OfflinePool(raw string) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(raw)
 	if err != nil {
-		return nil, clean(err)
+		return nil, clean(raw, err)
 	}
 	pc.MinConns, pc.MinIdleConns = 0, 0
 	pc.ConnConfig.LookupFunc = func(context.Context, string) ([]string, error) { return nil, errOffline }
 	pc.ConnConfig.DialFunc = func(context.Context, string, string) (net.Conn, error) { return nil, errOffline }
 	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
-	return pool, clean(err)
+	return pool, clean(raw, err)
 }
 
 // Offline is a Redis client that sends nothing: a store built on it checks
 // its rules and answers every call with an error.
 type Offline struct{}
 
+// EvalSha answers with an error, sending nothing.
 func (Offline) EvalSha(ctx context.Context, _ string, _ []string, _ ...any) *redis.Cmd {
 	return offlineCmd(ctx)
 }
 
+// Eval answers with an error, sending nothing.
 func (Offline) Eval(ctx context.Context, _ string, _ []string, _ ...any) *redis.Cmd {
 	return offlineCmd(ctx)
 }
@@ -161,7 +219,7 @@ func offlineCmd(ctx context.Context) *redis.Cmd {
 func RedisClient(raw string) (redis.UniversalClient, error) {
 	o, err := parseRedis(raw)
 	if err != nil {
-		return nil, clean(err)
+		return nil, clean(raw, err)
 	}
 	switch {
 	case o.cluster != nil:

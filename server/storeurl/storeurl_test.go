@@ -41,10 +41,15 @@ func TestRedact(t *testing.T) {
 		{"user only", "postgres://admit@db/admit", "postgres://admit@db/admit"},
 		{"password", "postgres://admit:pw@db/admit", "postgres://admit:xxxxx@db/admit"},
 		{"at sign in password", "redis://:p@ss@cache:6379", "redis://:xxxxx@cache:6379"},
-		{"at sign in path kept", "redis://cache/x@y", "redis://cache/x@y"},
+		{"at sign after the host: what is before it may be a password", "redis://cache/x@y", "redis://xxxxx@y"},
 		{"not a URL", "memory", "memory"},
-		{"unparsable", "postgres://u:pw@db:54x/admit", "postgres://(unparsable URL)"},
-		{"slash in password", "postgres://u:pa/ss@db/admit", "postgres://(unparsable URL)"},
+		{"unparsable", "postgres://u:pw@db:54x/admit", "postgres://xxxxx@db:54x/admit"},
+		{"unparsable, no user", "postgres://db:54x/admit", "postgres://(unparsable URL)"},
+		{"slash in password", "postgres://u:pa/ss@db/admit", "postgres://xxxxx@db/admit"},
+		{"slash and port-like password", "postgres://admit:5432/S3cret@db.internal/admit", "postgres://xxxxx@db.internal/admit"},
+		{"redis path holding the password", "redis://:6379/S3cret@cache:6379/0", "redis://xxxxx@cache:6379/0"},
+		{"hash in password", "redis://:pa#ss@cache", "redis://xxxxx@cache"},
+		{"key passphrase", "postgres://admit@db/admit?sslkey=/k.pem&sslpassword=KeyS3cret", "postgres://admit@db/admit?sslkey=%2Fk.pem&sslpassword=xxxxx"},
 		{"password parameter", "postgres://admit@db/admit?password=s3cret&sslmode=require", "postgres://admit@db/admit?password=xxxxx&sslmode=require"},
 	}
 	for _, tt := range tests {
@@ -96,7 +101,11 @@ func TestParse(t *testing.T) {
 		{"redis+sentinel://s:26379?master_name=m", Redis, ""},
 		{"Memory", "", "want memory or"},
 		{"mysql://db/admit", "", "want memory or"},
-		{"redis://:s3cret@cache:port", "", "invalid port"},
+		{"redis://:s3cret@cache:port", "", "not a valid URL"},
+		{"postgres://admit:5432/s3cret@db.internal/admit", "", "not a valid URL"},
+		{"redis://:6379/s3cret@cache:6379/0", "", "not a valid URL"},
+		{"postgres://admit:s3/cret@db/admit", "", "not a valid URL"},
+		{"redis://:pa#s3cret@cache", "", "not a valid URL"},
 	} {
 		got, err := Parse(tt.in)
 		if tt.err == "" && (err != nil || got.Kind != tt.want) || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
@@ -113,6 +122,8 @@ func TestParse(t *testing.T) {
 func TestErrorsHoldNoPassword(t *testing.T) {
 	for _, s := range []Store{
 		{Postgres, "postgres://admit:s3cret@db/admit?pool_max_conns=x"},
+		{Postgres, "postgres://admit@db/admit?sslpassword=s3cret&pool_max_conns=x"},
+		{Redis, "redis://:s3cret@cache:6379/s3cret"},
 		{Redis, "redis://:s3cret@cache:6379/x"},
 		{Redis, "redis+cluster://:s3cret@a:7000?adr=b"},
 	} {
