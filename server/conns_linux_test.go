@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,21 +47,6 @@ func metricsGet(t *testing.T, from, addr, path string) (status int, body string,
 	b, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode, string(b), err == nil
-}
-
-// metricValue returns the value of the series of /metrics body that starts
-// with prefix, or -1 when there is none.
-func metricValue(body, prefix string) int {
-	for line := range strings.Lines(body) {
-		if strings.HasPrefix(line, prefix) {
-			n, err := strconv.ParseFloat(strings.TrimSpace(line[strings.LastIndexByte(line, ' ')+1:]), 64)
-			if err != nil {
-				return -1
-			}
-			return int(n)
-		}
-	}
-	return -1
 }
 
 // flood opens n keep-alive connections to the metrics listener at addr,

@@ -259,3 +259,18 @@ func parse(t *testing.T, args []string, env map[string]string) (config.Config, e
 	}
 	return config.Parse(args, func(k string) string { return full[k] }, io.Discard)
 }
+
+// metricValue returns the value of the series of /metrics body that starts
+// with prefix, or -1 when there is none.
+func metricValue(body, prefix string) int {
+	for line := range strings.Lines(body) {
+		if strings.HasPrefix(line, prefix) {
+			n, err := strconv.ParseFloat(strings.TrimSpace(line[strings.LastIndexByte(line, ' ')+1:]), 64)
+			if err != nil {
+				return -1
+			}
+			return int(n)
+		}
+	}
+	return -1
+}

@@ -19,17 +19,20 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/admitgo/admit/internal/meter"
 	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/pgquota"
 	"github.com/admitgo/admit/quota/redisquota"
 	"github.com/admitgo/admit/rls"
 	"github.com/admitgo/admit/server/internal/config"
+	"github.com/admitgo/admit/server/listener"
 	"github.com/admitgo/admit/server/storeurl"
 )
 
@@ -44,6 +47,7 @@ const rlsServiceName = "envoy.service.ratelimit.v3.RateLimitService"
 // rlsOptions are the settings of admit rls.
 type rlsOptions struct {
 	Listen, MetricsListen     string
+	MaxConns                  int
 	Store                     storeurl.Store
 	StoreTable, StorePrefix   string
 	StoreFail                 rls.Failure
@@ -65,6 +69,7 @@ func parseRLSFlags(args []string, out io.Writer) (rlsOptions, error) {
 	fs.SetOutput(out)
 	fs.StringVar(&o.Listen, "listen", ":8081", "address of the gRPC service (envoyproxy/ratelimit's GRPC_HOST and GRPC_PORT); cleartext HTTP/2 (h2c) unless --tls-cert")
 	fs.StringVar(&o.MetricsListen, "metrics-listen", "127.0.0.1:9464", "address of /metrics and /healthz")
+	fs.IntVar(&o.MaxConns, "max-conns", 4096, "connections the gRPC listener keeps open at most; newer ones are closed on arrival")
 	storeURL := fs.String("store", "memory", "memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://... (rediss for TLS): where the counts live")
 	fs.StringVar(&o.StoreTable, "store-table", "", "PostgreSQL table, optionally schema-qualified (default \"admit_quota\")")
 	fs.StringVar(&o.StorePrefix, "store-prefix", "", "start of every Redis key (default \"admit:count:\"; envoyproxy/ratelimit's CACHE_KEY_PREFIX)")
@@ -81,6 +86,9 @@ func parseRLSFlags(args []string, out io.Writer) (rlsOptions, error) {
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.MaxConns < 1 {
+		return o, fmt.Errorf("admit rls: --max-conns %d: must be at least 1", o.MaxConns)
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("admit rls: unexpected argument %q", fs.Arg(0))
@@ -153,7 +161,7 @@ func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *
 		return err
 	}
 	defer tel.close()
-	counter, limiter, closeStore, err := openCounter(ctx, o, log)
+	counter, limiter, closeStore, err := openCounter(ctx, o, tel.provider, log)
 	if err != nil {
 		return err
 	}
@@ -165,7 +173,7 @@ func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *
 	if err != nil {
 		return err
 	}
-	opts := append(rls.ServerOptions(), grpc.MaxConcurrentStreams(maxConcurrentStreams),
+	opts := append(rls.ServerOptions(),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		// A connection that carries no call for this long is closed, so
 		// that idle connections cannot hold the process's descriptors;
@@ -183,15 +191,9 @@ func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *
 	hs.SetServingStatus(rlsServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(srv, hs)
 	msrv := rlsMetricsServer(tel)
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", o.Listen)
+	ln, mln, err := rlsListen(ctx, o, tel)
 	if err != nil {
-		return fmt.Errorf("admit rls: --listen %q: %w", o.Listen, err)
-	}
-	mln, err := lc.Listen(ctx, "tcp", o.MetricsListen)
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("admit rls: --metrics-listen %q: %w", o.MetricsListen, err)
+		return err
 	}
 	errs := make(chan error, 2)
 	go func() { errs <- srv.Serve(ln) }()
@@ -214,6 +216,29 @@ func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *
 	}
 	msrv.Shutdown(sctx)
 	return err
+}
+
+// rlsListen listens on the service's address, under --max-conns, and on
+// the metrics' address; the service listener's connections are counted in
+// admit.server.connections as listener rls.
+func rlsListen(ctx context.Context, o rlsOptions, tel *telemetry) (ln, mln net.Listener, err error) {
+	var lc net.ListenConfig
+	if ln, err = lc.Listen(ctx, "tcp", o.Listen); err != nil {
+		return nil, nil, fmt.Errorf("admit rls: --listen %q: %w", o.Listen, err)
+	}
+	if mln, err = lc.Listen(ctx, "tcp", o.MetricsListen); err != nil {
+		ln.Close()
+		return nil, nil, fmt.Errorf("admit rls: --metrics-listen %q: %w", o.MetricsListen, err)
+	}
+	counts := new(listener.Counts)
+	// The registration lives as long as the meter provider, which the
+	// server closes.
+	if _, err := listener.Register(tel.provider.Meter(meter.Name), map[string]*listener.Counts{"rls": counts}); err != nil {
+		ln.Close()
+		mln.Close()
+		return nil, nil, fmt.Errorf("admit rls: metrics: %w", err)
+	}
+	return listener.Limit(ln, listener.Caps{Max: o.MaxConns}, counts), mln, nil
 }
 
 func (o rlsOptions) headers() rls.Headers {
@@ -282,7 +307,7 @@ func fingerprint(path string) string {
 
 // openCounter opens the counter --store names, the limiter of its token
 // buckets (nil for memory: the service's own), and a close for both.
-func openCounter(ctx context.Context, o rlsOptions, log *slog.Logger) (rls.Counter, quota.Charger, func(), error) {
+func openCounter(ctx context.Context, o rlsOptions, mp metric.MeterProvider, log *slog.Logger) (rls.Counter, quota.Charger, func(), error) {
 	switch o.Store.Kind {
 	case storeurl.Redis:
 		client, err := storeurl.RedisClient(o.Store.URL)
@@ -297,7 +322,7 @@ func openCounter(ctx context.Context, o rlsOptions, log *slog.Logger) (rls.Count
 		// The buckets' keys (PREFIXrls.UNIT:{HASH}:gcra) stand beside the
 		// counters' (PREFIX{HASH}:WINDOW) under one prefix; --store-fail
 		// decides when either fails, so neither has a policy of its own.
-		lim, err := redisquota.New(client, redisquota.Config{Prefix: cmp.Or(o.StorePrefix, redisquota.DefaultCountPrefix), Batch: redisBatch})
+		lim, err := redisquota.New(client, redisquota.Config{Prefix: cmp.Or(o.StorePrefix, redisquota.DefaultCountPrefix), Batch: redisBatch, MeterProvider: mp})
 		if err != nil {
 			c.Close()
 			client.Close()
@@ -316,23 +341,24 @@ func openCounter(ctx context.Context, o rlsOptions, log *slog.Logger) (rls.Count
 		}
 		return c, lim, func() { lim.Close(); c.Close(); client.Close() }, nil
 	case storeurl.Postgres:
-		return openPostgresCounter(ctx, o, log)
+		return openPostgresCounter(ctx, o, mp, log)
 	}
 	return nil, nil, func() {}, nil
 }
 
-func openPostgresCounter(ctx context.Context, o rlsOptions, log *slog.Logger) (rls.Counter, quota.Charger, func(), error) {
+func openPostgresCounter(ctx context.Context, o rlsOptions, mp metric.MeterProvider, log *slog.Logger) (rls.Counter, quota.Charger, func(), error) {
 	pool, err := storeurl.Pool(ctx, o.Store.URL)
 	if err != nil {
 		return nil, nil, nil, usageError{fmt.Errorf("admit rls: --store %q: %w", storeurl.Redact(o.Store.URL), err)}
 	}
-	st, err := pgquota.New(pool, pgquota.Config{Table: o.StoreTable, Logger: log, Batch: postgresBatch})
+	st, err := pgquota.New(pool, pgquota.Config{Table: o.StoreTable, Logger: log, Batch: postgresBatch, MeterProvider: mp})
 	if err != nil {
 		pool.Close()
 		return nil, nil, nil, usageError{fmt.Errorf("admit rls: --store-table %q: %w", o.StoreTable, err)}
 	}
 	c, err := pgquota.NewCounter(pool, pgquota.CounterConfig{Table: o.StoreTable, Batch: postgresBatch})
 	if err != nil {
+		st.Close()
 		pool.Close()
 		return nil, nil, nil, usageError{fmt.Errorf("admit rls: --store-table %q: %w", o.StoreTable, err)}
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -325,5 +326,50 @@ func TestRLSTokenBucketsShareTheStore(t *testing.T) {
 			wantCodes(t, codesOf(t, b.client(t, nil), "10.0.0.1", 1), over)
 			wantCodes(t, codesOf(t, b.client(t, nil), "10.0.0.2", 1), ok)
 		})
+	}
+}
+
+// scrape returns the metrics admit rls serves.
+func (s *rlsServer) scrape(t *testing.T) string {
+	t.Helper()
+	resp, err := http.Get("http://" + s.metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestRLSMaxConns closes a connection past --max-conns on arrival, and
+// counts it, while the connection within the cap keeps being served.
+func TestRLSMaxConns(t *testing.T) {
+	s := startRLS(t, rlsTestConfig, "--max-conns", "1")
+	c := s.client(t, nil) // the one connection the cap allows, open
+	extra, err := net.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := extra.Read(make([]byte, 1)); err == nil || n > 0 {
+		t.Fatalf("a connection past --max-conns: read %d, %v; want it closed", n, err)
+	}
+	wantCodes(t, codesOf(t, c, "10.0.0.1", 1), ok)
+	if got := metricValue(s.scrape(t), `admit_server_connections_refused_total{admit_server_listener="rls",admit_server_reason="max_conns",`); got != 1 {
+		t.Errorf("connections of listener rls refused: got %v, want 1", got)
+	}
+}
+
+// TestRLSStoreMetrics serves the shared store's own metrics on /metrics,
+// as the proxy does.
+func TestRLSStoreMetrics(t *testing.T) {
+	s := startRLS(t, rlsBucketConfig, "--store", testredis.URL(), "--store-prefix", testredis.Prefix(t))
+	wantCodes(t, codesOf(t, s.client(t, nil), "10.0.0.1", 1), ok)
+	if got := metricValue(s.scrape(t), `admit_quota_decisions_total{admit_quota_outcome="allowed",admit_quota_store="redis",`); got != 1 {
+		t.Errorf("the Redis store's allowed decisions: got %v, want 1", got)
 	}
 }
