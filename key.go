@@ -82,9 +82,6 @@ func (k Key) chosen() bool {
 
 // validate names the first bad field of k.
 func (k Key) validate(g Group) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("admit: group %q: Key: %s", g, fmt.Sprintf(format, args...))
-	}
 	set := 0
 	for _, b := range []bool{k.Header != "", k.PathValue != "", k.Global} {
 		if b {
@@ -93,17 +90,17 @@ func (k Key) validate(g Group) error {
 	}
 	switch {
 	case set > 1:
-		return bad("set one of Header, PathValue and Global")
+		return fieldsError(g, "set one of {Key.Header}, {Key.PathValue} and {Key.Global}")
 	case k.IPv4Prefix < 0 || k.IPv4Prefix > 32:
-		return bad("IPv4Prefix %d, want 1 to 32 (0: the client key)", k.IPv4Prefix)
+		return fieldsError(g, "{Key.IPv4Prefix} %d, want 1 to 32 (0: the client's address)", k.IPv4Prefix)
 	case k.IPv6Prefix < 0 || k.IPv6Prefix > 128:
-		return bad("IPv6Prefix %d, want 1 to 128 (0: the client key)", k.IPv6Prefix)
+		return fieldsError(g, "{Key.IPv6Prefix} %d, want 1 to 128 (0: the client's address)", k.IPv6Prefix)
 	case (k.IPv4Prefix != 0 || k.IPv6Prefix != 0) && set > 0:
 		return fieldsError(g, "{Key.IPv4Prefix} and {Key.IPv6Prefix} widen a key by the client's address ({ClientKey}), and this key is another")
 	case (k.RejectMissing || k.Authenticated) && k.Header == "" && k.PathValue == "":
 		return fieldsError(g, "{Key.RejectMissing} and {Key.Authenticated} apply to a key by {Key.Header} or {Key.PathValue}")
 	case k.Header != "" && strings.ContainsAny(k.Header, " \t:"):
-		return bad("Header %q is not a header name", k.Header)
+		return fieldsError(g, "{Key.Header} %q is not a header name", k.Header)
 	}
 	return nil
 }

@@ -65,6 +65,10 @@ func (r reader) bucket(rm map[string]*yaml.Node, rf string, ru *rule) error {
 		}
 		return r.errorf(at, join(rf, "requests_per_unit"), "0: a token bucket refills at least one token a unit")
 	}
+	if refill(ru.window, requests) < minRefill {
+		return r.errorf(rm["requests_per_unit"], join(rf, "requests_per_unit"), "%d a %s is more than a token a microsecond, faster than the stores time a bucket exactly",
+			requests, strings.ToLower(ru.limit.GetUnit().String()))
+	}
 	burst := requests
 	if burstAt != nil {
 		n, err := r.uint32Field(rm, "burst", rf)
@@ -88,6 +92,12 @@ func (r reader) bucket(rm map[string]*yaml.Node, rf string, ru *rule) error {
 	ru.bucket = &quota.Rule{Name: "rls." + unit, Limit: int(requests), Window: ru.window, Algorithm: quota.GCRA, Burst: int(burst)}
 	return nil
 }
+
+// minRefill bounds how fast a bucket refills: a token a microsecond. The
+// stores time a token in whole nanoseconds, the unit over
+// requests_per_unit rounded down, so a faster one would refill faster
+// than it says by up to a nanosecond a token; at a microsecond, by 0.1 %.
+const minRefill = time.Microsecond
 
 // refill is the time one token takes to come back, as the stores compute
 // it: the unit over requests_per_unit, at least a nanosecond.

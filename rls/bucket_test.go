@@ -57,6 +57,8 @@ func TestBucketConfigErrors(t *testing.T) {
 			`f.yaml:6:26: ` + rl + `requests_per_unit: 0: a token bucket refills at least one token a unit`},
 		{"no refill given", bucketFile("unit: second", "algorithm: token-bucket"),
 			`f.yaml:6:18: ` + rl + `requests_per_unit: 0: a token bucket refills at least one token a unit`},
+		{"faster than a token a microsecond", bucketFile("unit: second", "requests_per_unit: 1000001", "algorithm: token-bucket"),
+			`f.yaml:6:26: ` + rl + `requests_per_unit: 1000001 a second is more than a token a microsecond, faster than the stores time a bucket exactly`},
 		{"a year to fill", bucketFile("unit: year", "requests_per_unit: 10", "algorithm: token-bucket"),
 			`f.yaml:5:13: ` + rl + `unit: a bucket of 10 refilled 10 a year fills in 365 days, past the 52.1 days (2^52ns) every store counts exactly`},
 		{"a burst too deep", bucketFile("unit: day", "requests_per_unit: 1", "algorithm: token-bucket", "burst: 53"),
@@ -79,6 +81,7 @@ func TestBucketConfigErrors(t *testing.T) {
 func TestBucketConfigAccepts(t *testing.T) {
 	for _, tc := range []struct{ name, yaml string }{
 		{"token bucket", bucketFile("unit: second", "requests_per_unit: 1", "algorithm: token-bucket")},
+		{"a token a microsecond", bucketFile("unit: second", "requests_per_unit: 1000000", "algorithm: token-bucket")},
 		{"with a burst", bucketFile("unit: minute", "requests_per_unit: 60", "algorithm: token-bucket", "burst: 1_000")},
 		{"quoted", bucketFile("unit: second", "requests_per_unit: 1", `algorithm: "token-bucket"`)},
 		{"fixed window said", bucketFile("unit: year", "requests_per_unit: 1", "algorithm: fixed-window")},

@@ -6,9 +6,10 @@ import (
 	"strings"
 )
 
-// Split takes a ServeMux pattern apart as ServeMux does: the method before
-// the first space or tab when no '/' comes before it, then the host up to
-// the first '/', then the path.
+// Split takes a pattern that ServeMux accepts apart as ServeMux does: the
+// method before the first space or tab when no '/' comes before it, then
+// the host up to the first '/', then the path. (ServeMux refuses a pattern
+// whose first space follows a '/'.)
 func Split(p string) (method, host, path string) {
 	rest := p
 	if i := strings.IndexAny(p, " \t"); i >= 0 && !strings.Contains(p[:i], "/") {

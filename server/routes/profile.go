@@ -7,21 +7,23 @@ import (
 	"github.com/admitgo/admit/internal/canon"
 )
 
-// profile says how the app behind admit maps a request to a handler, beyond
-// the canonical form: which other spellings of a limited route its
-// framework routes to the same handler. admit limits a request when any of
-// them matches a limited route. generic, the default, is the union of
-// every other profile, so that an operator who names none is covered;
+// A Profile says how the app behind admit maps a request to a handler,
+// beyond the canonical form: which other spellings of a limited route its
+// framework routes to the same handler. A table matches a request when any
+// of them matches a route. Generic, the zero value, is the union of every
+// other profile, so that an operator who names none is covered;
 // over-limiting is the safe direction, as with case folding.
 type Profile uint8
 
+// The profiles, as --upstream-profile names them: generic, servlet, rails,
+// rack, php and express.
 const (
-	Generic Profile = iota
-	Servlet
-	Rails
-	Rack
-	PHP
-	Express
+	Generic Profile = iota // every mapping below
+	Servlet                // path parameters (;name=value), _method in the query or a form
+	Rails                  // a .format suffix, _method in a form
+	Rack                   // _method in a form
+	PHP                    // a front controller (/index.php/...), _method in the query or a form
+	Express                // _method in the query or a form
 )
 
 var profiles = [...]Profile{Generic, Servlet, Rails, Rack, PHP, Express}
@@ -45,6 +47,7 @@ func (p Profile) String() string {
 	return "unknown"
 }
 
+// ParseProfile reads a profile as String writes it.
 func ParseProfile(v string) (Profile, error) {
 	names := make([]string, len(profiles))
 	for i, p := range profiles {

@@ -20,7 +20,8 @@ import (
 // default), it also looks the request up with its path lower-cased and with
 // a trailing slash added or removed, so that a spelling the upstream routes
 // to a limited handler is limited too. Over-limiting is the safe direction
-// when routers disagree.
+// when routers disagree. A Table does not change once made, and is safe
+// for concurrent use.
 type Table struct {
 	patterns []string
 	exact    *http.ServeMux // the patterns as written, hosts lower-cased
@@ -80,11 +81,17 @@ func (e *ConflictError) Error() string {
 }
 
 // New makes the table of patterns, ServeMux patterns in the order their
-// routes are given, checking each against ServeMux's syntax and the
-// patterns before it. With folding, patterns that only folding makes
-// conflict are refused too, naming both. A match names its route by its
-// index in patterns.
+// routes are given, checking each against ServeMux's syntax (an error as
+// Check words it) and the patterns before it (a *ConflictError). With
+// folding, patterns that only folding makes conflict are refused too. A
+// match names its route by its index in patterns.
 func New(patterns []string, m Matching) (*Table, error) {
+	patterns = slices.Clone(patterns)
+	for _, p := range patterns {
+		if err := Check(p); err != nil {
+			return nil, fmt.Errorf("pattern %q: %w", p, err)
+		}
+	}
 	t := &Table{patterns: patterns, exact: http.NewServeMux(), foldedSame: true,
 		maps: m.Profile.mappings(), allow: m.Allow, slashes: m.Slashes}
 	if m.Fold {

@@ -279,7 +279,7 @@ var doorWords = map[string]string{
 	"FixedWindow":    "algorithm: " + FixedWindow,
 	"Key.IPv4Prefix": "ipv4_prefix", "Key.IPv6Prefix": "ipv6_prefix",
 	"Key.RejectMissing": "on_missing", "Key.Authenticated": "key_authenticated",
-	"Key.Header": "header:NAME", "Key.PathValue": "path:NAME",
+	"Key.Header": "header:NAME", "Key.PathValue": "path:NAME", "Key.Global": "global",
 	"ClientKey": "key: peer", "Inf": ".inf", "SharedBurst": "shared_burst", "PerClient": "per_client", "Inflight": "inflight",
 	"MaxClients": "max_clients", "Charge": "charge_on_failure", "ChargeAlways": "false", "ChargeOnFailure": "true",
 	"Algorithm": "algorithm", "TokenBucket": TokenBucket, "Store": "--store", "Replicas": "--replicas",

@@ -90,7 +90,7 @@ func NewOptionSet(name string, options []Option) *OptionSet {
 	return s
 }
 
-// Parse reads the flags of args; the arguments after them are s.fs.Args().
+// Parse reads the flags of args; the arguments after them are s.FS.Args().
 // Its errors start with prefix.
 func (s *OptionSet) Parse(prefix string, args []string) error {
 	if err := s.FS.Parse(args); err != nil {
