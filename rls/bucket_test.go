@@ -358,16 +358,7 @@ func TestBucketHeaders(t *testing.T) {
 	f := newFixture(t, rls.Options{Config: parseBuckets(t), Headers: rls.DefaultHeaders})
 	d := desc("burst", "ann")
 	d.HitsAddend = wrapperspb.UInt64(3)
-	got := map[string]string{}
-	for _, h := range f.decide(t, req("edge", d)).GetResponseHeadersToAdd() {
-		got[h.GetKey()] = h.GetValue()
-	}
-	want := map[string]string{"RateLimit-Limit": "1", "RateLimit-Remaining": "2", "RateLimit-Reset": "3"}
-	for k, v := range want {
-		if got[k] != v {
-			t.Fatalf("headers %v, want %v", got, want)
-		}
-	}
+	wantHeaders(t, f.decide(t, req("edge", d)), map[string]string{"RateLimit-Limit": "1", "RateLimit-Remaining": "2", "RateLimit-Reset": "3"})
 }
 
 // TestBucketMetrics counts a bucket's hits against its burst: the tokens

@@ -359,11 +359,16 @@ func TestReload(t *testing.T) {
 func TestHeaders(t *testing.T) {
 	f := newFixture(t, rls.Options{Headers: rls.DefaultHeaders})
 	resp := f.decide(t, req("edge", desc("tenant", "a"), desc("user", "ann")))
+	wantHeaders(t, resp, map[string]string{"RateLimit-Limit": "2", "RateLimit-Remaining": "1", "RateLimit-Reset": "50"})
+}
+
+// wantHeaders checks that resp asks Envoy to add each header of want.
+func wantHeaders(t *testing.T, resp *pb.RateLimitResponse, want map[string]string) {
+	t.Helper()
 	got := map[string]string{}
 	for _, h := range resp.GetResponseHeadersToAdd() {
 		got[h.GetKey()] = h.GetValue()
 	}
-	want := map[string]string{"RateLimit-Limit": "2", "RateLimit-Remaining": "1", "RateLimit-Reset": "50"}
 	for k, v := range want {
 		if got[k] != v {
 			t.Fatalf("headers %v, want %v", got, want)
