@@ -31,7 +31,6 @@ import (
 	"github.com/admitgo/admit/quota/pgquota"
 	"github.com/admitgo/admit/quota/redisquota"
 	"github.com/admitgo/admit/rls"
-	"github.com/admitgo/admit/server/internal/config"
 	"github.com/admitgo/admit/server/listener"
 	"github.com/admitgo/admit/server/storeurl"
 )
@@ -43,79 +42,6 @@ const rlsWatchEvery = time.Second
 // rlsServiceName is the gRPC service admit rls serves, as health checks
 // name it.
 const rlsServiceName = "envoy.service.ratelimit.v3.RateLimitService"
-
-// rlsOptions are the settings of admit rls.
-type rlsOptions struct {
-	Listen, MetricsListen     string
-	MaxConns                  int
-	Store                     storeurl.Store
-	StoreTable, StorePrefix   string
-	StoreFail                 rls.Failure
-	TLSCert, TLSKey           string
-	Config                    string
-	Shadow, QuotaMode         bool
-	Headers                   bool
-	LimitHeader, RemainingHdr string
-	ResetHeader               string
-	LogLevel                  slog.Level
-	watchEvery                time.Duration // tests shorten it
-	ready                     func(grpcAddr, metricsAddr string)
-}
-
-// parseRLSFlags reads admit rls's flags; every error names the flag.
-func parseRLSFlags(args []string, out io.Writer) (rlsOptions, error) {
-	o := rlsOptions{watchEvery: rlsWatchEvery}
-	fs := flag.NewFlagSet("admit rls", flag.ContinueOnError)
-	fs.SetOutput(out)
-	fs.StringVar(&o.Listen, "listen", ":8081", "address of the gRPC service (envoyproxy/ratelimit's GRPC_HOST and GRPC_PORT); cleartext HTTP/2 (h2c) unless --tls-cert")
-	fs.StringVar(&o.MetricsListen, "metrics-listen", "127.0.0.1:9464", "address of /metrics and /healthz")
-	fs.IntVar(&o.MaxConns, "max-conns", 4096, "connections the gRPC listener keeps open at most; newer ones are closed on arrival")
-	storeURL := fs.String("store", "memory", "memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://... (rediss for TLS): where the counts live")
-	fs.StringVar(&o.StoreTable, "store-table", "", "PostgreSQL table, optionally schema-qualified (default \"admit_quota\")")
-	fs.StringVar(&o.StorePrefix, "store-prefix", "", "start of every Redis key (default \"admit:count:\"; envoyproxy/ratelimit's CACHE_KEY_PREFIX)")
-	fail := fs.String("store-fail", "error", "what a request gets while the store cannot count: error (gRPC UNAVAILABLE, so Envoy's failure_mode_deny decides), closed (OVER_LIMIT), open (OK) or local (counted in this process's memory)")
-	fs.StringVar(&o.TLSCert, "tls-cert", "", "TLS certificate (PEM); with --tls-key, serves gRPC over TLS")
-	fs.StringVar(&o.TLSKey, "tls-key", "", "TLS private key (PEM)")
-	fs.StringVar(&o.Config, "config", "", "envoyproxy/ratelimit YAML file, or a directory of them (one domain each); required")
-	fs.BoolVar(&o.Shadow, "shadow", false, "answer OK overall whatever the limits say (envoyproxy/ratelimit's SHADOW_MODE)")
-	fs.BoolVar(&o.QuotaMode, "quota-mode", false, "answer OK for over-limit descriptors (QUOTA_MODE)")
-	fs.BoolVar(&o.Headers, "response-headers", false, "ask Envoy to add the limit headers (LIMIT_RESPONSE_HEADERS_ENABLED)")
-	fs.StringVar(&o.LimitHeader, "limit-header", rls.DefaultHeaders.Limit, "name of the limit header (LIMIT_LIMIT_HEADER)")
-	fs.StringVar(&o.RemainingHdr, "remaining-header", rls.DefaultHeaders.Remaining, "name of the remaining header (LIMIT_REMAINING_HEADER)")
-	fs.StringVar(&o.ResetHeader, "reset-header", rls.DefaultHeaders.Reset, "name of the reset header (LIMIT_RESET_HEADER)")
-	level := fs.String("log-level", "info", "debug, info, warn or error")
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
-	if o.MaxConns < 1 {
-		return o, fmt.Errorf("admit rls: --max-conns %d: must be at least 1", o.MaxConns)
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("admit rls: unexpected argument %q", fs.Arg(0))
-	}
-	var err error
-	for _, a := range []struct{ flag, v string }{{"listen", o.Listen}, {"metrics-listen", o.MetricsListen}} {
-		if _, err := config.ParseAddr(a.v); err != nil {
-			return o, fmt.Errorf("admit rls: --%s %q: %w", a.flag, a.v, err)
-		}
-	}
-	if o.Store, err = storeurl.Parse(*storeURL); err != nil {
-		return o, fmt.Errorf("admit rls: --store %q: %w", storeurl.Redact(*storeURL), err)
-	}
-	if o.StoreFail, err = rls.ParseFailure(*fail); err != nil {
-		return o, fmt.Errorf("admit rls: --store-fail %q: want error, closed, open or local", *fail)
-	}
-	if (o.TLSCert == "") != (o.TLSKey == "") {
-		return o, errors.New("admit rls: --tls-cert and --tls-key go together")
-	}
-	if o.Config == "" {
-		return o, errors.New("admit rls: --config is required: an envoyproxy/ratelimit YAML file or a directory of them")
-	}
-	if o.LogLevel, err = config.ParseLogLevel(*level); err != nil {
-		return o, fmt.Errorf("admit rls: --log-level %q: %w", *level, err)
-	}
-	return o, nil
-}
 
 // rlsIdleTimeout closes a connection that carries no call, and
 // rlsHandshakeTimeout one whose TLS and HTTP/2 handshake does not finish:
@@ -129,8 +55,8 @@ const (
 // stores. It serves until ctx ends; SIGHUP and a change of the
 // configuration's files reload it, keeping the old one when the new one is
 // refused. A bad flag or configuration exits 2.
-func runRLS(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parseRLSFlags(args, stdout)
+func runRLS(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	o, err := parseRLSFlags(args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -239,13 +165,6 @@ func rlsListen(ctx context.Context, o rlsOptions, tel *telemetry) (ln, mln net.L
 		return nil, nil, fmt.Errorf("admit rls: metrics: %w", err)
 	}
 	return listener.Limit(ln, listener.Caps{Max: o.MaxConns}, counts), mln, nil
-}
-
-func (o rlsOptions) headers() rls.Headers {
-	if !o.Headers {
-		return rls.Headers{}
-	}
-	return rls.Headers{Limit: o.LimitHeader, Remaining: o.RemainingHdr, Reset: o.ResetHeader}
 }
 
 // rlsMetricsServer serves /metrics and /healthz with the proxy's metrics

@@ -57,7 +57,7 @@ func startRLS(t *testing.T, yaml string, args ...string) *rlsServer {
 	if err := os.WriteFile(s.config, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o, err := parseRLSFlags(append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--config", s.config}, args...), io.Discard)
+	o, err := parseRLSFlags(append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--config", s.config}, args...), func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestRLSBadConfig(t *testing.T) {
 		{[]string{"--config", path, "--tls-cert", "c.pem"}, "--tls-cert and --tls-key"},
 		{[]string{"--config", path, "--store", "mongodb://x"}, "--store"},
 	} {
-		err := runRLS(context.Background(), append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, tc.args...), io.Discard, io.Discard)
+		err := runRLS(context.Background(), append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, tc.args...), func(string) string { return "" }, io.Discard, io.Discard)
 		var uerr usageError
 		if !errors.As(err, &uerr) || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("%v: got %v, want a usage error (exit 2) holding %q", tc.args, err, tc.want)
@@ -371,5 +371,32 @@ func TestRLSStoreMetrics(t *testing.T) {
 	wantCodes(t, codesOf(t, s.client(t, nil), "10.0.0.1", 1), ok)
 	if got := metricValue(s.scrape(t), `admit_quota_decisions_total{admit_quota_outcome="allowed",admit_quota_store="redis",`); got != 1 {
 		t.Errorf("the Redis store's allowed decisions: got %v, want 1", got)
+	}
+}
+
+// TestRLSEnvironment reads each flag not given from ADMIT_ and its name,
+// as the proxy does; the flag wins, and an error names the variable.
+func TestRLSEnvironment(t *testing.T) {
+	env := map[string]string{"ADMIT_CONFIG": "edge.yaml", "ADMIT_MAX_CONNS": "7", "ADMIT_STORE_FAIL": "open", "ADMIT_LISTEN": "127.0.0.1:9"}
+	getenv := func(k string) string { return env[k] }
+	o, err := parseRLSFlags([]string{"--listen", "127.0.0.1:0"}, getenv, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Config != "edge.yaml" || o.MaxConns != 7 || o.StoreFail.String() != "open" || o.Listen != "127.0.0.1:0" {
+		t.Errorf("got config %q, max-conns %d, store-fail %v, listen %q; want the variables, and the flag's listen",
+			o.Config, o.MaxConns, o.StoreFail, o.Listen)
+	}
+	for _, tc := range []struct{ name, value, want string }{
+		{"ADMIT_MAX_CONNS", "0", `admit rls: ADMIT_MAX_CONNS 0: must be at least 1`},
+		{"ADMIT_MAX_CONNS", "many", `admit rls: ADMIT_MAX_CONNS "many": `},
+		{"ADMIT_STORE", "redis://:s3cret@cache:port", `admit rls: ADMIT_STORE "redis://xxxxx@cache:port": not a valid URL`},
+		{"ADMIT_STORE_FAIL", "maybe", `admit rls: ADMIT_STORE_FAIL "maybe": want error, closed, open or local`},
+	} {
+		env := map[string]string{"ADMIT_CONFIG": "edge.yaml", tc.name: tc.value}
+		_, err := parseRLSFlags(nil, func(k string) string { return env[k] }, io.Discard)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s=%s: got %v, want an error starting %q", tc.name, tc.value, err, tc.want)
+		}
 	}
 }

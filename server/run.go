@@ -52,7 +52,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		case "schema":
 			return schema(args[1:], getenv, stdout)
 		case "rls":
-			return runRLS(ctx, args[1:], stdout, stderr)
+			return runRLS(ctx, args[1:], getenv, stdout, stderr)
 		}
 	}
 	// SIGHUP reloads the configuration. Caught from here on, before startup

@@ -1,0 +1,128 @@
+package server
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/admitgo/admit/rls"
+	"github.com/admitgo/admit/server/internal/config"
+	"github.com/admitgo/admit/server/storeurl"
+)
+
+// rlsOptions are the settings of admit rls.
+type rlsOptions struct {
+	Listen, MetricsListen     string
+	MaxConns                  int
+	Store                     storeurl.Store
+	StoreTable, StorePrefix   string
+	StoreFail                 rls.Failure
+	TLSCert, TLSKey           string
+	Config                    string
+	Shadow, QuotaMode         bool
+	Headers                   bool
+	LimitHeader, RemainingHdr string
+	ResetHeader               string
+	LogLevel                  slog.Level
+	watchEvery                time.Duration // tests shorten it
+	ready                     func(grpcAddr, metricsAddr string)
+}
+
+// parseRLSFlags reads admit rls's flags, and for each one not given its
+// environment variable (ADMIT_ and the flag's name, as for the proxy);
+// every error names the flag or variable.
+func parseRLSFlags(args []string, getenv func(string) string, out io.Writer) (rlsOptions, error) {
+	o := rlsOptions{watchEvery: rlsWatchEvery}
+	fs := flag.NewFlagSet("admit rls", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&o.Listen, "listen", ":8081", "address of the gRPC service (envoyproxy/ratelimit's GRPC_HOST and GRPC_PORT); cleartext HTTP/2 (h2c) unless --tls-cert")
+	fs.StringVar(&o.MetricsListen, "metrics-listen", "127.0.0.1:9464", "address of /metrics and /healthz")
+	fs.IntVar(&o.MaxConns, "max-conns", 4096, "connections the gRPC listener keeps open at most; newer ones are closed on arrival")
+	storeURL := fs.String("store", "memory", "memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://... (rediss for TLS): where the counts live")
+	fs.StringVar(&o.StoreTable, "store-table", "", "PostgreSQL table, optionally schema-qualified (default \"admit_quota\")")
+	fs.StringVar(&o.StorePrefix, "store-prefix", "", "start of every Redis key (default \"admit:count:\"; envoyproxy/ratelimit's CACHE_KEY_PREFIX)")
+	fail := fs.String("store-fail", "error", "what a request gets while the store cannot count: error (gRPC UNAVAILABLE, so Envoy's failure_mode_deny decides), closed (OVER_LIMIT), open (OK) or local (counted in this process's memory)")
+	fs.StringVar(&o.TLSCert, "tls-cert", "", "TLS certificate (PEM); with --tls-key, serves gRPC over TLS")
+	fs.StringVar(&o.TLSKey, "tls-key", "", "TLS private key (PEM)")
+	fs.StringVar(&o.Config, "config", "", "envoyproxy/ratelimit YAML file, or a directory of them (one domain each); required")
+	fs.BoolVar(&o.Shadow, "shadow", false, "answer OK overall whatever the limits say (envoyproxy/ratelimit's SHADOW_MODE)")
+	fs.BoolVar(&o.QuotaMode, "quota-mode", false, "answer OK for over-limit descriptors (QUOTA_MODE)")
+	fs.BoolVar(&o.Headers, "response-headers", false, "ask Envoy to add the limit headers (LIMIT_RESPONSE_HEADERS_ENABLED)")
+	fs.StringVar(&o.LimitHeader, "limit-header", rls.DefaultHeaders.Limit, "name of the limit header (LIMIT_LIMIT_HEADER)")
+	fs.StringVar(&o.RemainingHdr, "remaining-header", rls.DefaultHeaders.Remaining, "name of the remaining header (LIMIT_REMAINING_HEADER)")
+	fs.StringVar(&o.ResetHeader, "reset-header", rls.DefaultHeaders.Reset, "name of the reset header (LIMIT_RESET_HEADER)")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	from, err := applyEnv(fs, getenv)
+	if err != nil {
+		return o, err
+	}
+	if o.MaxConns < 1 {
+		return o, fmt.Errorf("admit rls: %s %d: must be at least 1", from("max-conns"), o.MaxConns)
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("admit rls: unexpected argument %q", fs.Arg(0))
+	}
+	for _, a := range []struct{ flag, v string }{{"listen", o.Listen}, {"metrics-listen", o.MetricsListen}} {
+		if _, err := config.ParseAddr(a.v); err != nil {
+			return o, fmt.Errorf("admit rls: %s %q: %w", from(a.flag), a.v, err)
+		}
+	}
+	if o.Store, err = storeurl.Parse(*storeURL); err != nil {
+		return o, fmt.Errorf("admit rls: %s %q: %w", from("store"), storeurl.Redact(*storeURL), err)
+	}
+	if o.StoreFail, err = rls.ParseFailure(*fail); err != nil {
+		return o, fmt.Errorf("admit rls: %s %q: want error, closed, open or local", from("store-fail"), *fail)
+	}
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return o, errors.New("admit rls: --tls-cert and --tls-key go together")
+	}
+	if o.Config == "" {
+		return o, errors.New("admit rls: --config is required: an envoyproxy/ratelimit YAML file or a directory of them")
+	}
+	if o.LogLevel, err = config.ParseLogLevel(*level); err != nil {
+		return o, fmt.Errorf("admit rls: %s %q: %w", from("log-level"), *level, err)
+	}
+	return o, nil
+}
+
+// applyEnv sets each flag of fs that args did not give from its
+// environment variable, when set, and returns how an error names a flag's
+// value: by the variable it came from, or as the flag.
+func applyEnv(fs *flag.FlagSet, getenv func(string) string) (from func(flag string) string, err error) {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	byEnv := map[string]string{}
+	fs.VisitAll(func(f *flag.Flag) {
+		name := config.EnvName(f.Name)
+		v := getenv(name)
+		if given[f.Name] || v == "" || err != nil {
+			return
+		}
+		byEnv[f.Name] = name
+		if serr := fs.Set(f.Name, v); serr != nil {
+			if f.Name == "store" {
+				v = storeurl.Redact(v)
+			}
+			err = fmt.Errorf("admit rls: %s %q: %w", name, v, serr)
+		}
+	})
+	return func(flag string) string {
+		if name, ok := byEnv[flag]; ok {
+			return name
+		}
+		return "--" + flag
+	}, err
+}
+
+func (o rlsOptions) headers() rls.Headers {
+	if !o.Headers {
+		return rls.Headers{}
+	}
+	return rls.Headers{Limit: o.LimitHeader, Remaining: o.RemainingHdr, Reset: o.ResetHeader}
+}
