@@ -2,10 +2,12 @@ package rls
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"connectrpc.com/connect"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/admitgo/admit/quota"
@@ -146,6 +148,11 @@ func (s *Service) take(ctx context.Context, d *decision) error {
 			}
 			if ctx.Err() != nil {
 				return unavailable(ctx.Err())
+			}
+			if errors.Is(err, quota.ErrRule) || errors.Is(err, quota.ErrSubject) {
+				// A rule or key the store refuses is the configuration's
+				// fault, not an outage: no failure policy may admit past it.
+				return connect.NewError(connect.CodeInternal, fmt.Errorf("rls: the limiter refuses the rule: %w", err))
 			}
 			s.failed(ctx, d, "rls: the limiter cannot decide", err)
 			down = err

@@ -3,6 +3,7 @@ package rls_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -285,6 +286,27 @@ func (failingLimiter) AllowN(context.Context, quota.Rule, string, int) (quota.De
 
 func (failingLimiter) Refund(context.Context, quota.Rule, string, int) error {
 	return errors.New("connection refused")
+}
+
+// refusingLimiter refuses every rule, as a store does a rule it cannot
+// enforce.
+type refusingLimiter struct{ failingLimiter }
+
+func (refusingLimiter) AllowN(_ context.Context, r quota.Rule, _ string, _ int) (quota.Decision, error) {
+	return quota.Decision{}, fmt.Errorf("%w %q: too wide for this store", quota.ErrRule, r.Name)
+}
+
+// TestBucketRuleRefusedIsNoOutage answers INTERNAL when the limiter
+// refuses a rule, under every failure policy: an open or local policy must
+// not admit past a configuration the store cannot enforce.
+func TestBucketRuleRefusedIsNoOutage(t *testing.T) {
+	for _, failure := range []rls.Failure{rls.FailError, rls.FailClosed, rls.FailOpen, rls.FailLocal} {
+		f := newFixture(t, rls.Options{Config: parseBuckets(t), Limiter: refusingLimiter{}, Failure: failure})
+		_, err := f.svc.ShouldRateLimit(context.Background(), req("edge", desc("client", "ann")))
+		if connect.CodeOf(err) != connect.CodeInternal {
+			t.Errorf("%v: got %v, want INTERNAL", failure, err)
+		}
+	}
 }
 
 // TestBucketFailurePolicies decides a token bucket with a limiter that
