@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"flag"
 	"io"
 	"log/slog"
 	"net"
@@ -397,6 +398,20 @@ func TestRLSEnvironment(t *testing.T) {
 		_, err := parseRLSFlags(nil, func(k string) string { return env[k] }, io.Discard)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("%s=%s: got %v, want an error starting %q", tc.name, tc.value, err, tc.want)
+		}
+	}
+}
+
+// TestRLSUsageNamesTheVariables prints each flag of admit rls -h with its
+// environment variable, as the proxy's -h does.
+func TestRLSUsageNamesTheVariables(t *testing.T) {
+	var out strings.Builder
+	if _, err := parseRLSFlags([]string{"-h"}, func(string) string { return "" }, &out); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("got %v, want flag.ErrHelp", err)
+	}
+	for _, want := range []string{"Usage: admit rls --config FILE|DIR [flags]", "--store STORE\n", "env ADMIT_STORE;", "--max-conns N\n", "env ADMIT_MAX_CONNS;", "--shadow\n", "(env ADMIT_SHADOW)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("usage lacks %q:\n%s", want, out.String())
 		}
 	}
 }

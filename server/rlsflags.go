@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/admitgo/admit/rls"
@@ -38,6 +39,7 @@ func parseRLSFlags(args []string, getenv func(string) string, out io.Writer) (rl
 	o := rlsOptions{watchEvery: rlsWatchEvery}
 	fs := flag.NewFlagSet("admit rls", flag.ContinueOnError)
 	fs.SetOutput(out)
+	fs.Usage = func() { printRLSUsage(out, fs) }
 	fs.StringVar(&o.Listen, "listen", ":8081", "address of the gRPC service (envoyproxy/ratelimit's GRPC_HOST and GRPC_PORT); cleartext HTTP/2 (h2c) unless --tls-cert")
 	fs.StringVar(&o.MetricsListen, "metrics-listen", "127.0.0.1:9464", "address of /metrics and /healthz")
 	fs.IntVar(&o.MaxConns, "max-conns", 4096, "connections the gRPC listener keeps open at most; newer ones are closed on arrival")
@@ -125,4 +127,37 @@ func (o rlsOptions) headers() rls.Headers {
 		return rls.Headers{}
 	}
 	return rls.Headers{Limit: o.LimitHeader, Remaining: o.RemainingHdr, Reset: o.ResetHeader}
+}
+
+// rlsPlaceholders name the values of admit rls's flags in its usage, as
+// the proxy's options do.
+var rlsPlaceholders = map[string]string{
+	"config": "FILE|DIR", "listen": "ADDR", "metrics-listen": "ADDR", "max-conns": "N",
+	"store": "STORE", "store-table": "TABLE", "store-prefix": "PREFIX", "store-fail": "POLICY",
+	"tls-cert": "FILE", "tls-key": "FILE", "log-level": "LEVEL",
+	"limit-header": "NAME", "remaining-header": "NAME", "reset-header": "NAME",
+}
+
+// printRLSUsage writes admit rls -h as the proxy's -h reads: each flag
+// with its placeholder, its environment variable and its default.
+func printRLSUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprint(w, "Usage: admit rls --config FILE|DIR [flags]\n\n"+
+		"admit rls is Envoy's rate limit service (ShouldRateLimit) on envoyproxy/ratelimit's\n"+
+		"configuration files and admit's stores.\n"+
+		"Each flag may also be set by the environment variable shown; the flag wins.\n\n")
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, usage := flag.UnquoteUsage(f)
+		if p, ok := rlsPlaceholders[f.Name]; ok {
+			arg = p
+		}
+		fmt.Fprintf(w, "  --%s", f.Name)
+		if arg != "" {
+			fmt.Fprintf(w, " %s", strings.ToUpper(arg))
+		}
+		notes := "env " + config.EnvName(f.Name)
+		if f.DefValue != "" && f.DefValue != "false" {
+			notes += fmt.Sprintf("; default %q", f.DefValue)
+		}
+		fmt.Fprintf(w, "\n    \t%s (%s)\n", usage, notes)
+	})
 }
