@@ -15,5 +15,5 @@ func ExampleParse() {
 	fmt.Println(err)
 	// Output:
 	// redis redis+cluster://:xxxxx@cache-a:7000?addr=cache-b:7000 <nil>
-	// not a valid URL: percent-encode any '/', '?', '#' or '@' in the user name and password
+	// not a valid URL: percent-encode any '/', '?', '#', '@', ';' or space in the user name, the password and the parameters
 }

@@ -10,7 +10,9 @@ import (
 	"net"
 	"net/url"
 	"runtime"
+	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -41,36 +43,47 @@ var schemes = map[string]Kind{
 	"redis+sentinel": Redis, "rediss+sentinel": Redis,
 }
 
-// errUnparsable refuses a URL that is not one, or that a reader could take
-// apart in more than one way. Its words hold nothing of the URL: a
-// password with an unescaped '/', '?', '#' or '@' is what makes most URLs
-// so, and url.Parse's error would quote its start.
-var errUnparsable = errors.New("not a valid URL: percent-encode any '/', '?', '#' or '@' in the user name and password")
+// errUnparsable refuses a URL that is not one, or that two readers could
+// take apart differently. Its words hold nothing of the URL: a password
+// with an unescaped '/', '?', '#' or '@' is what makes most URLs so, and
+// url.Parse's error would quote its start.
+var errUnparsable = errors.New("not a valid URL: percent-encode any '/', '?', '#', '@', ';' or space in the user name, the password and the parameters")
 
 // Parse reads --store: memory, or a URL of a scheme a shared store takes.
-// Its errors never hold the URL. A URL with an '@' after its host is
-// refused: it is most likely a password with an unescaped '/', '?' or '#',
-// which url.Parse would read as a path holding the password, and which
-// nothing could then redact reliably.
+// Its errors never hold the URL. A URL is taken only when net/url, pgx's
+// parser and go-redis's read it alike: an '@' after the host (most likely
+// a password with an unescaped '/', '?' or '#', which url.Parse would read
+// as a path holding it), a '#' (pgx reads it as data, url.Parse as a
+// fragment), a raw space or control character (pgx trims spaces around a
+// parameter's name), and a query url.ParseQuery refuses (a ';', which it
+// drops) are refused, so that Redact masks what every driver reads.
 func Parse(v string) (Store, error) {
 	if v == string(Memory) {
 		return Store{Kind: Memory}, nil
 	}
-	scheme, rest, ok := strings.Cut(v, "://")
+	scheme, _, ok := strings.Cut(v, "://")
 	if !ok || schemes[scheme] == "" {
 		return Store{}, errors.New("want memory or a postgres://, redis://, redis+cluster:// or redis+sentinel:// URL")
 	}
-	if _, err := url.Parse(v); err != nil || atAfterHost(rest) {
+	if !readAlike(v) {
 		return Store{}, errUnparsable
 	}
 	return Store{Kind: schemes[scheme], URL: v}, nil
 }
 
-// atAfterHost reports an '@' past the authority of rest, a URL after its
-// "://": where url.Parse no longer reads it as the end of a user part.
-func atAfterHost(rest string) bool {
-	i := strings.IndexAny(rest, "/?#")
-	return i >= 0 && strings.Contains(rest[i:], "@")
+// readAlike reports a URL that net/url parses and that every store's
+// parser reads as net/url does (see Parse).
+func readAlike(v string) bool {
+	_, rest, _ := strings.Cut(v, "://")
+	u, err := url.Parse(v)
+	if err != nil || strings.ContainsAny(v, "# ") || strings.ContainsFunc(v, unicode.IsControl) {
+		return false
+	}
+	if i := strings.IndexAny(rest, "/?"); i >= 0 && strings.Contains(rest[i:], "@") {
+		return false
+	}
+	_, err = url.ParseQuery(u.RawQuery)
+	return err == nil
 }
 
 // secretParams are the query parameters of store URLs that hold secrets:
@@ -78,27 +91,25 @@ func atAfterHost(rest string) bool {
 var secretParams = []string{"password", "sslpassword"}
 
 // Redact returns a store URL with its password, in the user part or as a
-// parameter, replaced. A URL Parse refuses loses everything before its
-// last '@', which is where a password would end.
+// parameter, replaced, and the rest as given. A URL Parse refuses is not
+// shown at all: where its password ends is what is in doubt.
 func Redact(v string) string {
-	scheme, rest, ok := strings.Cut(v, "://")
+	scheme, _, ok := strings.Cut(v, "://")
 	if !ok {
 		return v // "memory", or not a URL at all: nothing to hide
 	}
-	u, err := url.Parse(v)
-	if err != nil || atAfterHost(rest) {
-		if i := strings.LastIndexByte(rest, '@'); i >= 0 {
-			return scheme + "://xxxxx@" + rest[i+1:]
-		}
-		return scheme + "://(unparsable URL)"
+	if !readAlike(v) {
+		return scheme + "://(not shown: not a valid URL)"
 	}
-	q := u.Query()
-	for _, p := range secretParams {
-		if q.Has(p) {
-			q.Set(p, "xxxxx")
-			u.RawQuery = q.Encode()
+	u, _ := url.Parse(v) // readAlike parsed it
+	pairs := strings.Split(u.RawQuery, "&")
+	for i, p := range pairs {
+		k, _, _ := strings.Cut(p, "=")
+		if k, err := url.QueryUnescape(k); err == nil && slices.Contains(secretParams, k) {
+			pairs[i] = k + "=xxxxx"
 		}
 	}
+	u.RawQuery = strings.Join(pairs, "&")
 	return u.Redacted()
 }
 

@@ -33,7 +33,11 @@ func TestRedisURLForms(t *testing.T) {
 	}
 }
 
+// TestRedact masks every secret of a URL Parse takes, keeping the rest as
+// given, and shows nothing of one it refuses: neither its password nor
+// the parameters after it.
 func TestRedact(t *testing.T) {
+	const refused = "://(not shown: not a valid URL)"
 	tests := []struct {
 		name, in, want string
 	}{
@@ -41,16 +45,23 @@ func TestRedact(t *testing.T) {
 		{"user only", "postgres://admit@db/admit", "postgres://admit@db/admit"},
 		{"password", "postgres://admit:pw@db/admit", "postgres://admit:xxxxx@db/admit"},
 		{"at sign in password", "redis://:p@ss@cache:6379", "redis://:xxxxx@cache:6379"},
-		{"at sign after the host: what is before it may be a password", "redis://cache/x@y", "redis://xxxxx@y"},
 		{"not a URL", "memory", "memory"},
-		{"unparsable", "postgres://u:pw@db:54x/admit", "postgres://xxxxx@db:54x/admit"},
-		{"unparsable, no user", "postgres://db:54x/admit", "postgres://(unparsable URL)"},
-		{"slash in password", "postgres://u:pa/ss@db/admit", "postgres://xxxxx@db/admit"},
-		{"slash and port-like password", "postgres://admit:5432/S3cret@db.internal/admit", "postgres://xxxxx@db.internal/admit"},
-		{"redis path holding the password", "redis://:6379/S3cret@cache:6379/0", "redis://xxxxx@cache:6379/0"},
-		{"hash in password", "redis://:pa#ss@cache", "redis://xxxxx@cache"},
-		{"key passphrase", "postgres://admit@db/admit?sslkey=/k.pem&sslpassword=KeyS3cret", "postgres://admit@db/admit?sslkey=%2Fk.pem&sslpassword=xxxxx"},
 		{"password parameter", "postgres://admit@db/admit?password=s3cret&sslmode=require", "postgres://admit@db/admit?password=xxxxx&sslmode=require"},
+		{"key passphrase, parameters kept as given", "postgres://admit@db/admit?sslkey=/k.pem&sslpassword=KeyS3cret", "postgres://admit@db/admit?sslkey=/k.pem&sslpassword=xxxxx"},
+		{"escaped parameter name", "postgres://admit@db/admit?pass%77ord=s3cret", "postgres://admit@db/admit?password=xxxxx"},
+		{"sentinel data password", "redis+sentinel://s1:26379?master_name=m&password=s3cret", "redis+sentinel://s1:26379?master_name=m&password=xxxxx"},
+		{"socket host", "postgres://admit@/admit?host=/run/postgresql", "postgres://admit@/admit?host=/run/postgresql"},
+		{"at sign after the host", "redis://cache/x@y", "redis" + refused},
+		{"unparsable", "postgres://u:pw@db:54x/admit", "postgres" + refused},
+		{"slash in password", "postgres://u:pa/ss@db/admit", "postgres" + refused},
+		{"slash and port-like password", "postgres://admit:5432/S3cret@db.internal/admit", "postgres" + refused},
+		{"redis path holding the password", "redis://:6379/S3cret@cache:6379/0", "redis" + refused},
+		{"hash in password", "redis://:pa#ss@cache", "redis" + refused},
+		{"hash in a password parameter", "postgres://admit@db/admit?password=#S3cret", "postgres" + refused},
+		{"semicolon in a password parameter", "postgres://admit@db/admit?password=S3c;ret", "postgres" + refused},
+		{"space before a parameter's name", "postgres://admit@db/admit?password =S3cret", "postgres" + refused},
+		{"unparsable port before a password parameter", "postgres://admit@db:54x2/admit?password=S3cret", "postgres" + refused},
+		{"at sign in a parameter before the password", "postgres://admit@db/admit?application_name=me@corp&password=S3cret", "postgres" + refused},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,6 +117,10 @@ func TestParse(t *testing.T) {
 		{"redis://:6379/s3cret@cache:6379/0", "", "not a valid URL"},
 		{"postgres://admit:s3/cret@db/admit", "", "not a valid URL"},
 		{"redis://:pa#s3cret@cache", "", "not a valid URL"},
+		{"postgres://admit@db/admit?password=#s3cret", "", "not a valid URL"},
+		{"postgres://admit@db/admit?password=s3c;ret", "", "not a valid URL"},
+		{"postgres://admit@db/admit?password =s3cret", "", "not a valid URL"},
+		{"postgres://admit@/admit?host=/run/postgresql", Postgres, ""},
 	} {
 		got, err := Parse(tt.in)
 		if tt.err == "" && (err != nil || got.Kind != tt.want) || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {

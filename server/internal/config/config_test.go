@@ -374,7 +374,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"store unknown scheme", []string{"--store", "mysql://db/admit"}, nil, `admit: --store "mysql://db/admit": want memory or a postgres://, redis://, redis+cluster:// or redis+sentinel:// URL`},
 		{"store bare word", nil, map[string]string{"ADMIT_STORE": "postgres"}, `admit: ADMIT_STORE "postgres": want memory or a postgres://, redis://, redis+cluster:// or redis+sentinel:// URL`},
 		{"store password hidden", []string{"--store", "mysql://admit:s3cret@db/admit"}, nil, `admit: --store "mysql://admit:xxxxx@db/admit": want memory or a postgres://, redis://, redis+cluster:// or redis+sentinel:// URL`},
-		{"store unparsable password hidden", []string{"--store", "postgres://admit:s3cret@db:5432x/admit"}, nil, `admit: --store "postgres://xxxxx@db:5432x/admit": not a valid URL: percent-encode any '/', '?', '#' or '@' in the user name and password`},
+		{"store unparsable password hidden", []string{"--store", "postgres://admit:s3cret@db:5432x/admit"}, nil, `admit: --store "postgres://(not shown: not a valid URL)": not a valid URL: percent-encode any '/', '?', '#', '@', ';' or space in the user name, the password and the parameters`},
 
 		{"tls cert without key", []string{"--tls-cert", "cert.pem"}, nil, `admit: --tls-cert is set but --tls-key (ADMIT_TLS_KEY) is not: give both or neither`},
 		{"tls key without cert env", nil, map[string]string{"ADMIT_TLS_KEY": "key.pem"}, `admit: ADMIT_TLS_KEY is set but --tls-cert (ADMIT_TLS_CERT) is not: give both or neither`},
