@@ -7,20 +7,34 @@ import (
 )
 
 // MaxStreams is how many calls one connection may have in flight under
-// [ServerOptions], as net/http's HTTP/2 server allows by default. Each may buffer up to about two requests' worth
-// (MaxRequestBytes in its flow-control window, and the message being
-// decoded), so it bounds what one connection can make the process hold.
-const MaxStreams = 250
+// [ServerOptions], as net/http's HTTP/2 server allows by default, and
+// MaxHeaderBytes the metadata of one call: Envoy's calls carry a few
+// hundred bytes of it, where grpc-go's default lets a client send 16 MiB.
+// A call a client never finishes holds at most its metadata and its
+// stream's flow-control window (streamWindow), so one connection holds at
+// most MaxStreams times 128 KiB, 32 MiB, and only until the deployment's
+// maximum connection age closes it.
+const (
+	MaxStreams     = 250
+	MaxHeaderBytes = 64 << 10
+)
+
+// streamWindow is each call's flow-control window: grpc-go's least. A
+// request larger than it (Envoy's are a few hundred bytes) waits for a
+// WINDOW_UPDATE.
+const streamWindow = 64 << 10
 
 // ServerOptions are the options of a *grpc.Server that serves the service
 // with [Service.Register], tuned for what Envoy sends it: many small unary
 // calls on a few long-lived connections. Add the deployment's own
-// (credentials, keepalive, a connection cap on the listener) after them; a
-// later option of the same kind replaces the one here.
+// (credentials, keepalive with a maximum connection age, a connection cap
+// on the listener) after them; a later option of the same kind replaces
+// the one here.
 func ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(MaxRequestBytes),
 		grpc.MaxConcurrentStreams(MaxStreams),
+		grpc.MaxHeaderListSize(MaxHeaderBytes),
 		// Without workers grpc-go starts a goroutine per call, whose
 		// stack then grows by copying, a few times on every call; a
 		// worker keeps its grown stack from call to call. A call that
@@ -33,13 +47,10 @@ func ServerOptions() []grpc.ServerOption {
 		// Fixed windows turn off grpc-go's bandwidth-delay estimate,
 		// which would send a PING after every round trip of data for
 		// good (calls this small never reach its ceiling), each one a
-		// write here and a read and an acknowledgement at the proxy. A
-		// window of MaxRequestBytes lets the largest request in without
-		// waiting for a WINDOW_UPDATE. It is each stream's that holds
-		// data back: grpc-go acknowledges a connection's data as it
-		// arrives, so what a connection may send ahead is its streams'
-		// windows, MaxStreams of them.
-		grpc.InitialWindowSize(MaxRequestBytes),
+		// write here and a read and an acknowledgement at the proxy. It
+		// is each stream's window that holds data back: grpc-go
+		// acknowledges a connection's data as it arrives.
+		grpc.InitialWindowSize(streamWindow),
 		grpc.InitialConnWindowSize(MaxRequestBytes),
 	}
 }

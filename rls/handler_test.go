@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/admitgo/admit/rls"
@@ -70,6 +71,18 @@ func TestServers(t *testing.T) {
 		near := strings.Repeat("v", rls.MaxRequestBytes-64)
 		if _, err := c.ShouldRateLimit(context.Background(), req("edge", desc("user", near))); status.Code(err) != codes.InvalidArgument {
 			t.Fatalf("%s: a request just under MaxRequestBytes: got %v, want InvalidArgument", addr, err)
+		}
+		if addr == gln.Addr().String() {
+			// Metadata past MaxHeaderBytes is refused before any handler
+			// runs; within it, the call is answered.
+			big := metadata.AppendToOutgoingContext(context.Background(), "x-pad", strings.Repeat("p", rls.MaxHeaderBytes))
+			if _, err := c.ShouldRateLimit(big, req("edge", desc("user", "pad"))); status.Code(err) == codes.OK {
+				t.Fatalf("%s: metadata over MaxHeaderBytes: answered, want it refused", addr)
+			}
+			small := metadata.AppendToOutgoingContext(context.Background(), "x-pad", strings.Repeat("p", 1<<10))
+			if _, err := c.ShouldRateLimit(small, req("edge", desc("user", "pad"))); err != nil {
+				t.Fatalf("%s: 1 KiB of metadata: %v", addr, err)
+			}
 		}
 		over := strings.Repeat("v", rls.MaxRequestBytes)
 		if _, err := c.ShouldRateLimit(context.Background(), req("edge", desc("user", over))); status.Code(err) != codes.ResourceExhausted {
