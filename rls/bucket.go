@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"connectrpc.com/connect"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/admitgo/admit/quota"
@@ -151,8 +150,13 @@ func (s *Service) take(ctx context.Context, d *decision) error {
 			}
 			if errors.Is(err, quota.ErrRule) || errors.Is(err, quota.ErrSubject) {
 				// A rule or key the store refuses is the configuration's
-				// fault, not an outage: no failure policy may admit past it.
-				return connect.NewError(connect.CodeInternal, fmt.Errorf("rls: the limiter refuses the rule: %w", err))
+				// fault, not an outage: the descriptor is over its limit
+				// under every policy, since an error would let Envoy's
+				// failure_mode_deny: false admit it. Logged and counted as
+				// a store failure, so that it is seen.
+				s.failed(ctx, d, "rls: the store refuses a token bucket's rule; its descriptors are over their limit", err)
+				t.d, t.refused = quota.Decision{}, true
+				continue
 			}
 			s.failed(ctx, d, "rls: the limiter cannot decide", err)
 			down = err

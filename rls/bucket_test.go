@@ -296,15 +296,20 @@ func (refusingLimiter) AllowN(_ context.Context, r quota.Rule, _ string, _ int) 
 	return quota.Decision{}, fmt.Errorf("%w %q: too wide for this store", quota.ErrRule, r.Name)
 }
 
-// TestBucketRuleRefusedIsNoOutage answers INTERNAL when the limiter
-// refuses a rule, under every failure policy: an open or local policy must
-// not admit past a configuration the store cannot enforce.
+// TestBucketRuleRefusedIsNoOutage answers OVER_LIMIT when the limiter
+// refuses a rule, under every failure policy: neither an open or local
+// policy nor an error Envoy may admit on lets a request past a
+// configuration the store cannot enforce. It is counted as a store
+// failure.
 func TestBucketRuleRefusedIsNoOutage(t *testing.T) {
 	for _, failure := range []rls.Failure{rls.FailError, rls.FailClosed, rls.FailOpen, rls.FailLocal} {
 		f := newFixture(t, rls.Options{Config: parseBuckets(t), Limiter: refusingLimiter{}, Failure: failure})
-		_, err := f.svc.ShouldRateLimit(context.Background(), req("edge", desc("client", "ann")))
-		if connect.CodeOf(err) != connect.CodeInternal {
-			t.Errorf("%v: got %v, want INTERNAL", failure, err)
+		resp, err := f.svc.ShouldRateLimit(context.Background(), req("edge", desc("client", "ann")))
+		if err != nil || resp.GetOverallCode() != over {
+			t.Errorf("%v: got %v, %v; want OVER_LIMIT", failure, resp.GetOverallCode(), err)
+		}
+		if got := f.sum(t, "admit.rls.store_failures", "admit.rls.policy", failure.String()); got != 1 {
+			t.Errorf("%v: store_failures = %d, want 1", failure, got)
 		}
 	}
 }

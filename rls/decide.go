@@ -45,8 +45,8 @@ var decisions = sync.Pool{New: func() any { return new(decision) }}
 // when they do not. The error is a *connect.Error: INVALID_ARGUMENT for a
 // request outside the bounds (see [MaxDescriptors]) or that
 // envoyproxy/ratelimit refuses, UNAVAILABLE when the counter or the
-// limiter fails under [FailError], INTERNAL when the limiter refuses a
-// token bucket's rule, under every policy.
+// limiter fails under [FailError]. A token bucket whose rule the limiter
+// refuses is OVER_LIMIT under every policy.
 func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
 	if err := check(req); err != nil {
 		return nil, s.refuse(ctx, err)
