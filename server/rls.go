@@ -43,12 +43,19 @@ const rlsWatchEvery = time.Second
 // name it.
 const rlsServiceName = "envoy.service.ratelimit.v3.RateLimitService"
 
-// rlsIdleTimeout closes a connection that carries no call, and
-// rlsHandshakeTimeout one whose TLS and HTTP/2 handshake does not finish:
-// Envoy keeps its connections busy and reopens one it lost.
+// rlsIdleTimeout closes a connection that carries no call,
+// rlsHandshakeTimeout one whose TLS and HTTP/2 handshake does not finish,
+// and rlsMaxAge every connection, after rlsMaxAgeGrace for the calls in
+// flight (a call takes milliseconds): Envoy keeps its connections busy and
+// reopens one it lost. The metrics listener keeps the proxy's defaults
+// for its own (--metrics-max-conns, --metrics-max-conns-per-client).
 const (
 	rlsIdleTimeout      = 5 * time.Minute
 	rlsHandshakeTimeout = 10 * time.Second
+	rlsMaxAge           = 30 * time.Minute
+	rlsMaxAgeGrace      = 10 * time.Second
+	rlsMetricsMaxConns  = 64
+	rlsMetricsPerClient = 8
 )
 
 // runRLS is the rls subcommand: Envoy's rate limit service on admit's
@@ -99,28 +106,15 @@ func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *
 	if err != nil {
 		return err
 	}
-	opts := append(rls.ServerOptions(),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-		// A connection that carries no call for this long is closed, so
-		// that idle connections cannot hold the process's descriptors;
-		// Envoy opens a new one when it next needs to.
-		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: rlsIdleTimeout}),
-		grpc.ConnectionTimeout(rlsHandshakeTimeout))
-	if tlsConfig != nil {
-		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConfig)))
-	}
-	// grpc-go's own server, not net/http's: it answers small unary calls
-	// at about twice the rate (see docs/rls.md).
-	srv := grpc.NewServer(opts...)
-	svc.Register(srv)
-	hs := health.NewServer()
-	hs.SetServingStatus(rlsServiceName, healthpb.HealthCheckResponse_SERVING)
-	healthpb.RegisterHealthServer(srv, hs)
-	msrv := rlsMetricsServer(tel)
+	// Listening first: a server made before a listener failed would leave
+	// its stream workers running.
 	ln, mln, err := rlsListen(ctx, o, tel)
 	if err != nil {
 		return err
 	}
+	srv, hs := newRLSServer(svc, tlsConfig)
+	msrv := rlsMetricsServer(tel)
+	logEnv(log, o)
 	errs := make(chan error, 2)
 	go func() { errs <- srv.Serve(ln) }()
 	go func() { errs <- msrv.Serve(mln) }()
@@ -144,6 +138,43 @@ func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *
 	return err
 }
 
+// newRLSServer is grpc-go's server of svc and of the health service:
+// grpc-go's own, not net/http's, since it answers small unary calls at
+// about twice the rate (see docs/rls.md).
+func newRLSServer(svc *rls.Service, tlsConfig *tls.Config) (*grpc.Server, *health.Server) {
+	opts := append(rls.ServerOptions(),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		// A connection that carries no call for rlsIdleTimeout is closed,
+		// so that idle connections cannot hold the process's descriptors,
+		// and every connection after rlsMaxAge, so that calls a client
+		// never finishes cannot hold their buffers for good; Envoy opens a
+		// new one when it next needs to.
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: rlsIdleTimeout,
+			MaxConnectionAge: rlsMaxAge, MaxConnectionAgeGrace: rlsMaxAgeGrace}),
+		grpc.ConnectionTimeout(rlsHandshakeTimeout))
+	if tlsConfig != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConfig)))
+	}
+	srv := grpc.NewServer(opts...)
+	svc.Register(srv)
+	hs := health.NewServer()
+	hs.SetServingStatus(rlsServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(srv, hs)
+	return srv, hs
+}
+
+// logEnv logs the settings taken from the environment, and warns of
+// envoyproxy/ratelimit's variables, which are not read.
+func logEnv(log *slog.Logger, o rlsOptions) {
+	if len(o.fromEnv) > 0 {
+		log.Info("admit rls: settings from the environment", "variables", strings.Join(o.fromEnv, ","))
+	}
+	for _, name := range o.referenceEnv {
+		log.Warn("admit rls: envoyproxy/ratelimit's variable is set and not read; see docs/rls.md", "variable", name,
+			"instead", "--"+referenceEnv[name]+" or "+rlsEnvName(referenceEnv[name]))
+	}
+}
+
 // rlsListen listens on the service's address, under --max-conns, and on
 // the metrics' address; the service listener's connections are counted in
 // admit.server.connections as listener rls.
@@ -156,15 +187,17 @@ func rlsListen(ctx context.Context, o rlsOptions, tel *telemetry) (ln, mln net.L
 		ln.Close()
 		return nil, nil, fmt.Errorf("admit rls: --metrics-listen %q: %w", o.MetricsListen, err)
 	}
-	counts := new(listener.Counts)
+	counts, mcounts := new(listener.Counts), new(listener.Counts)
 	// The registration lives as long as the meter provider, which the
 	// server closes.
-	if _, err := listener.Register(tel.provider.Meter(meter.Name), map[string]*listener.Counts{"rls": counts}); err != nil {
+	if _, err := listener.Register(tel.provider.Meter(meter.Name), map[string]*listener.Counts{"rls": counts, "metrics": mcounts}); err != nil {
 		ln.Close()
 		mln.Close()
 		return nil, nil, fmt.Errorf("admit rls: metrics: %w", err)
 	}
-	return listener.Limit(ln, listener.Caps{Max: o.MaxConns}, counts), mln, nil
+	// The metrics listener under the proxy's defaults for its own.
+	return listener.Limit(ln, listener.Caps{Max: o.MaxConns}, counts),
+		listener.Limit(mln, listener.Caps{Max: rlsMetricsMaxConns, PerClient: rlsMetricsPerClient}, mcounts), nil
 }
 
 // rlsMetricsServer serves /metrics and /healthz with the proxy's metrics

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -375,26 +376,33 @@ func TestRLSStoreMetrics(t *testing.T) {
 	}
 }
 
-// TestRLSEnvironment reads each flag not given from ADMIT_ and its name,
-// as the proxy does; the flag wins, and an error names the variable.
+// TestRLSEnvironment reads each flag not given from ADMIT_RLS_ and its
+// name; the flag wins, an error names the variable, and the proxy's
+// ADMIT_ variables and envoyproxy/ratelimit's are not read, the latter
+// reported.
 func TestRLSEnvironment(t *testing.T) {
-	env := map[string]string{"ADMIT_CONFIG": "edge.yaml", "ADMIT_MAX_CONNS": "7", "ADMIT_STORE_FAIL": "open", "ADMIT_LISTEN": "127.0.0.1:9"}
-	getenv := func(k string) string { return env[k] }
-	o, err := parseRLSFlags([]string{"--listen", "127.0.0.1:0"}, getenv, io.Discard)
+	env := map[string]string{"ADMIT_RLS_CONFIG": "edge.yaml", "ADMIT_RLS_MAX_CONNS": "7", "ADMIT_RLS_STORE_FAIL": "open",
+		"ADMIT_RLS_LISTEN": "127.0.0.1:9", "ADMIT_RLS_SHADOW": "true", "ADMIT_TLS_CERT": "proxy.pem", "REDIS_URL": "redis:6379"}
+	o, err := parseRLSFlags([]string{"--listen", "127.0.0.1:0"}, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Config != "edge.yaml" || o.MaxConns != 7 || o.StoreFail.String() != "open" || o.Listen != "127.0.0.1:0" {
-		t.Errorf("got config %q, max-conns %d, store-fail %v, listen %q; want the variables, and the flag's listen",
-			o.Config, o.MaxConns, o.StoreFail, o.Listen)
+	if o.Config != "edge.yaml" || o.MaxConns != 7 || o.StoreFail.String() != "open" || !o.Shadow || o.Listen != "127.0.0.1:0" || o.TLSCert != "" {
+		t.Errorf("got config %q, max-conns %d, store-fail %v, shadow %v, listen %q, tls-cert %q; want the ADMIT_RLS_ variables, the flag's listen, no proxy's variable",
+			o.Config, o.MaxConns, o.StoreFail, o.Shadow, o.Listen, o.TLSCert)
+	}
+	if !slices.Equal(o.referenceEnv, []string{"REDIS_URL"}) {
+		t.Errorf("reference variables reported: got %q, want REDIS_URL", o.referenceEnv)
 	}
 	for _, tc := range []struct{ name, value, want string }{
-		{"ADMIT_MAX_CONNS", "0", `admit rls: ADMIT_MAX_CONNS 0: must be at least 1`},
-		{"ADMIT_MAX_CONNS", "many", `admit rls: ADMIT_MAX_CONNS "many": `},
-		{"ADMIT_STORE", "redis://:s3cret@cache:port", `admit rls: ADMIT_STORE "redis://xxxxx@cache:port": not a valid URL`},
-		{"ADMIT_STORE_FAIL", "maybe", `admit rls: ADMIT_STORE_FAIL "maybe": want error, closed, open or local`},
+		{"ADMIT_RLS_MAX_CONNS", "0", `admit rls: ADMIT_RLS_MAX_CONNS 0: must be at least 1`},
+		{"ADMIT_RLS_MAX_CONNS", "many", `admit rls: ADMIT_RLS_MAX_CONNS "many": not a whole number`},
+		{"ADMIT_RLS_SHADOW", "yes", `admit rls: ADMIT_RLS_SHADOW "yes": not a boolean (use true or false)`},
+		{"ADMIT_RLS_STORE", "redis://:s3cret@cache:port", `admit rls: ADMIT_RLS_STORE "redis://(not shown: not a valid URL)": not a valid URL`},
+		{"ADMIT_RLS_STORE_FAIL", "maybe", `admit rls: ADMIT_RLS_STORE_FAIL "maybe": want error, closed, open or local`},
+		{"ADMIT_RLS_TLS_CERT", "c.pem", `admit rls: ADMIT_RLS_TLS_CERT and --tls-key go together`},
 	} {
-		env := map[string]string{"ADMIT_CONFIG": "edge.yaml", tc.name: tc.value}
+		env := map[string]string{"ADMIT_RLS_CONFIG": "edge.yaml", tc.name: tc.value}
 		_, err := parseRLSFlags(nil, func(k string) string { return env[k] }, io.Discard)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("%s=%s: got %v, want an error starting %q", tc.name, tc.value, err, tc.want)
@@ -409,7 +417,7 @@ func TestRLSUsageNamesTheVariables(t *testing.T) {
 	if _, err := parseRLSFlags([]string{"-h"}, func(string) string { return "" }, &out); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("got %v, want flag.ErrHelp", err)
 	}
-	for _, want := range []string{"Usage: admit rls --config FILE|DIR [flags]", "--store STORE\n", "env ADMIT_STORE;", "--max-conns N\n", "env ADMIT_MAX_CONNS;", "--shadow\n", "(env ADMIT_SHADOW)"} {
+	for _, want := range []string{"Usage: admit rls --config FILE|DIR [flags]", "--store STORE\n", "env ADMIT_RLS_STORE;", "--max-conns N\n", "env ADMIT_RLS_MAX_CONNS;", "--shadow\n", "(env ADMIT_RLS_SHADOW)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("usage lacks %q:\n%s", want, out.String())
 		}

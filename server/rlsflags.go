@@ -1,11 +1,12 @@
 package server
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ type rlsOptions struct {
 	LimitHeader, RemainingHdr string
 	ResetHeader               string
 	LogLevel                  slog.Level
+	fromEnv, referenceEnv     []string      // variables read, and the reference's set but not read
 	watchEvery                time.Duration // tests shorten it
 	ready                     func(grpcAddr, metricsAddr string)
 }
@@ -60,10 +62,11 @@ func parseRLSFlags(args []string, getenv func(string) string, out io.Writer) (rl
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	from, err := applyEnv(fs, getenv)
+	from, read, ignored, err := applyEnv(fs, getenv)
 	if err != nil {
 		return o, err
 	}
+	o.fromEnv, o.referenceEnv = read, ignored
 	if o.MaxConns < 1 {
 		return o, fmt.Errorf("admit rls: %s %d: must be at least 1", from("max-conns"), o.MaxConns)
 	}
@@ -82,10 +85,10 @@ func parseRLSFlags(args []string, getenv func(string) string, out io.Writer) (rl
 		return o, fmt.Errorf("admit rls: %s %q: want error, closed, open or local", from("store-fail"), *fail)
 	}
 	if (o.TLSCert == "") != (o.TLSKey == "") {
-		return o, errors.New("admit rls: --tls-cert and --tls-key go together")
+		return o, fmt.Errorf("admit rls: %s and %s go together", from("tls-cert"), from("tls-key"))
 	}
 	if o.Config == "" {
-		return o, errors.New("admit rls: --config is required: an envoyproxy/ratelimit YAML file or a directory of them")
+		return o, fmt.Errorf("admit rls: --config is required (or %s): an envoyproxy/ratelimit YAML file or a directory of them", rlsEnvName("config"))
 	}
 	if o.LogLevel, err = config.ParseLogLevel(*level); err != nil {
 		return o, fmt.Errorf("admit rls: %s %q: %w", from("log-level"), *level, err)
@@ -93,33 +96,61 @@ func parseRLSFlags(args []string, getenv func(string) string, out io.Writer) (rl
 	return o, nil
 }
 
+// rlsEnvName is the environment variable of an admit rls flag: ADMIT_RLS_
+// and the flag's name in capitals. The proxy's are ADMIT_ and its flag's,
+// so that one environment can configure both without one taking the
+// other's certificate, listener or failure policy.
+func rlsEnvName(flag string) string {
+	return "ADMIT_RLS_" + strings.TrimPrefix(config.EnvName(flag), "ADMIT_")
+}
+
+// referenceEnv are envoyproxy/ratelimit's environment variables, which
+// admit rls does not read, and the flag that says the same: a deployment
+// moved over with its variables is told which are ignored.
+var referenceEnv = map[string]string{
+	"GRPC_HOST": "listen", "GRPC_PORT": "listen", "PROMETHEUS_ADDR": "metrics-listen", "LOG_LEVEL": "log-level",
+	"BACKEND_TYPE": "store", "REDIS_URL": "store", "REDIS_SOCKET_TYPE": "store", "REDIS_AUTH": "store", "REDIS_TLS": "store", "REDIS_TYPE": "store",
+	"CACHE_KEY_PREFIX": "store-prefix", "RUNTIME_ROOT": "config", "RUNTIME_SUBDIRECTORY": "config", "RUNTIME_APPDIRECTORY": "config",
+	"GRPC_SERVER_USE_TLS": "tls-cert", "GRPC_SERVER_TLS_CERT": "tls-cert", "GRPC_SERVER_TLS_KEY": "tls-key",
+	"SHADOW_MODE": "shadow", "QUOTA_MODE": "quota-mode", "LIMIT_RESPONSE_HEADERS_ENABLED": "response-headers",
+	"LIMIT_LIMIT_HEADER": "limit-header", "LIMIT_REMAINING_HEADER": "remaining-header", "LIMIT_RESET_HEADER": "reset-header",
+}
+
 // applyEnv sets each flag of fs that args did not give from its
 // environment variable, when set, and returns how an error names a flag's
-// value: by the variable it came from, or as the flag.
-func applyEnv(fs *flag.FlagSet, getenv func(string) string) (from func(flag string) string, err error) {
+// value (by the variable it came from, or as the flag), the variables it
+// read, and the reference's variables that are set but not read.
+func applyEnv(fs *flag.FlagSet, getenv func(string) string) (from func(flag string) string, read, ignored []string, err error) {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	byEnv := map[string]string{}
 	fs.VisitAll(func(f *flag.Flag) {
-		name := config.EnvName(f.Name)
+		name := rlsEnvName(f.Name)
 		v := getenv(name)
 		if given[f.Name] || v == "" || err != nil {
 			return
 		}
-		byEnv[f.Name] = name
-		if serr := fs.Set(f.Name, v); serr != nil {
-			if f.Name == "store" {
-				v = storeurl.Redact(v)
+		byEnv[f.Name], read = name, append(read, name)
+		if fs.Set(f.Name, v) != nil {
+			// The flag package's own words are "parse error".
+			want := "not a whole number"
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+				want = "not a boolean (use true or false)"
 			}
-			err = fmt.Errorf("admit rls: %s %q: %w", name, v, serr)
+			err = fmt.Errorf("admit rls: %s %q: %s", name, v, want)
 		}
 	})
+	for _, name := range slices.Sorted(maps.Keys(referenceEnv)) {
+		if getenv(name) != "" {
+			ignored = append(ignored, name)
+		}
+	}
 	return func(flag string) string {
 		if name, ok := byEnv[flag]; ok {
 			return name
 		}
 		return "--" + flag
-	}, err
+	}, read, ignored, err
 }
 
 func (o rlsOptions) headers() rls.Headers {
@@ -154,7 +185,7 @@ func printRLSUsage(w io.Writer, fs *flag.FlagSet) {
 		if arg != "" {
 			fmt.Fprintf(w, " %s", strings.ToUpper(arg))
 		}
-		notes := "env " + config.EnvName(f.Name)
+		notes := "env " + rlsEnvName(f.Name)
 		if f.DefValue != "" && f.DefValue != "false" {
 			notes += fmt.Sprintf("; default %q", f.DefValue)
 		}
