@@ -90,6 +90,13 @@ func readAlike(v string) bool {
 // go-redis's and libpq's password, and libpq's key passphrase.
 var secretParams = []string{"password", "sslpassword"}
 
+// isSecret reports a parameter of secretParams, in any case: a driver that
+// does not know PASSWORD passes it on to the server, and it was meant as a
+// password all the same.
+func isSecret(param string) bool {
+	return slices.ContainsFunc(secretParams, func(p string) bool { return strings.EqualFold(p, param) })
+}
+
 // Redact returns a store URL with its password, in the user part or as a
 // parameter, replaced, and the rest as given. A URL Parse refuses is not
 // shown at all: where its password ends is what is in doubt.
@@ -105,7 +112,7 @@ func Redact(v string) string {
 	pairs := strings.Split(u.RawQuery, "&")
 	for i, p := range pairs {
 		k, _, _ := strings.Cut(p, "=")
-		if k, err := url.QueryUnescape(k); err == nil && slices.Contains(secretParams, k) {
+		if k, err := url.QueryUnescape(k); err == nil && isSecret(k) {
 			pairs[i] = k + "=xxxxx"
 		}
 	}
@@ -166,10 +173,14 @@ func secrets(raw string) []string {
 	if pw, ok := u.User.Password(); ok && pw != "" {
 		out = append(out, pw, url.QueryEscape(pw), url.PathEscape(pw))
 	}
-	q := u.Query()
-	for _, p := range secretParams {
-		if v := q.Get(p); v != "" {
-			out = append(out, v, url.QueryEscape(v))
+	for k, vs := range u.Query() {
+		if !isSecret(k) {
+			continue
+		}
+		for _, v := range vs {
+			if v != "" {
+				out = append(out, v, url.QueryEscape(v))
+			}
 		}
 	}
 	return out

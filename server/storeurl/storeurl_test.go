@@ -49,6 +49,7 @@ func TestRedact(t *testing.T) {
 		{"password parameter", "postgres://admit@db/admit?password=s3cret&sslmode=require", "postgres://admit@db/admit?password=xxxxx&sslmode=require"},
 		{"key passphrase, parameters kept as given", "postgres://admit@db/admit?sslkey=/k.pem&sslpassword=KeyS3cret", "postgres://admit@db/admit?sslkey=/k.pem&sslpassword=xxxxx"},
 		{"escaped parameter name", "postgres://admit@db/admit?pass%77ord=s3cret", "postgres://admit@db/admit?password=xxxxx"},
+		{"parameter name in capitals", "postgres://admit@db/admit?PASSWORD=s3cret&Password=s3cret", "postgres://admit@db/admit?PASSWORD=xxxxx&Password=xxxxx"},
 		{"sentinel data password", "redis+sentinel://s1:26379?master_name=m&password=s3cret", "redis+sentinel://s1:26379?master_name=m&password=xxxxx"},
 		{"socket host", "postgres://admit@/admit?host=/run/postgresql", "postgres://admit@/admit?host=/run/postgresql"},
 		{"at sign after the host", "redis://cache/x@y", "redis" + refused},
