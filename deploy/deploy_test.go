@@ -170,12 +170,12 @@ func TestImage(t *testing.T) {
 	if want := []string{"/admit"}; !slices.Equal(c.Entrypoint, want) || len(c.Cmd) != 0 {
 		t.Errorf("image entrypoint %q, cmd %q; want %q and no cmd", c.Entrypoint, c.Cmd, want)
 	}
-	for _, port := range []string{"8080/tcp", "9464/tcp"} {
+	for _, port := range []string{"8080/tcp", "8081/tcp", "9464/tcp"} {
 		if _, ok := c.ExposedPorts[port]; !ok {
 			t.Errorf("image exposes %v, want %s among them", c.ExposedPorts, port)
 		}
 	}
-	for _, env := range []string{"ADMIT_LISTEN=:8080", "ADMIT_METRICS_LISTEN=0.0.0.0:9464"} {
+	for _, env := range []string{"ADMIT_LISTEN=:8080", "ADMIT_METRICS_LISTEN=0.0.0.0:9464", "ADMIT_RLS_METRICS_LISTEN=0.0.0.0:9464"} {
 		if !slices.Contains(c.Env, env) {
 			t.Errorf("image environment %q, want %s in it", c.Env, env)
 		}

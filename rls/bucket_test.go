@@ -296,6 +296,33 @@ func (refusingLimiter) AllowN(_ context.Context, r quota.Rule, _ string, _ int) 
 	return quota.Decision{}, fmt.Errorf("%w %q: too wide for this store", quota.ErrRule, r.Name)
 }
 
+// checkingLimiter refuses every rule before any call, as a store's
+// CheckRule does a rule it cannot enforce.
+type checkingLimiter struct{ refusingLimiter }
+
+func (checkingLimiter) CheckRule(r quota.Rule) error {
+	return fmt.Errorf("%w %q: too wide for this store", quota.ErrRule, r.Name)
+}
+
+// TestBucketRuleCheckedAtLoad refuses a configuration whose token bucket
+// the limiter says it cannot enforce, at New and at a reload, which keeps
+// the configuration in force.
+func TestBucketRuleCheckedAtLoad(t *testing.T) {
+	if _, err := rls.New(rls.Options{Config: parseBuckets(t), Limiter: checkingLimiter{}}); err == nil || !strings.Contains(err.Error(), "the store cannot enforce this token bucket") {
+		t.Fatalf("New: got %v, want the bucket refused", err)
+	}
+	svc, err := rls.New(rls.Options{Limiter: checkingLimiter{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Reload(parseBuckets(t)); err == nil {
+		t.Fatal("Reload: got no error, want the bucket refused")
+	}
+	if got := svc.Config().Domains(); len(got) != 0 {
+		t.Errorf("after a refused reload: domains %v, want the configuration before it (none)", got)
+	}
+}
+
 // TestBucketRuleRefusedIsNoOutage answers OVER_LIMIT when the limiter
 // refuses a rule, under every failure policy: neither an open or local
 // policy nor an error Envoy may admit on lets a request past a

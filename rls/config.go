@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -185,4 +186,30 @@ func (c *Config) add(file string, data []byte) error {
 	c.domains[domain] = top
 	c.files = append(c.files, file)
 	return nil
+}
+
+// A namedBucket is one token bucket of a configuration and where it is:
+// the domain and the path of its descriptor.
+type namedBucket struct {
+	rule  quota.Rule
+	where string
+}
+
+// buckets returns every token bucket of c, by domain and descriptor path
+// in sorted order, for a limiter to check before any call.
+func (c *Config) buckets() []namedBucket {
+	var out []namedBucket
+	var walk func(n *node, where string)
+	walk = func(n *node, where string) {
+		if n.rule != nil && n.rule.bucket != nil {
+			out = append(out, namedBucket{*n.rule.bucket, where})
+		}
+		for _, k := range slices.Sorted(maps.Keys(n.children)) {
+			walk(n.children[k], where+"."+k)
+		}
+	}
+	for _, d := range slices.Sorted(maps.Keys(c.domains)) {
+		walk(c.domains[d], d)
+	}
+	return out
 }

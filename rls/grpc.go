@@ -10,9 +10,10 @@ import (
 // [ServerOptions], as net/http's HTTP/2 server allows by default, and
 // MaxHeaderBytes the metadata of one call: Envoy's calls carry a few
 // hundred bytes of it, where grpc-go's default lets a client send 16 MiB.
-// A call a client never finishes holds at most its metadata and its
-// stream's flow-control window (streamWindow), so one connection holds at
-// most MaxStreams times 128 KiB, 32 MiB, and only until the deployment's
+// grpc-go reads a call's message as it arrives, handing the window back,
+// so a call a client never finishes holds its metadata and what it sent
+// of its message, up to [MaxRequestBytes]: one connection holds at most
+// MaxStreams times 320 KiB, 78 MiB, and only until the deployment's
 // maximum connection age closes it.
 const (
 	MaxStreams     = 250
@@ -21,7 +22,8 @@ const (
 
 // streamWindow is each call's flow-control window: grpc-go's least. A
 // request larger than it (Envoy's are a few hundred bytes) waits for a
-// WINDOW_UPDATE.
+// WINDOW_UPDATE; what a stalled call holds is bounded by MaxRequestBytes,
+// not by the window.
 const streamWindow = 64 << 10
 
 // ServerOptions are the options of a *grpc.Server that serves the service

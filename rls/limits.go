@@ -15,8 +15,9 @@ import (
 // the service count and hash bounded.
 const (
 	// MaxRequestBytes bounds an encoded request; a larger one is refused
-	// with RESOURCE_EXHAUSTED before it is decoded.
-	MaxRequestBytes = 1 << 20
+	// with RESOURCE_EXHAUSTED before it is decoded. It is also what a call
+	// whose client never finishes it can hold (see [MaxStreams]).
+	MaxRequestBytes = 256 << 10
 	// MaxDescriptors bounds a request's descriptors.
 	MaxDescriptors = 128
 	// MaxEntries bounds one descriptor's entries.

@@ -141,6 +141,9 @@ func New(o Options) (*Service, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
+	if err := s.checkBuckets(cfg); err != nil {
+		return nil, err
+	}
 	s.config.Store(cfg)
 	return s, nil
 }
@@ -148,13 +151,19 @@ func New(o Options) (*Service, error) {
 // Reload makes cfg the configuration later requests are decided by;
 // requests being decided finish under the one they started with. Counts
 // carry over: a limit whose domain and descriptor stay the same keeps its
-// window's count.
-func (s *Service) Reload(cfg *Config) {
+// window's count. A configuration with a token bucket the limiter refuses
+// (see [quota.RuleChecker]) is refused, and the one in force stays.
+func (s *Service) Reload(cfg *Config) error {
 	if cfg == nil {
 		cfg = &Config{}
 	}
+	if err := s.checkBuckets(cfg); err != nil {
+		s.metrics.loads.Add(context.Background(), 1, s.metrics.loadOpts[0]...)
+		return err
+	}
 	s.config.Store(cfg)
 	s.metrics.loads.Add(context.Background(), 1, s.metrics.loadOpts[1]...)
+	return nil
 }
 
 // LoadFile loads the configuration at path (see [Load]) and reloads with
@@ -166,7 +175,22 @@ func (s *Service) LoadFile(path string) error {
 		s.metrics.loads.Add(context.Background(), 1, s.metrics.loadOpts[0]...)
 		return err
 	}
-	s.Reload(cfg)
+	return s.Reload(cfg)
+}
+
+// checkBuckets refuses cfg when the limiter, asked before any call,
+// refuses one of its token buckets: such a rule would fail every call, and
+// under an open or local policy after an outage admit them.
+func (s *Service) checkBuckets(cfg *Config) error {
+	checker, ok := s.limiter.(quota.RuleChecker)
+	if !ok {
+		return nil
+	}
+	for _, r := range cfg.buckets() {
+		if err := checker.CheckRule(r.rule); err != nil {
+			return fmt.Errorf("rls: %s: the store cannot enforce this token bucket: %w", r.where, err)
+		}
+	}
 	return nil
 }
 

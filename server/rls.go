@@ -106,15 +106,16 @@ func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *
 	if err != nil {
 		return err
 	}
-	// Listening first: a server made before a listener failed would leave
-	// its stream workers running.
+	// The environment's settings first, since they may explain a failure
+	// to listen; listening before the server is made, since a server made
+	// before a listener failed would leave its stream workers running.
+	logEnv(log, o)
 	ln, mln, err := rlsListen(ctx, o, tel)
 	if err != nil {
 		return err
 	}
 	srv, hs := newRLSServer(svc, tlsConfig)
 	msrv := rlsMetricsServer(tel)
-	logEnv(log, o)
 	errs := make(chan error, 2)
 	go func() { errs <- srv.Serve(ln) }()
 	go func() { errs <- msrv.Serve(mln) }()
@@ -170,7 +171,7 @@ func logEnv(log *slog.Logger, o rlsOptions) {
 		log.Info("admit rls: settings from the environment", "variables", strings.Join(o.fromEnv, ","))
 	}
 	for _, name := range o.referenceEnv {
-		log.Warn("admit rls: envoyproxy/ratelimit's variable is set and not read; see docs/rls.md", "variable", name,
+		log.Warn("admit rls: an envoyproxy/ratelimit variable is set and not read; if it was meant for admit rls, give its flag (see docs/rls.md)", "variable", name,
 			"instead", "--"+referenceEnv[name]+" or "+rlsEnvName(referenceEnv[name]))
 	}
 }

@@ -35,7 +35,7 @@ type rlsOptions struct {
 }
 
 // parseRLSFlags reads admit rls's flags, and for each one not given its
-// environment variable (ADMIT_ and the flag's name, as for the proxy);
+// environment variable (ADMIT_RLS_ and the flag's name, see rlsEnvName);
 // every error names the flag or variable.
 func parseRLSFlags(args []string, getenv func(string) string, out io.Writer) (rlsOptions, error) {
 	o := rlsOptions{watchEvery: rlsWatchEvery}
@@ -132,7 +132,8 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string) (from func(flag stri
 		}
 		byEnv[f.Name], read = name, append(read, name)
 		if fs.Set(f.Name, v) != nil {
-			// The flag package's own words are "parse error".
+			// The flag package's own words are "parse error". Only the
+			// boolean and int flags can fail to parse; the rest are strings.
 			want := "not a whole number"
 			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
 				want = "not a boolean (use true or false)"

@@ -44,7 +44,8 @@ var schemes = map[string]Kind{
 }
 
 // errUnparsable refuses a URL that is not one, or that two readers could
-// take apart differently. Its words hold nothing of the URL: a password
+// take apart differently: a raw '@' in a password among them, where pgx
+// ends the user part at the first '@' and net/url at the last. Its words hold nothing of the URL: a password
 // with an unescaped '/', '?', '#' or '@' is what makes most URLs so, and
 // url.Parse's error would quote its start.
 var errUnparsable = errors.New("not a valid URL: percent-encode any '/', '?', '#', '@', ';' or space in the user name, the password and the parameters")
@@ -79,6 +80,11 @@ func readAlike(v string) bool {
 	if err != nil || strings.ContainsAny(v, "# ") || strings.ContainsFunc(v, unicode.IsControl) {
 		return false
 	}
+	// One '@' at most, ending the user part: pgx splits the authority at
+	// its first '@', net/url and go-redis at its last.
+	if strings.Count(rest, "@") > 1 {
+		return false
+	}
 	if i := strings.IndexAny(rest, "/?"); i >= 0 && strings.Contains(rest[i:], "@") {
 		return false
 	}
@@ -103,7 +109,10 @@ func isSecret(param string) bool {
 func Redact(v string) string {
 	scheme, _, ok := strings.Cut(v, "://")
 	if !ok {
-		return v // "memory", or not a URL at all: nothing to hide
+		if v == string(Memory) || !strings.ContainsAny(v, ":@") {
+			return v // nothing that could be a password
+		}
+		return "(not shown: not a store URL)"
 	}
 	if !readAlike(v) {
 		return scheme + "://(not shown: not a valid URL)"

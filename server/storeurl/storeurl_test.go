@@ -44,7 +44,10 @@ func TestRedact(t *testing.T) {
 		{"no userinfo", "redis://cache:6379/0", "redis://cache:6379/0"},
 		{"user only", "postgres://admit@db/admit", "postgres://admit@db/admit"},
 		{"password", "postgres://admit:pw@db/admit", "postgres://admit:xxxxx@db/admit"},
-		{"at sign in password", "redis://:p@ss@cache:6379", "redis://:xxxxx@cache:6379"},
+		{"at sign in password", "redis://:p@ss@cache:6379", "redis" + refused},
+		{"at sign in a PostgreSQL password", "postgres://admit:p@S3cret@127.0.0.1:5432/test", "postgres" + refused},
+		{"one slash short", "postgres:/admit:S3cret@db/admit", "(not shown: not a store URL)"},
+		{"a word", "mysql", "mysql"},
 		{"not a URL", "memory", "memory"},
 		{"password parameter", "postgres://admit@db/admit?password=s3cret&sslmode=require", "postgres://admit@db/admit?password=xxxxx&sslmode=require"},
 		{"key passphrase, parameters kept as given", "postgres://admit@db/admit?sslkey=/k.pem&sslpassword=KeyS3cret", "postgres://admit@db/admit?sslkey=/k.pem&sslpassword=xxxxx"},
@@ -121,6 +124,7 @@ func TestParse(t *testing.T) {
 		{"postgres://admit@db/admit?password=#s3cret", "", "not a valid URL"},
 		{"postgres://admit@db/admit?password=s3c;ret", "", "not a valid URL"},
 		{"postgres://admit@db/admit?password =s3cret", "", "not a valid URL"},
+		{"postgres://admit:p@s3cret@db/admit", "", "not a valid URL"},
 		{"postgres://admit@/admit?host=/run/postgresql", Postgres, ""},
 	} {
 		got, err := Parse(tt.in)
