@@ -263,6 +263,7 @@ func fingerprint(path string) string {
 func openCounter(ctx context.Context, o rlsOptions, mp metric.MeterProvider, log *slog.Logger) (rls.Counter, quota.Charger, func(), error) {
 	switch o.Store.Kind {
 	case storeurl.Redis:
+		stopLog := useRedisLog(log)
 		client, err := storeurl.RedisClient(o.Store.URL)
 		if err != nil {
 			return nil, nil, nil, usageError{fmt.Errorf("admit rls: --store %q: %w", storeurl.Redact(o.Store.URL), err)}
@@ -281,18 +282,12 @@ func openCounter(ctx context.Context, o rlsOptions, mp metric.MeterProvider, log
 			client.Close()
 			return nil, nil, nil, usageError{fmt.Errorf("admit rls: --store-prefix %q: %w", o.StorePrefix, err)}
 		}
-		pctx, cancel := context.WithTimeout(ctx, startupProbe)
-		defer cancel()
-		if err := client.Ping(pctx).Err(); err != nil {
-			if storeurl.Refused(err) {
-				lim.Close()
-				c.Close()
-				client.Close()
-				return nil, nil, nil, usageError{fmt.Errorf("admit rls: --store %q: Redis refuses the connection: %w", storeurl.Redact(o.Store.URL), err)}
-			}
-			log.Warn("admit rls: the store does not answer; starting anyway, --store-fail decides", "err", err)
+		closeAll := func() { lim.Close(); c.Close(); client.Close(); stopLog() }
+		if err := probeRedis(ctx, client, o.Store.URL, "admit rls", log); err != nil {
+			closeAll()
+			return nil, nil, nil, err
 		}
-		return c, lim, func() { lim.Close(); c.Close(); client.Close() }, nil
+		return c, lim, closeAll, nil
 	case storeurl.Postgres:
 		return openPostgresCounter(ctx, o, mp, log)
 	}
@@ -315,13 +310,7 @@ func openPostgresCounter(ctx context.Context, o rlsOptions, mp metric.MeterProvi
 		pool.Close()
 		return nil, nil, nil, usageError{fmt.Errorf("admit rls: --store-table %q: %w", o.StoreTable, err)}
 	}
-	pctx, cancel := context.WithTimeout(ctx, startupProbe)
-	migrated := st.Migrate(pctx) == nil
-	cancel()
-	if !migrated {
-		log.Warn("admit rls: cannot create the store's table yet; starting anyway and retrying in the background",
-			"table", tableName(o.StoreTable))
-	}
+	migrated := migrateAtStart(ctx, st, o.StoreTable, "admit rls", log)
 	sweepCtx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -131,15 +131,7 @@ func openPostgres(ctx context.Context, cfg config.Config, mp metric.MeterProvide
 	}
 	migrated := !cfg.StoreMigrate
 	if !migrated {
-		pctx, cancel := context.WithTimeout(ctx, startupProbe)
-		err := st.Migrate(pctx)
-		cancel()
-		if err == nil {
-			migrated = true
-		} else {
-			log.Warn("admit: cannot create the store's table yet; starting anyway and retrying in the background",
-				"table", tableName(cfg.StoreTable), "err", err)
-		}
+		migrated = migrateAtStart(ctx, st, cfg.StoreTable, "admit", log)
 	} else {
 		pctx, cancel := context.WithTimeout(ctx, startupProbe)
 		if err := pool.Ping(pctx); err != nil {
@@ -157,6 +149,20 @@ func openPostgres(ctx context.Context, cfg config.Config, mp metric.MeterProvide
 		st.Close()
 		pool.Close()
 	}}, nil
+}
+
+// migrateAtStart tries once, within startupProbe, to create the table, and
+// reports whether it did; when not, it logs that the server starts anyway
+// and migrate goes on trying in the background. who starts the message.
+func migrateAtStart(ctx context.Context, st *pgquota.Store, table, who string, log *slog.Logger) bool {
+	pctx, cancel := context.WithTimeout(ctx, startupProbe)
+	defer cancel()
+	if err := st.Migrate(pctx); err != nil {
+		log.Warn(who+": cannot create the store's table yet; starting anyway and retrying in the background",
+			"table", tableName(table), "err", err)
+		return false
+	}
+	return true
 }
 
 // migrate creates the table, trying every migrateRetry until it works or ctx
@@ -191,8 +197,7 @@ func tableName(t string) string {
 }
 
 func openRedis(ctx context.Context, cfg config.Config, mp metric.MeterProvider, log *slog.Logger) (*sharedStore, error) {
-	redisLogs.Do(func() { redis.SetLogger(redisLogger{}) })
-	redisLog.Store(log)
+	stopLog := useRedisLog(log)
 	client, err := storeurl.RedisClient(cfg.Store.URL)
 	if err != nil {
 		return nil, usageError{config.StoreURLError(cfg.Store.URL, err)}
@@ -204,21 +209,42 @@ func openRedis(ctx context.Context, cfg config.Config, mp metric.MeterProvider, 
 		client.Close()
 		return nil, usageError{fmt.Errorf("admit: --store-prefix %q: %w", cfg.StorePrefix, err)}
 	}
-	pctx, cancel := context.WithTimeout(ctx, startupProbe)
-	defer cancel()
-	if err := client.Ping(pctx).Err(); err != nil {
-		if storeurl.Refused(err) {
-			st.Close()
-			client.Close()
-			return nil, usageError{fmt.Errorf("admit: --store %q: Redis refuses the connection: %w", storeurl.Redact(cfg.Store.URL), err)}
-		}
-		log.Warn("admit: the store does not answer; starting anyway, its failure policy decides", "err", err)
+	if err := probeRedis(ctx, client, cfg.Store.URL, "admit", log); err != nil {
+		st.Close()
+		client.Close()
+		return nil, err
 	}
 	return &sharedStore{charger: st, mp: mp, closeFn: func() {
 		st.Close()
 		client.Close()
-		redisLog.CompareAndSwap(log, nil) // the client's goroutines may outlive it
+		stopLog()
 	}}, nil
+}
+
+// probeRedis pings a store's Redis at startup: one that answers with an
+// error (a wrong password or database number, which waiting will not mend)
+// stops startup with a usage error; one that does not answer is logged,
+// and --store-fail decides until it does. who starts the messages.
+func probeRedis(ctx context.Context, client redis.UniversalClient, url, who string, log *slog.Logger) error {
+	pctx, cancel := context.WithTimeout(ctx, startupProbe)
+	defer cancel()
+	err := client.Ping(pctx).Err()
+	switch {
+	case err == nil:
+	case storeurl.Refused(err):
+		return usageError{fmt.Errorf("%s: --store %q: Redis refuses the connection: %w", who, storeurl.Redact(url), err)}
+	default:
+		log.Warn(who+": the store does not answer; starting anyway, --store-fail decides", "err", err)
+	}
+	return nil
+}
+
+// useRedisLog sends go-redis's own messages to log (see redisLogger), and
+// returns what stops it, for when the store closes.
+func useRedisLog(log *slog.Logger) (stop func()) {
+	redisLogs.Do(func() { redis.SetLogger(redisLogger{}) })
+	redisLog.Store(log)
+	return func() { redisLog.CompareAndSwap(log, nil) } // the client's goroutines may outlive it
 }
 
 // go-redis logs through one process-wide logger, so the server's log is
