@@ -111,34 +111,17 @@ func groups(calls []*call) []*group {
 	return out
 }
 
-// exec decides groups in one pipeline, one script run each, sent by SHA-1;
-// those Redis answered NOSCRIPT (nothing ran) go once more with their
-// source.
+// exec decides groups in one round trip, one script run each (see
+// [Store.runAll]).
 func (b *batcher) exec(ctx context.Context, groups []*group) {
 	sec, nsec := b.s.clockArgs()
-	pipe := b.client.Pipeline()
-	cmds := make([]*redis.Cmd, len(groups))
-	scripts := make([]script, len(groups))
-	args := make([][]any, len(groups))
+	runs := make([]run, len(groups))
 	for i, g := range groups {
-		scripts[i], args[i] = g.script(sec, nsec)
-		cmds[i] = pipe.EvalSha(ctx, scripts[i].hash, []string{g.key}, args[i]...)
+		sc, args := g.script(sec, nsec)
+		runs[i] = run{sc: sc, key: g.key, args: args}
 	}
-	_, _ = pipe.Exec(ctx) // each command carries its own error
-	again := false
-	for i, cmd := range cmds {
-		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-			cmds[i] = pipe.Eval(ctx, scripts[i].src, []string{groups[i].key}, args[i]...)
-			again = true
-		}
-	}
-	if again {
-		_, _ = pipe.Exec(ctx)
-	}
+	b.s.runAll(ctx, b.client, runs)
 	for i, g := range groups {
-		if cmds[i].Err() != nil {
-			b.s.failed()
-		}
-		g.decide(cmds[i])
+		g.decide(runs[i].reply, runs[i].err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,6 +62,35 @@ func BenchmarkAllow(b *testing.B) {
 	}
 }
 
+// serverCPU returns a function that reports the CPU time, in µs, the
+// Redis server has spent since serverCPU was called, as its INFO reports it
+// (used_cpu_sys plus used_cpu_user): what the store costs the server beside
+// what it costs the caller. Other clients of the same server add to it.
+func serverCPU(b *testing.B) func() float64 {
+	b.Helper()
+	c := testredis.Client(b)
+	read := func() float64 {
+		info, err := c.Info(context.Background(), "cpu").Result()
+		if err != nil {
+			b.Fatalf("INFO cpu: %v", err)
+		}
+		total := 0.0
+		for _, line := range strings.Split(info, "\r\n") {
+			name, value, _ := strings.Cut(line, ":")
+			if name == "used_cpu_sys" || name == "used_cpu_user" {
+				v, err := strconv.ParseFloat(value, 64)
+				if err != nil {
+					b.Fatalf("INFO cpu: %s: %v", line, err)
+				}
+				total += v
+			}
+		}
+		return total * 1e6
+	}
+	start := read()
+	return func() float64 { return read() - start }
+}
+
 func benchAllow(b *testing.B, s *redisquota.Store, rule quota.Rule, subjects []string) {
 	b.Helper()
 	ctx := context.Background()
@@ -69,6 +100,7 @@ func benchAllow(b *testing.B, s *redisquota.Store, rule quota.Rule, subjects []s
 		next     atomic.Int64
 	)
 	b.ReportAllocs()
+	cpu := serverCPU(b)
 	b.SetParallelism((*benchCallers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 	b.RunParallel(func(pb *testing.PB) {
 		i := int(next.Add(7919))
@@ -81,10 +113,39 @@ func benchAllow(b *testing.B, s *redisquota.Store, rule quota.Rule, subjects []s
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+	b.ReportMetric(cpu()/float64(b.N), "redis-µs/op")
 	// A busy machine can push a call past its timeout; count such failures
 	// beside the rate rather than lose the run.
 	b.ReportMetric(float64(failed.Load()), "errors")
 	if err := firstErr.Load(); err != nil {
 		b.Logf("%d of %d decisions failed, the first with: %v", failed.Load(), b.N, err)
+	}
+}
+
+// BenchmarkReconcile measures a reconcile of 1,000 buckets, each on a
+// subject of its own with one hit, as quota/asyncquota sends it for a
+// flood of distinct clients: its time, and Redis's CPU per bucket.
+func BenchmarkReconcile(b *testing.B) {
+	for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.GCRA} {
+		rule := quota.Rule{Name: "bench", Limit: 1 << 30, Window: time.Minute, Algorithm: alg}
+		b.Run(map[quota.Algorithm]string{quota.FixedWindow: "fixed", quota.GCRA: "gcra"}[alg], func(b *testing.B) {
+			s, err := redisquota.New(testredis.Client(b), redisquota.Config{Prefix: testredis.Prefix(b), Timeout: 5 * time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			tallies := make([]quota.Tally, 1000)
+			b.ReportAllocs()
+			cpu := serverCPU(b)
+			for i := 0; b.Loop(); i++ {
+				for j := range tallies {
+					tallies[j] = quota.Tally{Rule: rule, Subject: benchSubjects[(i*len(tallies)+j)%len(benchSubjects)], Hits: 1}
+				}
+				if err := s.Reconcile(context.Background(), tallies); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(cpu()/float64(b.N*len(tallies)), "redis-µs/bucket")
+		})
 	}
 }

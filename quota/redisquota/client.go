@@ -22,13 +22,17 @@ type Client interface {
 type script struct {
 	src  string
 	hash string
+	body string // src without clock.lua
+	// A script a batch script can run on many buckets (see batch.lua): its
+	// number there, and how many values it replies; 0 for the others.
+	number, replies int
 }
 
 // newScript returns the script that is clock.lua followed by src: Redis
 // scripts cannot include one another, so each carries the shared functions.
 func newScript(src string) script {
-	src = clockSrc + "\n" + src
-	return script{src: src, hash: redis.NewScript(src).Hash()}
+	full := clockSrc + "\n" + src
+	return script{src: full, hash: redis.NewScript(full).Hash(), body: src}
 }
 
 var (
@@ -39,8 +43,8 @@ var (
 	//go:embed gcra.lua
 	gcraSrc string
 
-	fixedScript = newScript(fixedSrc)
-	gcraScript  = newScript(gcraSrc)
+	fixedScript = newScript(fixedSrc).batched(1, 3)
+	gcraScript  = newScript(gcraSrc).batched(2, 4)
 )
 
 // eval runs sc on key by its SHA-1 and, when Redis answers NOSCRIPT (its

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/admitgo/admit/quota"
 )
 
@@ -47,8 +45,7 @@ func (g *group) script(sec, nsec any) (script, []any) {
 
 // decide sets the decision of each of g's calls from the script's reply, or
 // the error on each.
-func (g *group) decide(cmd *redis.Cmd) {
-	reply, err := cmd.Slice()
+func (g *group) decide(reply []any, err error) {
 	if err == nil {
 		if g.rule.Algorithm == quota.GCRA {
 			err = decideGCRA(g, reply)
@@ -68,7 +65,7 @@ func (s *Store) decide(ctx context.Context, c *call) {
 	g := group{rule: c.rule, key: c.key, calls: []*call{c}}
 	sec, nsec := s.clockArgs()
 	sc, args := g.script(sec, nsec)
-	g.decide(s.eval(ctx, sc, g.key, args...))
+	g.decide(s.eval(ctx, sc, g.key, args...).Slice())
 }
 
 // key returns the key of subject's bucket of rule: Prefix + rule name +

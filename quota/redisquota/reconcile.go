@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/internal/store"
 )
@@ -15,7 +13,7 @@ import (
 var (
 	//go:embed gcra_add.lua
 	gcraAddSrc    string
-	gcraAddScript = newScript(gcraAddSrc)
+	gcraAddScript = newScript(gcraAddSrc).batched(3, 3)
 )
 
 var _ quota.Reconciler = (*Store)(nil)
@@ -23,9 +21,10 @@ var _ quota.Reconciler = (*Store)(nil)
 // Reconcile adds each tally's hits to its bucket without deciding them and
 // reports the bucket's state (see [quota.Reconciler]): one script run per
 // bucket, on its one key, all in one pipeline when the client can pipeline
-// (a Cluster client splits it by master), bounded by ctx's deadline, or
-// the store's timeout when ctx has none, and never retried. A fixed window runs fixed.lua with the hits as one
-// cost; a GCRA bucket runs gcra_add.lua.
+// (a Cluster client splits it by master; on one server the runs go 64 to a
+// batch script), bounded by ctx's deadline, or the store's timeout when ctx
+// has none, and never retried. A fixed window runs fixed.lua with the hits
+// as one cost; a GCRA bucket runs gcra_add.lua.
 func (s *Store) Reconcile(ctx context.Context, tallies []quota.Tally) error {
 	if err := store.CheckTallies(tallies, check); err != nil {
 		return err
@@ -36,35 +35,14 @@ func (s *Store) Reconcile(ctx context.Context, tallies []quota.Tally) error {
 		defer cancel()
 	}
 	sec, nsec := s.clockArgs()
-	cmds := make([]*redis.Cmd, len(tallies))
-	p, ok := s.client.(Pipeliner)
-	if !ok {
-		for i := range tallies {
-			sc, key, args := s.tallyScript(&tallies[i], sec, nsec)
-			cmds[i] = s.eval(ctx, sc, key, args...)
-		}
-		return s.readTallies(tallies, cmds)
-	}
-	pipe := p.Pipeline()
-	scripts := make([]script, len(tallies))
-	keys := make([]string, len(tallies))
-	args := make([][]any, len(tallies))
+	runs := make([]run, len(tallies))
 	for i := range tallies {
-		scripts[i], keys[i], args[i] = s.tallyScript(&tallies[i], sec, nsec)
-		cmds[i] = pipe.EvalSha(ctx, scripts[i].hash, []string{keys[i]}, args[i]...)
+		sc, key, args := s.tallyScript(&tallies[i], sec, nsec)
+		runs[i] = run{sc: sc, key: key, args: args}
 	}
-	_, _ = pipe.Exec(ctx) // each command carries its own error
-	again := false
-	for i, cmd := range cmds {
-		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-			cmds[i] = pipe.Eval(ctx, scripts[i].src, []string{keys[i]}, args[i]...)
-			again = true
-		}
-	}
-	if again {
-		_, _ = pipe.Exec(ctx)
-	}
-	return s.readTallies(tallies, cmds)
+	p, _ := s.client.(Pipeliner)
+	s.runAll(ctx, p, runs)
+	return readTallies(tallies, runs)
 }
 
 // tallyScript returns the script, key and arguments that add t's hits.
@@ -78,17 +56,16 @@ func (s *Store) tallyScript(t *quota.Tally, sec, nsec any) (script, string, []an
 	return fixedScript, key, []any{sec, nsec, int64(w / time.Second), int64(w % time.Second), grace, t.Hits}
 }
 
-// readTallies sets each tally's state from its script's reply, or returns
+// readTallies sets each tally's state from its run's reply, or returns
 // the first error.
-func (s *Store) readTallies(tallies []quota.Tally, cmds []*redis.Cmd) error {
-	for i, cmd := range cmds {
+func readTallies(tallies []quota.Tally, runs []run) error {
+	for i, r := range runs {
 		t := &tallies[i]
-		reply, err := cmd.Slice()
+		err := r.err
 		if err == nil {
-			err = readTally(t, reply)
+			err = readTally(t, r.reply)
 		}
 		if err != nil {
-			s.failed()
 			return fmt.Errorf("redisquota: reconcile: rule %q: %w", t.Rule.Name, err)
 		}
 	}

@@ -75,6 +75,9 @@ type Store struct {
 	now     func() time.Time // nil: the server's clock
 	decider store.Decider
 	batch   *batcher // nil unless Config.Batch > 1
+	// oneServer is set when the client reaches one server (a plain or a
+	// failover client), so that a batch's buckets can go in one script run.
+	oneServer bool
 	reloadState
 }
 
@@ -123,6 +126,7 @@ func New(client Client, cfg Config) (*Store, error) {
 		s.prefix = DefaultPrefix
 	}
 	s.cluster, _ = client.(*redis.ClusterClient)
+	_, s.oneServer = client.(*redis.Client)
 	if s.decider.Timeout == 0 {
 		s.decider.Timeout = DefaultTimeout
 	}
