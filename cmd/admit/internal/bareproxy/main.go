@@ -4,11 +4,22 @@
 // admit against. It is not part of the admit binary.
 //
 //	bareproxy --upstream http://127.0.0.1:3000 [--listen 127.0.0.1:0]
+//	bareproxy --refuse net/http|raw [--listen 127.0.0.1:0]
+//
+// With --refuse it proxies nothing and answers every request with admit's
+// refusal of a link request (429, the same header fields and body): through
+// net/http's server, what a refusal costs before any work of admit's; or,
+// with raw, by a loop that reads up to the blank line ending each head and
+// writes fixed bytes, what Go and the kernel cost a request that is neither
+// parsed nor answered by an HTTP server. raw is an instrument, not a server:
+// it takes bodiless requests only, as wrk sends them.
 //
 // It prints "listening on ADDR" once it accepts connections.
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"flag"
 	"fmt"
 	"log"
@@ -21,27 +32,105 @@ import (
 	"github.com/admitgo/admit/internal/upstream"
 )
 
+// refusal is admit's answer to a link request over budget, less the Date
+// field that net/http adds.
+var refusal = struct {
+	header http.Header
+	body   string
+}{
+	header: http.Header{
+		"Content-Type":           {"text/plain; charset=utf-8"},
+		"Retry-After":            {"1"},
+		"X-Content-Type-Options": {"nosniff"},
+	},
+	body: "Too Many Requests: limit \"link\"\n",
+}
+
 func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	target := flag.String("upstream", "", "the app to proxy to")
+	refuse := flag.String("refuse", "", `answer every request 429 instead of proxying: "net/http" or "raw"`)
 	flag.Parse()
-	u, err := url.Parse(*target)
-	if err != nil || u.Host == "" {
-		log.Fatalf("bareproxy: --upstream %q: want an http URL", *target)
+	var handler http.Handler
+	switch *refuse {
+	case "":
+		u, err := url.Parse(*target)
+		if err != nil || u.Host == "" {
+			log.Fatalf("bareproxy: --upstream %q: want an http URL", *target)
+		}
+		handler = &httputil.ReverseProxy{
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.SetURL(u)
+				pr.SetXForwarded()
+			},
+			Transport:  upstream.Standard(),
+			BufferPool: upstream.BufferPool(),
+		}
+	case "net/http":
+		handler = http.HandlerFunc(refuseHTTP)
+	case "raw":
+	default:
+		log.Fatalf("bareproxy: --refuse %q: want net/http or raw", *refuse)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		log.Fatal(err)
 	}
-	proxy := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(u)
-			pr.SetXForwarded()
-		},
-		Transport:  upstream.Standard(),
-		BufferPool: upstream.BufferPool(),
-	}
-	srv := &http.Server{Handler: proxy, MaxHeaderBytes: 64 << 10, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Println("listening on", ln.Addr())
+	if handler == nil {
+		log.Fatal(serveRaw(ln))
+	}
+	srv := &http.Server{Handler: handler, MaxHeaderBytes: 64 << 10, ReadHeaderTimeout: 10 * time.Second}
 	log.Fatal(srv.Serve(ln))
+}
+
+func refuseHTTP(w http.ResponseWriter, _ *http.Request) {
+	h := w.Header()
+	for k, v := range refusal.header {
+		h[k] = v
+	}
+	w.WriteHeader(http.StatusTooManyRequests)
+	_, _ = w.Write([]byte(refusal.body))
+}
+
+// serveRaw answers each head read on ln's connections with the refusal's
+// bytes, as net/http writes them (the header sorted, then Date and
+// Content-Length), with the Date of the connection's start.
+func serveRaw(ln net.Listener) error {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		go func() {
+			defer c.Close()
+			var answer bytes.Buffer
+			answer.WriteString("HTTP/1.1 429 Too Many Requests\r\n")
+			_ = refusal.header.Write(&answer)
+			fmt.Fprintf(&answer, "Date: %s\r\nContent-Length: %d\r\n\r\n%s",
+				time.Now().UTC().Format(http.TimeFormat), len(refusal.body), refusal.body)
+			r := bufio.NewReader(c)
+			for {
+				if err := skipHead(r); err != nil {
+					return
+				}
+				if _, err := c.Write(answer.Bytes()); err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+// skipHead reads through the next blank line.
+func skipHead(r *bufio.Reader) error {
+	for {
+		line, err := r.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		if len(bytes.TrimRight(line, "\r\n")) == 0 {
+			return nil
+		}
+	}
 }
