@@ -4,15 +4,22 @@
 // admit against. It is not part of the admit binary.
 //
 //	bareproxy --upstream http://127.0.0.1:3000 [--listen 127.0.0.1:0]
-//	bareproxy --refuse net/http|raw [--listen 127.0.0.1:0]
+//	bareproxy --refuse net/http|parse|raw [--listen 127.0.0.1:0]
 //
 // With --refuse it proxies nothing and answers every request with admit's
-// refusal of a link request (429, the same header fields and body): through
-// net/http's server, what a refusal costs before any work of admit's; or,
-// with raw, by a loop that reads up to the blank line ending each head and
-// writes fixed bytes, what Go and the kernel cost a request that is neither
-// parsed nor answered by an HTTP server. raw is an instrument, not a server:
-// it takes bodiless requests only, as wrk sends them.
+// refusal of a link request (429, the same header fields and body):
+//
+//   - net/http: through net/http's server, what a refusal costs before any
+//     work of admit's;
+//   - parse: by a loop that reads each request with http.ReadRequest, into
+//     the *http.Request net/http's server would make, and writes fixed
+//     bytes: what deciding on a parsed request costs without a server;
+//   - raw: by a loop that reads up to the blank line ending each head and
+//     writes fixed bytes, what Go and the kernel cost a request that is
+//     neither parsed nor answered by an HTTP server.
+//
+// parse and raw are instruments, not servers: they take bodiless requests
+// only, as wrk sends them.
 //
 // It prints "listening on ADDR" once it accepts connections.
 package main
@@ -49,7 +56,7 @@ var refusal = struct {
 func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	target := flag.String("upstream", "", "the app to proxy to")
-	refuse := flag.String("refuse", "", `answer every request 429 instead of proxying: "net/http" or "raw"`)
+	refuse := flag.String("refuse", "", `answer every request 429 instead of proxying: "net/http", "parse" or "raw"`)
 	flag.Parse()
 	var handler http.Handler
 	switch *refuse {
@@ -68,9 +75,9 @@ func main() {
 		}
 	case "net/http":
 		handler = http.HandlerFunc(refuseHTTP)
-	case "raw":
+	case "parse", "raw":
 	default:
-		log.Fatalf("bareproxy: --refuse %q: want net/http or raw", *refuse)
+		log.Fatalf("bareproxy: --refuse %q: want net/http, parse or raw", *refuse)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -78,7 +85,7 @@ func main() {
 	}
 	fmt.Println("listening on", ln.Addr())
 	if handler == nil {
-		log.Fatal(serveRaw(ln))
+		log.Fatal(serveFixed(ln, *refuse == "parse"))
 	}
 	srv := &http.Server{Handler: handler, MaxHeaderBytes: 64 << 10, ReadHeaderTimeout: 10 * time.Second}
 	log.Fatal(srv.Serve(ln))
@@ -93,10 +100,12 @@ func refuseHTTP(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte(refusal.body))
 }
 
-// serveRaw answers each head read on ln's connections with the refusal's
+// serveFixed answers each head read on ln's connections with the refusal's
 // bytes, as net/http writes them (the header sorted, then Date and
-// Content-Length), with the Date of the connection's start.
-func serveRaw(ln net.Listener) error {
+// Content-Length), with the Date of the connection's start. With parse,
+// each request is read by http.ReadRequest; otherwise only up to its blank
+// line.
+func serveFixed(ln net.Listener, parse bool) error {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -111,7 +120,11 @@ func serveRaw(ln net.Listener) error {
 				time.Now().UTC().Format(http.TimeFormat), len(refusal.body), refusal.body)
 			r := bufio.NewReader(c)
 			for {
-				if err := skipHead(r); err != nil {
+				if parse {
+					if _, err := http.ReadRequest(r); err != nil {
+						return
+					}
+				} else if err := skipHead(r); err != nil {
 					return
 				}
 				if _, err := c.Write(answer.Bytes()); err != nil {

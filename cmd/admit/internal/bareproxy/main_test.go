@@ -11,22 +11,26 @@ import (
 )
 
 // TestFloorsAnswerAlike sends two requests on one connection to each
-// --refuse mode: both floors answer each with admit's refusal, the same
+// --refuse mode: every floor answer each with admit's refusal, the same
 // status, header fields (but for the date) and body, so that the benchmark
 // compares one answer.
 func TestFloorsAnswerAlike(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(refuseHTTP))
 	defer srv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	addrs := []string{srv.Listener.Addr().String()}
+	for _, parse := range []bool{false, true} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() { _ = serveFixed(ln, parse) }()
+		addrs = append(addrs, ln.Addr().String())
 	}
-	defer ln.Close()
-	go func() { _ = serveRaw(ln) }()
 
 	want := refusal.header.Clone()
 	want.Set("Content-Length", "32")
-	for _, addr := range []string{ln.Addr().String(), srv.Listener.Addr().String()} {
+	for _, addr := range addrs {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
