@@ -1,14 +1,21 @@
 package pgquota_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/admitgo/admit/internal/testpg"
 	"github.com/admitgo/admit/quota"
@@ -63,19 +70,20 @@ func BenchmarkAllow(b *testing.B) {
 			rule := quota.Rule{Name: "bench", Limit: 1 << 40, Window: time.Hour, Algorithm: alg}
 			name := mode.name + "/" + map[quota.Algorithm]string{quota.FixedWindow: "fixed", quota.GCRA: "gcra"}[alg]
 			b.Run(name+"/distinct", func(b *testing.B) {
-				run(b, mode.callers, func() string { return fmt.Sprintf("%032x", keys.Add(1)) }, s, rule)
+				run(b, pool, mode.callers, func() string { return fmt.Sprintf("%032x", keys.Add(1)) }, s, rule)
 			})
 			hot := quota.Subject("hot")
 			b.Run(name+"/hot", func(b *testing.B) {
-				run(b, mode.callers, func() string { return hot }, s, rule)
+				run(b, pool, mode.callers, func() string { return hot }, s, rule)
 			})
 		}
 		s.Close()
 	}
 }
 
-func run(b *testing.B, callers int, subject func() string, s *pgquota.Store, rule quota.Rule) {
+func run(b *testing.B, pool *pgxpool.Pool, callers int, subject func() string, s *pgquota.Store, rule quota.Rule) {
 	b.ReportAllocs()
+	cpu := serverCPU(b, pool)
 	b.SetParallelism((callers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 	var failed atomic.Int64
 	b.RunParallel(func(pb *testing.PB) {
@@ -90,6 +98,56 @@ func run(b *testing.B, callers int, subject func() string, s *pgquota.Store, rul
 		b.Fatalf("%d of %d calls failed or were refused", n, b.N)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+	if used, ok := cpu(); ok {
+		b.ReportMetric(used/float64(b.N), "postgres-µs/op")
+	}
+}
+
+// serverCPU returns a function that reports the CPU time, in µs, that the
+// backends of pool's database and the WAL writer have spent since
+// serverCPU was called, read from /proc: what the store costs the server
+// beside what it costs the caller. It reports false when the server's
+// processes cannot be read (a server on another machine or in a
+// container), and the metric is then left out.
+func serverCPU(b *testing.B, pool *pgxpool.Pool) func() (float64, bool) {
+	b.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT pid FROM pg_stat_activity
+		WHERE datname = current_database() OR backend_type = 'walwriter'`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		b.Fatal(err)
+	}
+	read := func() (float64, bool) {
+		total := 0.0
+		for _, pid := range pids {
+			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if err != nil {
+				return 0, false
+			}
+			// The fields after the command's closing parenthesis: utime and
+			// stime are the 12th and 13th, in clock ticks of 1/100 s.
+			f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+			if len(f) < 13 {
+				return 0, false
+			}
+			for _, v := range f[11:13] {
+				t, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					return 0, false
+				}
+				total += t * 1e4
+			}
+		}
+		return total, true
+	}
+	start, ok := read()
+	return func() (float64, bool) {
+		end, ok2 := read()
+		return end - start, ok && ok2
+	}
 }
 
 // warm opens every connection and prepares the statements on each, so the

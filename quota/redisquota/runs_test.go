@@ -153,4 +153,3 @@ func TestFailingBucketFailsItsBatch(t *testing.T) {
 		t.Fatalf("Reconcile with a list at a bucket's key: %v, want a WRONGTYPE error", err)
 	}
 }
-

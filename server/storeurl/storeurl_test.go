@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/admitgo/admit/internal/testpg"
 )
 
 // TestRedisURLForms parses the URL forms docs/quota.md gives, and refuses
@@ -177,5 +179,39 @@ func TestOfflineNeverConnects(t *testing.T) {
 	}
 	if err := (Offline{}).Eval(context.Background(), "return 1", nil).Err(); !errors.Is(err, errOffline) {
 		t.Errorf("offline client: got %v, want %v", err, errOffline)
+	}
+}
+
+// TestPoolCommitsAsynchronously opens pools on the test server: their
+// sessions commit without waiting for the WAL flush, unless the URL sets
+// synchronous_commit itself, as a parameter or in options.
+func TestPoolCommitsAsynchronously(t *testing.T) {
+	sep := "?"
+	if strings.Contains(testpg.URL(), "?") {
+		sep = "&"
+	}
+	for _, tt := range []struct{ params, want string }{
+		{"", "off"},
+		{"synchronous_commit=on", "on"},
+		{"Synchronous_Commit=on", "on"},
+		{"options=-c%20synchronous_commit%3Dlocal", "local"},
+	} {
+		raw := testpg.URL()
+		if tt.params != "" {
+			raw += sep + tt.params
+		}
+		pool, err := Pool(context.Background(), raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		err = pool.QueryRow(context.Background(), "SHOW synchronous_commit").Scan(&got)
+		pool.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tt.want {
+			t.Errorf("%q: synchronous_commit %s, want %s", tt.params, got, tt.want)
+		}
 	}
 }
