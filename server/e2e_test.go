@@ -223,6 +223,9 @@ func TestReplicasShareStore(t *testing.T) {
 		{"redis", func(t *testing.T) []string {
 			return []string{"--store", testredis.URL(), "--store-prefix", testredis.Prefix(t)}
 		}},
+		{"redis, batch_script=on", func(t *testing.T) []string {
+			return []string{"--store", withQuery(testredis.URL(), "batch_script=on"), "--store-prefix", testredis.Prefix(t)}
+		}},
 		{"postgres", func(t *testing.T) []string {
 			db := testpg.New(t)
 			return []string{"--store", testpg.URL(), "--store-table", db.Schema + ".admit_quota"}
@@ -270,4 +273,12 @@ func eventually(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("%s: not within %v", what, testTimeout)
 		}
 	}
+}
+
+// withQuery returns raw with the query parameter kv added.
+func withQuery(raw, kv string) string {
+	if strings.Contains(raw, "?") {
+		return raw + "&" + kv
+	}
+	return raw + "?" + kv
 }

@@ -276,7 +276,7 @@ func openCounter(ctx context.Context, o rlsOptions, mp metric.MeterProvider, log
 		// The buckets' keys (PREFIXrls.UNIT:{HASH}:gcra) stand beside the
 		// counters' (PREFIX{HASH}:WINDOW) under one prefix; --store-fail
 		// decides when either fails, so neither has a policy of its own.
-		lim, err := redisquota.New(client, redisquota.Config{Prefix: cmp.Or(o.StorePrefix, redisquota.DefaultCountPrefix), Batch: redisBatch, MeterProvider: mp})
+		lim, err := redisquota.New(client, redisquota.Config{Prefix: cmp.Or(o.StorePrefix, redisquota.DefaultCountPrefix), Batch: redisBatch, OneServer: o.Store.OneServer(), MeterProvider: mp})
 		if err != nil {
 			c.Close()
 			client.Close()

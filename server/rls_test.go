@@ -316,6 +316,9 @@ func TestRLSTokenBucketsShareTheStore(t *testing.T) {
 		{"redis", func(t *testing.T) []string {
 			return []string{"--store", testredis.URL(), "--store-prefix", testredis.Prefix(t)}
 		}},
+		{"redis, batch_script=on", func(t *testing.T) []string {
+			return []string{"--store", withQuery(testredis.URL(), "batch_script=on"), "--store-prefix", testredis.Prefix(t)}
+		}},
 		{"postgres", func(t *testing.T) []string {
 			db := testpg.New(t)
 			return []string{"--store", testpg.URL(), "--store-table", db.Schema + ".admit_quota"}

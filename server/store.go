@@ -204,6 +204,7 @@ func openRedis(ctx context.Context, cfg config.Config, mp metric.MeterProvider, 
 	}
 	st, err := redisquota.New(client, redisquota.Config{
 		Prefix: cfg.StorePrefix, Failure: storeFailure(cfg), MeterProvider: mp, Batch: redisBatch,
+		OneServer: cfg.Store.OneServer(),
 	})
 	if err != nil {
 		client.Close()

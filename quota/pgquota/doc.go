@@ -49,13 +49,13 @@
 // # Commits
 //
 // Each batch is one commit, and by PostgreSQL's default each commit waits
-// until its WAL is on disk. A pool whose sessions set synchronous_commit to
-// off (RuntimeParams["synchronous_commit"] = "off" in its pgxpool.Config,
-// or ?synchronous_commit=off in its URL) does not wait: in BenchmarkAllow
-// that took 30 to 60 % off PostgreSQL's CPU per decision and halved the
-// latency, at the price of the last commits, at most three times
-// wal_writer_delay, should the database server crash. The admit server's
-// pools set it; the store leaves the choice to the pool.
+// until its WAL is on disk. Sessions with synchronous_commit off (ALTER ROLE
+// ... SET synchronous_commit = off, or the parameter in the pool's URL) do
+// not wait: in BenchmarkAllow that took 30 to 60 % off PostgreSQL's CPU per
+// decision and half the latency, at the price of the last commits, up to
+// three times wal_writer_delay, should the database crash, and of the
+// standby's wait under synchronous replication. The store leaves the
+// choice to the pool; docs/quota.md weighs it.
 //
 // # Reconcile
 //

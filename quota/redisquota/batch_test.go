@@ -17,18 +17,24 @@ import (
 // TestChargerBatched runs the shared behaviour with both instances
 // batching, so that every call goes through pipelines, coalesced with the
 // calls on its bucket that arrive with it.
+// With OneServer, a pipeline's buckets go as one batch script run.
 func TestChargerBatched(t *testing.T) {
-	quotatest.TestCharger(t, func(t *testing.T, cfg quotatest.Config) (first, second quota.Charger) {
-		prefix := testredis.Prefix(t)
-		c := redisquota.Config{Now: cfg.Now, Failure: cfg.Failure, Timeout: 5 * time.Second, Batch: 64}
-		first = newStore(t, testredis.Client(t), prefix, c)
-		second = newStore(t, testredis.Client(t), prefix, c)
-		return first, second
-	})
+	for _, one := range []bool{false, true} {
+		t.Run(fmt.Sprint("OneServer ", one), func(t *testing.T) {
+			quotatest.TestCharger(t, func(t *testing.T, cfg quotatest.Config) (first, second quota.Charger) {
+				prefix := testredis.Prefix(t)
+				c := redisquota.Config{Now: cfg.Now, Failure: cfg.Failure, Timeout: 5 * time.Second, Batch: 64, OneServer: one}
+				first = newStore(t, testredis.Client(t), prefix, c)
+				second = newStore(t, testredis.Client(t), prefix, c)
+				return first, second
+			})
+		})
+	}
 }
 
 // TestBatchingReplicasAreExact races 4 replicas of 50 callers each, every
-// replica batching and coalescing, on one bucket: exactly the limit passes,
+// replica batching, coalescing and sending its pipelines as batch scripts
+// (Config.OneServer), on one bucket: exactly the limit passes,
 // by an injected clock and by the server's, and mixed costs on shared GCRA
 // buckets fill each bucket to within one call of its burst.
 func TestBatchingReplicasAreExact(t *testing.T) {
@@ -44,7 +50,7 @@ func TestBatchingReplicasAreExact(t *testing.T) {
 			var stores []*redisquota.Store
 			for range 4 {
 				stores = append(stores, newStore(t, testredis.Client(t), prefix,
-					redisquota.Config{Now: clock.now, Batch: 64, Timeout: 30 * time.Second}))
+					redisquota.Config{Now: clock.now, Batch: 64, Timeout: 30 * time.Second, OneServer: true}))
 			}
 			// A limit per hour and calls that take well under the 24s a
 			// token takes to refill.

@@ -34,7 +34,9 @@ var benchSubjects = func() []string {
 // -bench.callers concurrent callers (8 by default) on distinct buckets and
 // on one hot bucket,
 // each call on its own (batch=0) and batched by the store (batch=64), which
-// on the hot bucket coalesces the calls of a pipeline into one script run.
+// on the hot bucket coalesces the calls of a pipeline into one script run,
+// with a script run per bucket (one=false) or per 64 (one=true,
+// Config.OneServer).
 // scripts/bench-redis runs it beside redis-benchmark on the same script.
 func BenchmarkAllow(b *testing.B) {
 	for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.GCRA} {
@@ -42,10 +44,13 @@ func BenchmarkAllow(b *testing.B) {
 		rule := quota.Rule{Name: "bench", Limit: 1 << 30, Window: time.Minute, Algorithm: alg}
 		name := map[quota.Algorithm]string{quota.FixedWindow: "fixed", quota.GCRA: "gcra"}[alg]
 		for _, keys := range []string{"distinct", "hot"} {
-			for _, batch := range []int{0, 64} {
-				b.Run(fmt.Sprintf("%s/%s/batch=%d", name, keys, batch), func(b *testing.B) {
+			for _, mode := range []struct {
+				batch int
+				one   bool
+			}{{0, false}, {64, false}, {64, true}} {
+				b.Run(fmt.Sprintf("%s/%s/batch=%d/one=%v", name, keys, mode.batch, mode.one), func(b *testing.B) {
 					s, err := redisquota.New(testredis.Client(b), redisquota.Config{
-						Prefix: testredis.Prefix(b), Timeout: 2 * time.Second, Batch: batch,
+						Prefix: testredis.Prefix(b), Timeout: 2 * time.Second, Batch: mode.batch, OneServer: mode.one,
 					})
 					if err != nil {
 						b.Fatal(err)
@@ -124,28 +129,31 @@ func benchAllow(b *testing.B, s *redisquota.Store, rule quota.Rule, subjects []s
 
 // BenchmarkReconcile measures a reconcile of 1,000 buckets, each on a
 // subject of its own with one hit, as quota/asyncquota sends it for a
-// flood of distinct clients: its time, and Redis's CPU per bucket.
+// flood of distinct clients, one script run per bucket and (one=true,
+// Config.OneServer) per 64: its time, and Redis's CPU per bucket.
 func BenchmarkReconcile(b *testing.B) {
 	for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.GCRA} {
 		rule := quota.Rule{Name: "bench", Limit: 1 << 30, Window: time.Minute, Algorithm: alg}
-		b.Run(map[quota.Algorithm]string{quota.FixedWindow: "fixed", quota.GCRA: "gcra"}[alg], func(b *testing.B) {
-			s, err := redisquota.New(testredis.Client(b), redisquota.Config{Prefix: testredis.Prefix(b), Timeout: 5 * time.Second})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			tallies := make([]quota.Tally, 1000)
-			b.ReportAllocs()
-			cpu := serverCPU(b)
-			for i := 0; b.Loop(); i++ {
-				for j := range tallies {
-					tallies[j] = quota.Tally{Rule: rule, Subject: benchSubjects[(i*len(tallies)+j)%len(benchSubjects)], Hits: 1}
-				}
-				if err := s.Reconcile(context.Background(), tallies); err != nil {
+		for _, one := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/one=%v", map[quota.Algorithm]string{quota.FixedWindow: "fixed", quota.GCRA: "gcra"}[alg], one), func(b *testing.B) {
+				s, err := redisquota.New(testredis.Client(b), redisquota.Config{Prefix: testredis.Prefix(b), Timeout: 5 * time.Second, OneServer: one})
+				if err != nil {
 					b.Fatal(err)
 				}
-			}
-			b.ReportMetric(cpu()/float64(b.N*len(tallies)), "redis-µs/bucket")
-		})
+				defer s.Close()
+				tallies := make([]quota.Tally, 1000)
+				b.ReportAllocs()
+				cpu := serverCPU(b)
+				for i := 0; b.Loop(); i++ {
+					for j := range tallies {
+						tallies[j] = quota.Tally{Rule: rule, Subject: benchSubjects[(i*len(tallies)+j)%len(benchSubjects)], Hits: 1}
+					}
+					if err := s.Reconcile(context.Background(), tallies); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(cpu()/float64(b.N*len(tallies)), "redis-µs/bucket")
+			})
+		}
 	}
 }

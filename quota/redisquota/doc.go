@@ -118,31 +118,33 @@
 // flusher answers the calls whose timeout has passed by the failure policy
 // without sending them, and bounds each pipeline by the earliest deadline
 // among its calls. Refunds are sent on their own.
-//
-// On a client that reaches one server (a *redis.Client, a failover client
-// too) the script runs of a pipeline go as one run of batch.lua per 64
-// buckets, which holds the others' scripts and runs each on its own key
-// with the batch's one clock reading: Redis then parses one command, sets
-// up Lua and reads its clock once rather than once per bucket, which took
-// 13 % off its CPU per decision on distinct keys and 20 to 38 % per
-// reconciled bucket (BenchmarkAllow and BenchmarkReconcile report it as
-// redis-µs). A pipeline of one bucket runs that bucket's script alone. A run that fails stops its
-// batch's script: the buckets before it keep what their runs did, and
-// every call of that batch fails and follows the failure policy, as a
-// pipeline's calls do when the server goes away in the middle. A cluster,
-// whose buckets live on many masters, or a ring, gets one script run per
-// bucket, as above; a *redis.Client must therefore not be pointed at a
-// proxy that spreads keys over several servers.
 // go-redis's own autopipeliner is not used for this: it does not give up on
 // a call when the call's context ends, so a stalled Redis would stall every
 // caller past Timeout.
+//
+// With [Config].OneServer, for a client that reaches one Redis server
+// itself (a *redis.Client, a failover client too, not a proxy that routes
+// commands by key), the script runs of a pipeline, and of a reconcile, go
+// as one run of batch.lua per 64 buckets. It holds the buckets' own
+// scripts and runs each on its own key with the batch's one clock reading,
+// so Redis parses one command, sets up Lua and reads its clock once rather
+// than once per bucket: BenchmarkReconcile measured about half of Redis's
+// CPU per reconciled bucket, BenchmarkAllow a sixth less per decision on
+// distinct keys (both report it as redis-µs, with one=true and one=false
+// side by side). A pipeline of one bucket runs that bucket's script
+// alone. A run that fails stops its batch's script: the buckets before it
+// keep what their runs did, and every call of that batch fails and follows
+// the failure policy, as a pipeline's calls do when the server goes away
+// in the middle. It is off by default: behind a proxy that routes a script
+// by its first key (twemproxy, Envoy's redis_proxy), one script run would
+// count every bucket of its batch on that key's server.
 //
 // # Reconcile
 //
 // [Store.Reconcile] adds the hits that replicas deciding on their own
 // (quota/asyncquota) admitted, without deciding them, and reports each
 // bucket's state: one script run per bucket in one pipeline (batched by 64
-// on one server, as above), fixed.lua with the hits as one cost, or
+// with OneServer, as above), fixed.lua with the hits as one cost, or
 // gcra_add.lua, which moves the tat to max(tat, now) + hits x interval,
 // past the burst if it must.
 //

@@ -21,8 +21,8 @@ var _ quota.Reconciler = (*Store)(nil)
 // Reconcile adds each tally's hits to its bucket without deciding them and
 // reports the bucket's state (see [quota.Reconciler]): one script run per
 // bucket, on its one key, all in one pipeline when the client can pipeline
-// (a Cluster client splits it by master; on one server the runs go 64 to a
-// batch script), bounded by ctx's deadline, or the store's timeout when ctx
+// (a Cluster client splits it by master; with Config.OneServer the runs go
+// 64 to a batch script), bounded by ctx's deadline, or the store's timeout when ctx
 // has none, and never retried. A fixed window runs fixed.lua with the hits
 // as one cost; a GCRA bucket runs gcra_add.lua.
 func (s *Store) Reconcile(ctx context.Context, tallies []quota.Tally) error {

@@ -44,9 +44,9 @@ func (h *scriptCounter) count(cmd redis.Cmder) {
 }
 
 // TestReconcileRunsOneScriptPerBatch reconciles 100 buckets of both
-// algorithms through a plain client, which sends them as 2 script runs of
-// at most 64 buckets, and through a client that cannot pipeline, which
-// sends one per bucket: the two leave every bucket in the same state. The
+// algorithms through a plain client with Config.OneServer, which sends them
+// as 2 script runs of at most 64 buckets, and through a client that cannot
+// pipeline, which sends one per bucket: the two leave every bucket in the same state. The
 // second round finds Redis's script cache flushed: each batch is answered
 // NOSCRIPT, sent again with its source, and counted once.
 func TestReconcileRunsOneScriptPerBatch(t *testing.T) {
@@ -54,7 +54,7 @@ func TestReconcileRunsOneScriptPerBatch(t *testing.T) {
 	counter := &scriptCounter{}
 	plain := testredis.Client(t)
 	plain.AddHook(counter)
-	batched := newStore(t, plain, testredis.Prefix(t), redisquota.Config{Now: clk.Now})
+	batched := newStore(t, plain, testredis.Prefix(t), redisquota.Config{Now: clk.Now, OneServer: true})
 	one := newStore(t, scriptsOnly{testredis.Client(t)}, testredis.Prefix(t), redisquota.Config{Now: clk.Now})
 
 	tallies := func() []quota.Tally {
@@ -95,14 +95,15 @@ func TestReconcileRunsOneScriptPerBatch(t *testing.T) {
 }
 
 // TestBatchedDecisionsRunOneScript sends 8 calls on 8 buckets at once
-// through a batching store on a plain client: they leave in few script
-// runs, not one per bucket, and each is decided as alone.
+// through a batching store with Config.OneServer: they leave in few script
+// runs, not one per bucket, and each is decided as alone. Without
+// OneServer, each bucket is a script run of its own.
 func TestBatchedDecisionsRunOneScript(t *testing.T) {
 	clk := newClock(t0)
 	counter := &scriptCounter{}
 	c := testredis.Client(t)
 	c.AddHook(counter)
-	s := newStore(t, c, testredis.Prefix(t), redisquota.Config{Now: clk.Now, Batch: 64})
+	s := newStore(t, c, testredis.Prefix(t), redisquota.Config{Now: clk.Now, Batch: 64, OneServer: true})
 	rule := quota.Rule{Name: "b", Limit: 1, Window: time.Minute, Algorithm: quota.GCRA}
 	for round, want := range []bool{true, false} {
 		before := counter.n.Load()
@@ -138,7 +139,7 @@ func TestFailingBucketFailsItsBatch(t *testing.T) {
 	clk := newClock(t0)
 	c := testredis.Client(t)
 	prefix := testredis.Prefix(t)
-	s := newStore(t, c, prefix, redisquota.Config{Now: clk.Now})
+	s := newStore(t, c, prefix, redisquota.Config{Now: clk.Now, OneServer: true})
 	rule := quota.Rule{Name: "f", Limit: 10, Window: time.Minute}
 	bad := quota.Subject("bad")
 	if err := c.RPush(context.Background(), fixedKey(prefix, "f", bad), "x").Err(); err != nil {
@@ -151,5 +152,13 @@ func TestFailingBucketFailsItsBatch(t *testing.T) {
 	err := s.Reconcile(context.Background(), tallies)
 	if err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
 		t.Fatalf("Reconcile with a list at a bucket's key: %v, want a WRONGTYPE error", err)
+	}
+	// The bucket before the failing one kept its run's hit.
+	look := []quota.Tally{{Rule: rule, Subject: quota.Subject("good")}}
+	if err := s.Reconcile(context.Background(), look); err != nil {
+		t.Fatal(err)
+	}
+	if look[0].Count != 1 {
+		t.Errorf("the bucket before the failing one counts %d, want its 1 hit", look[0].Count)
 	}
 }

@@ -7,6 +7,7 @@ package storeurl
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"runtime"
@@ -196,37 +197,10 @@ func secrets(raw string) []string {
 }
 
 // Pool returns the PostgreSQL pool the URL configures; it connects lazily,
-// on first use. Its sessions commit asynchronously (synchronous_commit
-// off) unless the URL sets synchronous_commit, as a parameter or in
-// options: a commit then returns before its WAL reaches the disk, which
-// took 30 to 60 % off PostgreSQL's CPU per decision and half the latency in
-// BenchmarkAllow (quota/pgquota), and through the proxy 14 % of the
-// database's CPU and 10 % of p99 on rotating clients, at the price of the
-// last commits, up to three times wal_writer_delay (600 ms by default),
-// should the database server crash. Limits are state that a crash may lose
-// that much of; docs/quota.md says what it admits.
+// on first use.
 func Pool(ctx context.Context, raw string) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(raw)
-	if err != nil {
-		return nil, clean(raw, err)
-	}
-	if !setsSynchronousCommit(cfg.ConnConfig.RuntimeParams) {
-		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := pgxpool.New(ctx, raw)
 	return pool, clean(raw, err)
-}
-
-// setsSynchronousCommit reports whether a URL's session parameters set
-// synchronous_commit, in any case, themselves or in options.
-func setsSynchronousCommit(params map[string]string) bool {
-	for k, v := range params {
-		if strings.EqualFold(k, "synchronous_commit") ||
-			strings.EqualFold(k, "options") && strings.Contains(strings.ToLower(v), "synchronous_commit") {
-			return true
-		}
-	}
-	return false
 }
 
 // errOffline answers every call of an offline pool or client.
@@ -299,21 +273,46 @@ func Refused(err error) bool {
 	return errors.As(err, &rerr)
 }
 
-// redisOptions are the parsed options of a Redis store URL; one is set.
+// redisOptions are the parsed options of a Redis store URL; one of
+// single, cluster and failover is set.
 type redisOptions struct {
 	single   *redis.Options
 	cluster  *redis.ClusterOptions
 	failover *redis.FailoverOptions
+	// oneServer is the URL's batch_script=on: the URL reaches a Redis
+	// server itself, not a proxy that routes commands by key.
+	oneServer bool
 }
 
+// OneServer reports whether a Redis store's URL says batch_script=on: its
+// batches go as one script run per 64 buckets (redisquota's
+// Config.OneServer), which a URL can only say of one server, reached
+// directly or through Sentinel.
+func (s Store) OneServer() bool {
+	o, err := parseRedis(s.URL)
+	return err == nil && o.oneServer
+}
+
+// batchScriptParam is the parameter of a Redis store URL that admit reads
+// itself and takes out before go-redis parses the rest.
+const batchScriptParam = "batch_script"
+
 // parseRedis parses a Redis store URL by the rules of go-redis's parser
-// for its topology, the +cluster or +sentinel suffix of the scheme removed.
+// for its topology, the +cluster or +sentinel suffix of the scheme removed,
+// once admit's own batch_script parameter is taken out.
 func parseRedis(raw string) (redisOptions, error) {
 	scheme, rest, _ := strings.Cut(raw, "://")
 	base, topology, _ := strings.Cut(scheme, "+")
-	plain := base + "://" + rest
 	var o redisOptions
-	var err error
+	rest, one, err := cutBatchScript(rest)
+	if err != nil {
+		return o, err
+	}
+	if one && topology == "cluster" {
+		return o, errors.New("batch_script=on is for one server: a cluster's buckets live on several")
+	}
+	o.oneServer = one
+	plain := base + "://" + rest
 	switch topology {
 	case "cluster":
 		o.cluster, err = redis.ParseClusterURL(plain)
@@ -326,6 +325,40 @@ func parseRedis(raw string) (redisOptions, error) {
 		o.single, err = redis.ParseURL(plain)
 	}
 	return o, err
+}
+
+// cutBatchScript takes the batch_script parameter out of the part of a
+// URL after its scheme, and returns what is left and whether it said on.
+// It may be given once, as on or off.
+func cutBatchScript(rest string) (string, bool, error) {
+	head, query, ok := strings.Cut(rest, "?")
+	if !ok {
+		return rest, false, nil
+	}
+	var kept []string
+	on, seen := false, false
+	for _, pair := range strings.Split(query, "&") {
+		k, v, _ := strings.Cut(pair, "=")
+		if k != batchScriptParam {
+			kept = append(kept, pair)
+			continue
+		}
+		if seen {
+			return "", false, errors.New("batch_script is given twice")
+		}
+		seen = true
+		switch v {
+		case "on":
+			on = true
+		case "off":
+		default:
+			return "", false, fmt.Errorf("batch_script=%s, want on or off", v)
+		}
+	}
+	if len(kept) == 0 {
+		return head, on, nil
+	}
+	return head + "?" + strings.Join(kept, "&"), on, nil
 }
 
 // Conns returns how many connections the client of a shared store may

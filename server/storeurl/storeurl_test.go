@@ -6,8 +6,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-
-	"github.com/admitgo/admit/internal/testpg"
 )
 
 // TestRedisURLForms parses the URL forms docs/quota.md gives, and refuses
@@ -182,36 +180,43 @@ func TestOfflineNeverConnects(t *testing.T) {
 	}
 }
 
-// TestPoolCommitsAsynchronously opens pools on the test server: their
-// sessions commit without waiting for the WAL flush, unless the URL sets
-// synchronous_commit itself, as a parameter or in options.
-func TestPoolCommitsAsynchronously(t *testing.T) {
-	sep := "?"
-	if strings.Contains(testpg.URL(), "?") {
-		sep = "&"
-	}
-	for _, tt := range []struct{ params, want string }{
-		{"", "off"},
-		{"synchronous_commit=on", "on"},
-		{"Synchronous_Commit=on", "on"},
-		{"options=-c%20synchronous_commit%3Dlocal", "local"},
+// TestBatchScriptParameter reads admit's own batch_script parameter out of
+// a Redis URL, before go-redis, which would refuse it, parses the rest.
+func TestBatchScriptParameter(t *testing.T) {
+	for _, tt := range []struct {
+		url  string
+		one  bool
+		conn int // connections the rest of the URL makes; 0: not checked
+		err  string
+	}{
+		{url: "redis://cache:6379", one: false},
+		{url: "redis://cache:6379?batch_script=on", one: true},
+		{url: "redis://cache:6379?batch_script=off&pool_size=3", one: false, conn: 13}, // 3, and the pipelines' 10
+		{url: "redis://cache:6379?pool_size=3&batch_script=on", one: true, conn: 13},
+		{url: "redis+sentinel://s1:26379?master_name=admit&batch_script=on", one: true},
+		{url: "redis+cluster://a:7000?batch_script=on", err: "a cluster's buckets live on several"},
+		{url: "redis://cache:6379?batch_script=yes", err: "batch_script=yes, want on or off"},
+		{url: "redis://cache:6379?batch_script=on&batch_script=on", err: "given twice"},
 	} {
-		raw := testpg.URL()
-		if tt.params != "" {
-			raw += sep + tt.params
+		s, err := Parse(tt.url)
+		if err == nil {
+			err = s.Check()
 		}
-		pool, err := Pool(context.Background(), raw)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: got %v, want %q", tt.url, err, tt.err)
+			}
+			continue
+		}
 		if err != nil {
-			t.Fatal(err)
+			t.Errorf("%s: %v", tt.url, err)
+			continue
 		}
-		var got string
-		err = pool.QueryRow(context.Background(), "SHOW synchronous_commit").Scan(&got)
-		pool.Close()
-		if err != nil {
-			t.Fatal(err)
+		if got := s.OneServer(); got != tt.one {
+			t.Errorf("%s: OneServer %v, want %v", tt.url, got, tt.one)
 		}
-		if got != tt.want {
-			t.Errorf("%q: synchronous_commit %s, want %s", tt.params, got, tt.want)
+		if tt.conn != 0 && s.Conns() != tt.conn {
+			t.Errorf("%s: %d connections, want %d", tt.url, s.Conns(), tt.conn)
 		}
 	}
 }
