@@ -9,12 +9,15 @@
 -- ARGV[1]  now, whole Unix seconds; empty for this server's clock
 -- ARGV[2]  now, nanoseconds within that second
 -- ARGV[3…] for each run in KEYS' order: the script's number, how many
---          arguments it takes after the clock, and those arguments
+--          values it replies, how many arguments it takes after the clock,
+--          and those arguments
 --
 -- Returns every run's reply, in KEYS' order, one after another, so that the
--- store reads them without a table per run; the store knows how long each
--- is. A run that fails stops the batch: the buckets before it keep what
--- their runs did, and the store fails every call of the batch.
+-- store reads them without a table per run. A run that fails, or replies
+-- other than as many values as it should, stands as its error followed by
+-- zeros to its reply's length, and the runs after it go on: as in a
+-- pipeline, one bucket's error fails that bucket's calls alone. The scripts
+-- fail only before they write, so a failed run has changed nothing.
 local batch_s, batch_ns = clock()
 local function batch_clock()
   return batch_s, batch_ns
@@ -23,16 +26,31 @@ local runs = {}
 --@scripts@
 local out, k, a = {}, 0, 3
 for i = 1, #KEYS do
-  local run, n = runs[tonumber(ARGV[a])], tonumber(ARGV[a + 1])
+  local number, replies, n = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local args = {ARGV[1], ARGV[2]}
   for j = 1, n do
-    args[j + 2] = ARGV[a + 1 + j]
+    args[j + 2] = ARGV[a + 2 + j]
   end
-  a = a + 2 + n
-  local reply = run({KEYS[i]}, args)
-  for j = 1, #reply do
+  a = a + 3 + n
+  local ok, reply = pcall(runs[number], {KEYS[i]}, args)
+  if ok and (type(reply) ~= 'table' or #reply ~= replies) then
+    ok, reply = false, 'script ' .. number .. ' did not reply ' .. replies .. ' values'
+  end
+  if ok then
+    for j = 1, replies do
+      k = k + 1
+      out[k] = reply[j]
+    end
+  else
+    if type(reply) == 'table' and reply.err then
+      reply = reply.err
+    end
     k = k + 1
-    out[k] = reply[j]
+    out[k] = {err = tostring(reply)}
+    for _ = 2, replies do
+      k = k + 1
+      out[k] = 0
+    end
   end
 end
 return out

@@ -132,10 +132,9 @@
 // CPU per reconciled bucket, BenchmarkAllow a sixth less per decision on
 // distinct keys (both report it as redis-µs, with one=true and one=false
 // side by side). A pipeline of one bucket runs that bucket's script
-// alone. A run that fails stops its batch's script: the buckets before it
-// keep what their runs did, and every call of that batch fails and follows
-// the failure policy, as a pipeline's calls do when the server goes away
-// in the middle. It is off by default: behind a proxy that routes a script
+// alone. A run that fails (a key of the wrong type) fails alone, as in a
+// pipeline: the batch script catches its error, which that bucket's calls
+// get, and runs the others. It is off by default: behind a proxy that routes a script
 // by its first key (twemproxy, Envoy's redis_proxy), one script run would
 // count every bucket of its batch on that key's server.
 //

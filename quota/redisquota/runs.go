@@ -164,19 +164,20 @@ func newBatch(runs []run) batch {
 	b := batch{runs: runs, sc: batchScript, keys: make([]string, len(runs))}
 	n := 2
 	for _, r := range runs {
-		n += len(r.args)
+		n += 1 + len(r.args)
 	}
 	b.args = append(make([]any, 0, n), runs[0].args[0], runs[0].args[1])
 	for i, r := range runs {
 		b.keys[i] = r.key
-		b.args = append(b.args, r.sc.number, len(r.args)-2)
+		b.args = append(b.args, r.sc.number, r.sc.replies, len(r.args)-2)
 		b.args = append(b.args, r.args[2:]...)
 	}
 	return b
 }
 
 // split hands each run its part of a batch script's reply: as many values
-// as its script replies, in order.
+// as its script replies, in order, or the error that stands first in its
+// part when its run failed.
 func split(reply []any, runs []run) error {
 	want := 0
 	for _, r := range runs {
@@ -187,7 +188,12 @@ func split(reply []any, runs []run) error {
 	}
 	for i := range runs {
 		n := runs[i].sc.replies
-		runs[i].reply, reply = reply[:n:n], reply[n:]
+		if err, ok := reply[0].(redis.Error); ok {
+			runs[i].err = err
+		} else {
+			runs[i].reply = reply[:n:n]
+		}
+		reply = reply[n:]
 	}
 	return nil
 }

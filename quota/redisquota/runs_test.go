@@ -131,11 +131,11 @@ func TestBatchedDecisionsRunOneScript(t *testing.T) {
 	}
 }
 
-// TestFailingBucketFailsItsBatch puts a value of the wrong type at one
-// bucket's key: its script run fails, which stops the batch's script, and
-// every bucket of that batch gets the error, since the store cannot tell
-// which runs took effect.
-func TestFailingBucketFailsItsBatch(t *testing.T) {
+// TestFailingBucketFailsAlone puts a value of the wrong type at one
+// bucket's key, between two good ones of one batch script run: that
+// bucket's run fails with Redis's error, and the buckets before and after
+// it are counted and answered, as in a pipeline of one run per bucket.
+func TestFailingBucketFailsAlone(t *testing.T) {
 	clk := newClock(t0)
 	c := testredis.Client(t)
 	prefix := testredis.Prefix(t)
@@ -145,20 +145,21 @@ func TestFailingBucketFailsItsBatch(t *testing.T) {
 	if err := c.RPush(context.Background(), fixedKey(prefix, "f", bad), "x").Err(); err != nil {
 		t.Fatal(err)
 	}
+	before, after := quota.Subject("before"), quota.Subject("after")
 	tallies := []quota.Tally{
-		{Rule: rule, Subject: quota.Subject("good"), Hits: 1},
+		{Rule: rule, Subject: before, Hits: 1},
 		{Rule: rule, Subject: bad, Hits: 1},
+		{Rule: rule, Subject: after, Hits: 2},
 	}
 	err := s.Reconcile(context.Background(), tallies)
 	if err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
 		t.Fatalf("Reconcile with a list at a bucket's key: %v, want a WRONGTYPE error", err)
 	}
-	// The bucket before the failing one kept its run's hit.
-	look := []quota.Tally{{Rule: rule, Subject: quota.Subject("good")}}
+	look := []quota.Tally{{Rule: rule, Subject: before}, {Rule: rule, Subject: after}}
 	if err := s.Reconcile(context.Background(), look); err != nil {
 		t.Fatal(err)
 	}
-	if look[0].Count != 1 {
-		t.Errorf("the bucket before the failing one counts %d, want its 1 hit", look[0].Count)
+	if look[0].Count != 1 || look[1].Count != 2 {
+		t.Errorf("the good buckets count %d and %d, want their 1 and 2 hits", look[0].Count, look[1].Count)
 	}
 }
