@@ -105,10 +105,11 @@ func run(b *testing.B, pool *pgxpool.Pool, callers int, subject func() string, s
 
 // serverCPU returns a function that reports the CPU time, in µs, that the
 // backends of pool's database and the WAL writer have spent since
-// serverCPU was called, read from /proc: what the store costs the server
-// beside what it costs the caller. It reports false when the server's
-// processes cannot be read (a server on another machine or in a
-// container), and the metric is then left out.
+// serverCPU was called, read from /proc, in clock ticks of 10 ms (Linux's
+// USER_HZ): what the store costs the server beside what it costs the
+// caller. It reports false when the server's processes cannot be read as
+// postgres processes (a server on another machine or in a container), and
+// the metric is then left out.
 func serverCPU(b *testing.B, pool *pgxpool.Pool) func() (float64, bool) {
 	b.Helper()
 	rows, err := pool.Query(context.Background(), `SELECT pid FROM pg_stat_activity
@@ -124,7 +125,9 @@ func serverCPU(b *testing.B, pool *pgxpool.Pool) func() (float64, bool) {
 		total := 0.0
 		for _, pid := range pids {
 			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-			if err != nil {
+			// A server in a container of its own numbers its processes
+			// apart: the pid may be another program here.
+			if err != nil || !bytes.HasPrefix(stat[bytes.IndexByte(stat, ' ')+1:], []byte("(postgres)")) {
 				return 0, false
 			}
 			// The fields after the command's closing parenthesis: utime and

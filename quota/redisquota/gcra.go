@@ -31,10 +31,10 @@ func decideGCRA(g *group, reply []any) error {
 	if err != nil {
 		return err
 	}
-	if len(reply) != 4 {
+	old, ok := reply[3].(string) // "" for a bucket Redis does not hold
+	if len(reply) != 4 || !ok {
 		return fmt.Errorf("script replied %v, want 3 integers and a tat", reply)
 	}
-	old, _ := reply[3].(string)
 	tat, err := parseTAT(old)
 	if err != nil {
 		return err
