@@ -14,8 +14,9 @@
 --
 -- Returns every run's reply, in KEYS' order, one after another, so that the
 -- store reads them without a table per run. A run that fails, or replies
--- other than as many values as it should, stands as its error followed by
--- zeros to its reply's length, and the runs after it go on: as in a
+-- other than as many values as it should, stands as "E " and its error, in
+-- the place of the integer every reply starts with, followed by zeros to
+-- its reply's length, and the runs after it go on: as in a
 -- pipeline, one bucket's error fails that bucket's calls alone. The scripts
 -- fail only before they write, so a failed run has changed nothing.
 local batch_s, batch_ns = clock()
@@ -33,7 +34,9 @@ for i = 1, #KEYS do
   end
   a = a + 3 + n
   local ok, reply = pcall(runs[number], {KEYS[i]}, args)
-  if ok and (type(reply) ~= 'table' or #reply ~= replies) then
+  if ok and type(reply) == 'table' and reply.err then
+    ok, reply = false, reply.err
+  elseif ok and (type(reply) ~= 'table' or #reply ~= replies) then
     ok, reply = false, 'script ' .. number .. ' did not reply ' .. replies .. ' values'
   end
   if ok then
@@ -42,11 +45,11 @@ for i = 1, #KEYS do
       out[k] = reply[j]
     end
   else
-    if type(reply) == 'table' and reply.err then
-      reply = reply.err
-    end
+    -- Where an integer stands in every reply, a string: an error reply
+    -- inside the array would do, but go-redis stops reading an array at
+    -- some of them (OOM, READONLY) and leaves the rest on the connection.
     k = k + 1
-    out[k] = {err = tostring(reply)}
+    out[k] = 'E ' .. tostring(reply)
     for _ = 2, replies do
       k = k + 1
       out[k] = 0

@@ -128,9 +128,9 @@
 // as one run of batch.lua per 64 buckets. It holds the buckets' own
 // scripts and runs each on its own key with the batch's one clock reading,
 // so Redis parses one command, sets up Lua and reads its clock once rather
-// than once per bucket: BenchmarkReconcile measured about half of Redis's
-// CPU per reconciled bucket, BenchmarkAllow a sixth less per decision on
-// distinct keys (both report it as redis-µs, with one=true and one=false
+// than once per bucket: BenchmarkReconcile measured almost half less of
+// Redis's CPU per reconciled bucket, BenchmarkAllow a sixth less per
+// decision on distinct keys (both report it as redis-µs, with one=true and one=false
 // side by side). A pipeline of one bucket runs that bucket's script
 // alone. A run that fails (a key of the wrong type) fails alone, as in a
 // pipeline: the batch script catches its error, which that bucket's calls

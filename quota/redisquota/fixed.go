@@ -24,6 +24,9 @@ func fixedArgs(g *group, sec, nsec any) []any {
 // each call adds its cost, as it would have one by one.
 func decideFixed(g *group, reply []any) error {
 	v, err := integers(reply, 3)
+	if err == nil && len(reply) != 3 {
+		err = fmt.Errorf("script replied %v, want 3 integers", reply)
+	}
 	if err != nil {
 		return err
 	}

@@ -31,8 +31,11 @@ func decideGCRA(g *group, reply []any) error {
 	if err != nil {
 		return err
 	}
+	if len(reply) != 4 {
+		return fmt.Errorf("script replied %v, want 3 integers and a tat", reply)
+	}
 	old, ok := reply[3].(string) // "" for a bucket Redis does not hold
-	if len(reply) != 4 || !ok {
+	if !ok {
 		return fmt.Errorf("script replied %v, want 3 integers and a tat", reply)
 	}
 	tat, err := parseTAT(old)

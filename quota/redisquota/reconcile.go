@@ -77,6 +77,9 @@ func readTallies(tallies []quota.Tally, runs []run) error {
 func readTally(t *quota.Tally, reply []any) error {
 	if t.Rule.Algorithm == quota.FixedWindow {
 		v, err := integers(reply, 3)
+		if err == nil && len(reply) != 3 {
+			err = fmt.Errorf("script replied %v, want 3 integers", reply)
+		}
 		if err != nil {
 			return err
 		}
@@ -87,10 +90,13 @@ func readTally(t *quota.Tally, reply []any) error {
 	if err != nil {
 		return err
 	}
-	if len(reply) != 3 {
+	tat, ok := "", len(reply) == 3
+	if ok {
+		tat, ok = reply[2].(string) // "" for a full bucket
+	}
+	if !ok {
 		return fmt.Errorf("script replied %v, want 2 integers and a tat", reply)
 	}
-	tat, _ := reply[2].(string)
 	t.Now, t.Count = time.Unix(v[0], v[1]), 0
 	t.TAT, err = parseTAT(tat)
 	return err

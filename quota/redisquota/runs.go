@@ -176,8 +176,8 @@ func newBatch(runs []run) batch {
 }
 
 // split hands each run its part of a batch script's reply: as many values
-// as its script replies, in order, or the error that stands first in its
-// part when its run failed.
+// as its script replies, in order, or the error whose text stands first in
+// its part, where every reply starts with an integer, when its run failed.
 func split(reply []any, runs []run) error {
 	want := 0
 	for _, r := range runs {
@@ -188,8 +188,8 @@ func split(reply []any, runs []run) error {
 	}
 	for i := range runs {
 		n := runs[i].sc.replies
-		if err, ok := reply[0].(redis.Error); ok {
-			runs[i].err = err
+		if msg, ok := reply[0].(string); ok {
+			runs[i].err = fmt.Errorf("%s", strings.TrimPrefix(msg, "E "))
 		} else {
 			runs[i].reply = reply[:n:n]
 		}

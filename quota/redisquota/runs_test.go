@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/admitgo/admit/internal/testredis"
+	"github.com/admitgo/admit/internal/testserver"
 	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/redisquota"
 )
@@ -161,5 +162,39 @@ func TestFailingBucketFailsAlone(t *testing.T) {
 	}
 	if look[0].Count != 1 || look[1].Count != 2 {
 		t.Errorf("the good buckets count %d and %d, want their 1 and 2 hits", look[0].Count, look[1].Count)
+	}
+}
+
+// TestOutOfMemoryLeavesTheConnectionClean fills a private Redis's memory
+// budget, so that every bucket's write fails with OOM, an error go-redis
+// would stop reading an array at: two batch script runs in one pipeline
+// fail every bucket with it, and the next calls on the same connection get
+// their own answers, not the batch's leftovers.
+func TestOutOfMemoryLeavesTheConnectionClean(t *testing.T) {
+	srv := testserver.Redis(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, ContextTimeoutEnabled: true, PoolSize: 1})
+	t.Cleanup(func() { c.Close() })
+	clk := newClock(t0)
+	s := newStore(t, c, "oom:", redisquota.Config{Now: clk.Now, OneServer: true})
+	rule := quota.Rule{Name: "m", Limit: 10, Window: time.Minute}
+	ctx := context.Background()
+	if err := c.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	tallies := make([]quota.Tally, 100)
+	for i := range tallies {
+		tallies[i] = quota.Tally{Rule: rule, Subject: quota.Subject(fmt.Sprint("c", i)), Hits: 1}
+	}
+	if err := s.Reconcile(ctx, tallies); err == nil || !strings.Contains(err.Error(), "OOM") {
+		t.Fatalf("Reconcile over maxmemory: %v, want an OOM error", err)
+	}
+	if err := c.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		d, err := s.AllowN(ctx, rule, quota.Subject("after"), 1)
+		if err != nil || !d.Allowed || d.Remaining != 9-i {
+			t.Fatalf("call %d after the failed batch: %+v, %v, want allowed with %d left", i, d, err, 9-i)
+		}
 	}
 }

@@ -304,12 +304,12 @@ func parseRedis(raw string) (redisOptions, error) {
 	scheme, rest, _ := strings.Cut(raw, "://")
 	base, topology, _ := strings.Cut(scheme, "+")
 	var o redisOptions
-	rest, one, err := cutBatchScript(rest)
+	rest, one, seen, err := cutBatchScript(rest)
 	if err != nil {
 		return o, err
 	}
-	if one && topology == "cluster" {
-		return o, errors.New("batch_script=on is for one server: a cluster's buckets live on several")
+	if seen && topology == "cluster" {
+		return o, errors.New("batch_script is for one server: a cluster's buckets live on several")
 	}
 	o.oneServer = one
 	plain := base + "://" + rest
@@ -328,23 +328,25 @@ func parseRedis(raw string) (redisOptions, error) {
 }
 
 // cutBatchScript takes the batch_script parameter out of the part of a
-// URL after its scheme, and returns what is left and whether it said on.
-// It may be given once, as on or off.
-func cutBatchScript(rest string) (string, bool, error) {
+// URL after its scheme, and returns what is left, whether it said on and
+// whether it was there. It may be given once, as on or off; its name is
+// recognised in any case and percent-encoded, so that no spelling of it
+// reaches go-redis, which would refuse it as unknown.
+func cutBatchScript(rest string) (string, bool, bool, error) {
 	head, query, ok := strings.Cut(rest, "?")
 	if !ok {
-		return rest, false, nil
+		return rest, false, false, nil
 	}
 	var kept []string
 	on, seen := false, false
 	for _, pair := range strings.Split(query, "&") {
 		k, v, _ := strings.Cut(pair, "=")
-		if k != batchScriptParam {
+		if name, err := url.QueryUnescape(k); err != nil || !strings.EqualFold(name, batchScriptParam) {
 			kept = append(kept, pair)
 			continue
 		}
 		if seen {
-			return "", false, errors.New("batch_script is given twice")
+			return "", false, false, errors.New("batch_script is given twice")
 		}
 		seen = true
 		switch v {
@@ -352,13 +354,13 @@ func cutBatchScript(rest string) (string, bool, error) {
 			on = true
 		case "off":
 		default:
-			return "", false, fmt.Errorf("batch_script=%s, want on or off", v)
+			return "", false, false, fmt.Errorf("batch_script=%s, want on or off", v)
 		}
 	}
 	if len(kept) == 0 {
-		return head, on, nil
+		return head, on, seen, nil
 	}
-	return head + "?" + strings.Join(kept, "&"), on, nil
+	return head + "?" + strings.Join(kept, "&"), on, seen, nil
 }
 
 // Conns returns how many connections the client of a shared store may

@@ -195,6 +195,10 @@ func TestBatchScriptParameter(t *testing.T) {
 		{url: "redis://cache:6379?pool_size=3&batch_script=on", one: true, conn: 13},
 		{url: "redis+sentinel://s1:26379?master_name=admit&batch_script=on", one: true},
 		{url: "redis+cluster://a:7000?batch_script=on", err: "a cluster's buckets live on several"},
+		{url: "redis+cluster://a:7000?batch_script=off", err: "a cluster's buckets live on several"},
+		{url: "redis://cache:6379?Batch_Script=on", one: true},
+		{url: "redis://cache:6379?batch%5Fscript=on", one: true},
+		{url: "redis://cache:6379?batch_script=", err: "want on or off"},
 		{url: "redis://cache:6379?batch_script=yes", err: "batch_script=yes, want on or off"},
 		{url: "redis://cache:6379?batch_script=on&batch_script=on", err: "given twice"},
 	} {
