@@ -135,6 +135,11 @@ func Redact(v string) string {
 func (s Store) Check() error {
 	switch s.Kind {
 	case Postgres:
+		if _, query, _ := strings.Cut(s.URL, "?"); query != "" {
+			if _, _, seen, err := cutBatchScript("?" + query); seen || err != nil {
+				return errors.New("batch_script is a Redis URL's parameter: PostgreSQL would refuse it as unknown")
+			}
+		}
 		_, err := pgxpool.ParseConfig(s.URL)
 		return clean(s.URL, err)
 	case Redis:

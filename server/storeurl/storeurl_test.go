@@ -199,6 +199,8 @@ func TestBatchScriptParameter(t *testing.T) {
 		{url: "redis://cache:6379?Batch_Script=on", one: true},
 		{url: "redis://cache:6379?batch%5Fscript=on", one: true},
 		{url: "redis://cache:6379?batch_script=", err: "want on or off"},
+		{url: "postgres://admit@db:5432/admit?batch_script=on", err: "a Redis URL's parameter"},
+		{url: "postgres://admit@db:5432/admit?sslmode=disable&Batch_Script=yes", err: "a Redis URL's parameter"},
 		{url: "redis://cache:6379?batch_script=yes", err: "batch_script=yes, want on or off"},
 		{url: "redis://cache:6379?batch_script=on&batch_script=on", err: "given twice"},
 	} {
