@@ -54,6 +54,16 @@ func TestConnectionCaps(t *testing.T) {
 	if served(t, dialFrom(t, "127.0.0.2", addr)) {
 		t.Error("a client's third connection: served, want it closed (--max-conns-per-client 2)")
 	}
+	// The refused connection holds its place in the total until the server
+	// has closed it, just after the client read its end; wait for that.
+	openConns := func() int {
+		return r.scrapeCount(t, `admit_server_connections{admit_server_listener="proxy"`)
+	}
+	for deadline := time.Now().Add(testTimeout); openConns() != 2; {
+		if time.Now().After(deadline) {
+			t.Fatal("the refused connection still counts among the open ones")
+		}
+	}
 	b := dialFrom(t, "127.0.0.3", addr)
 	if !served(t, b) {
 		t.Fatal("another client's connection: want it served")
