@@ -72,9 +72,9 @@ func (s *Store) runAll(ctx context.Context, p Pipeliner, runs []run) {
 			r.reply, r.err = s.eval(ctx, r.sc, r.key, r.args...).Slice()
 		}
 	case s.oneServer:
-		s.runBatches(ctx, p, runs)
+		s.runBatches(ctx, p, runs, batchKeys)
 	default:
-		s.runEach(ctx, p, runs)
+		s.runBatches(ctx, p, runs, 1)
 	}
 	for i := range runs {
 		if runs[i].err != nil {
@@ -84,38 +84,16 @@ func (s *Store) runAll(ctx context.Context, p Pipeliner, runs []run) {
 	}
 }
 
-// runEach runs each run as a script run of its own, in one pipeline.
-func (s *Store) runEach(ctx context.Context, p Pipeliner, runs []run) {
+// runBatches runs runs in script runs of up to size buckets, in one
+// pipeline, and hands each run its part of its batch's reply. A batch of
+// one bucket runs that bucket's own script: with size 1 every bucket does,
+// and on one server the batch script's setup costs Redis more than it
+// saves on one.
+func (s *Store) runBatches(ctx context.Context, p Pipeliner, runs []run, size int) {
 	pipe := p.Pipeline()
-	cmds := make([]*redis.Cmd, len(runs))
-	for i, r := range runs {
-		cmds[i] = pipe.EvalSha(ctx, r.sc.hash, []string{r.key}, r.args...)
-	}
-	_, _ = pipe.Exec(ctx) // each command carries its own error
-	again := false
-	for i, cmd := range cmds {
-		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-			cmds[i] = pipe.Eval(ctx, runs[i].sc.src, []string{runs[i].key}, runs[i].args...)
-			again = true
-		}
-	}
-	if again {
-		_, _ = pipe.Exec(ctx)
-	}
-	for i, cmd := range cmds {
-		runs[i].reply, runs[i].err = cmd.Slice()
-	}
-}
-
-// runBatches runs runs in batch script runs of up to batchKeys buckets, in
-// one pipeline, and hands each run its part of its batch's reply. A batch
-// of one bucket runs that bucket's own script: the batch script's setup
-// costs Redis more than it saves on one.
-func (s *Store) runBatches(ctx context.Context, p Pipeliner, runs []run) {
-	pipe := p.Pipeline()
-	batches := make([]batch, 0, (len(runs)+batchKeys-1)/batchKeys)
+	batches := make([]batch, 0, (len(runs)+size-1)/size)
 	for len(runs) > 0 {
-		n := min(len(runs), batchKeys)
+		n := min(len(runs), size)
 		b := newBatch(runs[:n])
 		b.cmd = pipe.EvalSha(ctx, b.sc.hash, b.keys, b.args...)
 		batches = append(batches, b)
