@@ -85,7 +85,8 @@
 // Each row has expires_at, after which it decides like a missing row: the
 // window's end, or for GCRA a time at or after the tat. [Store.Sweep] deletes
 // expired rows in bounded batches through an index on expires_at. Updates
-// leave expires_at alone (GCRA moves it at most once per burst period), and
+// leave expires_at alone (GCRA moves it at most once per burst period or per
+// minute, whichever is longer), and
 // the table's fillfactor leaves room on each page, so updates are HOT: they
 // touch no index.
 //

@@ -16,15 +16,16 @@ var _ quota.Reconciler = (*Store)(nil)
 // gcraAddSQL moves the tat of bucket $2[i] to max(tat, now) + $3[i] (hits x
 // interval, in nanoseconds) without deciding, past the tolerance $4[i] if
 // it must, and returns the new tat. expires_at stays at or after the tat:
-// it moves to tat + tolerance (and a millisecond, for the microseconds
-// timestamptz drops) only once the tat passes it, so most updates stay HOT.
-// The insert's tat is now + $3[i] and its expires_at now + $3[i] + $4[i],
-// so the update reads its row's own $3[i] and $4[i] from EXCLUDED: a
+// it moves to tat + the slack (the longer of the tolerance and
+// expirySlack, and a millisecond, for the microseconds timestamptz drops)
+// only once the tat passes it, so most updates stay HOT. The insert's tat
+// is now + $3[i] and its expires_at the tat + the slack, so the update
+// reads its row's own $3[i] and slack from EXCLUDED: a
 // lookup in u per row would make a reconcile of n buckets cost n^2.
 const gcraAddSQL = `WITH ` + clockCTE + `,
 u AS (SELECT * FROM unnest($2::text[], $3::bigint[], $4::bigint[]) AS u(bucket, d, tol))
 INSERT INTO {table} AS q (bucket, window_start, count, tat, expires_at)
-SELECT u.bucket, '-infinity', 0, c.now + u.d, {ts:c.now + u.d + u.tol}
+SELECT u.bucket, '-infinity', 0, c.now + u.d, {ts:c.now + u.d + {slack:u.tol}}
 FROM u, c ORDER BY u.bucket
 ON CONFLICT (bucket, window_start) DO UPDATE SET
 	tat = {added},

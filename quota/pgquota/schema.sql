@@ -21,6 +21,6 @@ CREATE TABLE IF NOT EXISTS admit_quota (
 ) WITH (fillfactor = 70); -- room on each page for HOT updates of count and tat
 
 -- Sweep finds expired rows through this index. Fixed-window increments never
--- change expires_at, and GCRA calls change it at most once per burst period, so
--- almost every update stays HOT.
+-- change expires_at, and GCRA calls change it at most once per burst period or
+-- per minute, whichever is longer, so almost every update stays HOT.
 CREATE INDEX IF NOT EXISTS admit_quota_expires_at_idx ON admit_quota (expires_at);

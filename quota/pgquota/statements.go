@@ -3,6 +3,7 @@ package pgquota
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // The statements of a batch, with {table} standing for the quoted table
@@ -40,9 +41,10 @@ LEFT JOIN {table} q ON q.bucket = u.bucket AND q.window_start = {ts:{start:c.now
 	// once one is refused the tat stays, so the next of the same cost is
 	// refused too. So k = min(calls, (tolerance - (max(tat, now) - now)) /
 	// cost) pass, and tat moves to max(tat, now) + k x cost. count reports k.
-	// expires_at, which must stay at or after tat, moves to now + 2 x
-	// tolerance only once it falls below now + tolerance: at most once per
-	// tolerance, so nearly every update is HOT. The update takes its row's
+	// expires_at, which must stay at or after tat, moves to now + tolerance
+	// + {slack} only once it falls below now + tolerance: at most once per
+	// {slack}, so nearly every update of a client who comes back within it
+	// is HOT. The update takes its row's
 	// figures from u in one sub-select, computing k once: a lookup of u
 	// for each use cost a batch of n buckets about 12 n^2 row visits.
 	gcraRunSQL = `WITH ` + clockCTE + `,
@@ -50,11 +52,11 @@ u AS (SELECT * FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[])
 INSERT INTO {table} AS q (bucket, window_start, count, tat, expires_at)
 SELECT u.bucket, '-infinity', LEAST(u.m, u.tol / u.cost),
 	CASE WHEN u.tol >= u.cost THEN c.now + LEAST(u.m, u.tol / u.cost) * u.cost END,
-	{ts:c.now + 2 * u.tol}
+	{ts:c.now + u.tol + {slack:u.tol}}
 FROM u, c ORDER BY u.bucket
 ON CONFLICT (bucket, window_start) DO UPDATE SET (count, tat, expires_at) = (
 	SELECT x.k, CASE WHEN x.k > 0 THEN x.base + x.k * x.cost ELSE q.tat END,
-		CASE WHEN x.k > 0 AND q.expires_at < {ts:x.now + x.tol} THEN {ts:x.now + 2 * x.tol} ELSE q.expires_at END
+		CASE WHEN x.k > 0 AND q.expires_at < {ts:x.now + x.tol} THEN {ts:x.now + x.tol + {slack:x.tol}} ELSE q.expires_at END
 	FROM (SELECT LEAST(u.m, GREATEST(0, (u.tol - (b.base - c.now)) / u.cost)) AS k, b.base, u.cost, u.tol, c.now
 		FROM u, c, LATERAL (SELECT GREATEST(COALESCE(q.tat, c.now), c.now) AS base) b
 		WHERE u.bucket = q.bucket) x)
@@ -67,8 +69,18 @@ FROM unnest($2::text[]) AS u(bucket) CROSS JOIN c
 LEFT JOIN {table} q ON q.bucket = u.bucket AND q.window_start = '-infinity'`
 )
 
+// expirySlack is the least time a GCRA row's expires_at moves ahead by.
+// Moving it writes new entries in both of the table's indexes (the update
+// is not HOT); moving it by at least a minute keeps the updates of a
+// client who calls less often than once per burst period, but within a
+// minute, in place, at the price of keeping an idle row up to a minute
+// longer.
+const expirySlack = time.Minute
+
 // expand writes a statement out: the table, the reconcile's GCRA
-// expressions ({added}: the tat after the hits; {base}: max(tat, now)), window
+// expressions ({added}: the tat after the hits; {base}: max(tat, now)),
+// how far expires_at moves ahead ({slack:TOLERANCE}: the longer of the
+// tolerance and expirySlack, in nanoseconds), window
 // starts ({start:NOW,WINDOW}, NOW rounded down to a multiple of WINDOW,
 // before 1970 too) and timestamps from nanoseconds ({ts:EXPR}, exact to the
 // microsecond that timestamptz keeps).
@@ -78,6 +90,14 @@ func expand(stmt, table string) string {
 		"{base}", "GREATEST(COALESCE(q.tat, (SELECT now FROM c)), (SELECT now FROM c))",
 		"{table}", table,
 	).Replace(stmt)
+	for {
+		i := strings.Index(stmt, "{slack:")
+		if i < 0 {
+			break
+		}
+		j := matchingBrace(stmt, i)
+		stmt = stmt[:i] + fmt.Sprintf("GREATEST(%s, %d)", stmt[i+len("{slack:"):j], expirySlack.Nanoseconds()) + stmt[j+1:]
+	}
 	for {
 		i := strings.Index(stmt, "{start:")
 		if i < 0 {
