@@ -86,9 +86,8 @@
 // window's end, or for GCRA a time at or after the tat. [Store.Sweep] deletes
 // expired rows in bounded batches through an index on expires_at. Updates
 // leave expires_at alone (GCRA moves it at most once per burst period or per
-// minute, whichever is longer), and
-// the table's fillfactor leaves room on each page, so updates are HOT: they
-// touch no index.
+// minute, whichever is longer), and the table's fillfactor leaves room on
+// each page, so updates are HOT: they touch no index.
 //
 // # Failure policy
 //

@@ -42,11 +42,12 @@ LEFT JOIN {table} q ON q.bucket = u.bucket AND q.window_start = {ts:{start:c.now
 	// refused too. So k = min(calls, (tolerance - (max(tat, now) - now)) /
 	// cost) pass, and tat moves to max(tat, now) + k x cost. count reports k.
 	// expires_at, which must stay at or after tat, moves to now + tolerance
-	// + {slack} only once it falls below now + tolerance: at most once per
-	// {slack}, so nearly every update of a client who comes back within it
-	// is HOT. The update takes its row's
-	// figures from u in one sub-select, computing k once: a lookup of u
-	// for each use cost a batch of n buckets about 12 n^2 row visits.
+	// + the slack (the longer of the tolerance and expirySlack) only once it
+	// falls below now + tolerance: at most once per slack, so nearly every
+	// update of a client who comes back within it is HOT. The update takes
+	// its row's figures from u in one sub-select, computing k once: a
+	// lookup of u for each use cost a batch of n buckets about 12 n^2 row
+	// visits.
 	gcraRunSQL = `WITH ` + clockCTE + `,
 u AS (SELECT * FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[]) AS u(bucket, m, cost, tol))
 INSERT INTO {table} AS q (bucket, window_start, count, tat, expires_at)

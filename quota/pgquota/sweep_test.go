@@ -38,8 +38,9 @@ func TestSweepRemovesOnlyExpired(t *testing.T) {
 	}
 	deletes.n.Store(0)
 	// Twelve rows expire: the minute windows at t0+1m, the GCRA buckets
-	// (full again at t0+1m, kept until about twice their burst period) just
-	// after t0+2m; each goes once the grace has passed too.
+	// (full again at t0+1m, kept for their burst period and then the longer
+	// of it and a minute) just after t0+2m; each goes once the grace has
+	// passed too.
 	clk.Advance(time.Minute + time.Second + pgquota.SweepGrace/2)
 	n, err := s.Sweep(context.Background(), 5)
 	if err != nil {
