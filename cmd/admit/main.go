@@ -1,6 +1,8 @@
 // Command admit is a rate-limiting reverse proxy for the anonymous routes of
 // an app: signed webhooks, public links and health probes. It is package
-// server's Main; see that package, admit -h and docs/operators.md.
+// server's Main; see that package, admit -h and docs/operators.md. Unless
+// the environment sets them, it runs with GOGC=400 and a soft memory limit
+// of three quarters of the memory it may use (gc.go).
 package main
 
 import (
@@ -13,6 +15,7 @@ import (
 )
 
 func main() {
+	tuneGC(os.Getenv, os.DirFS("/"))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-ctx.Done()
