@@ -15,7 +15,7 @@ import (
 )
 
 func main() {
-	tuneGC(os.Getenv, os.DirFS("/"))
+	tuneGC(os.LookupEnv, os.DirFS("/"))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-ctx.Done()
