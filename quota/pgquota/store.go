@@ -229,8 +229,21 @@ func check(rule quota.Rule, subject string, n int) error {
 	if !utf8.ValidString(rule.Name) || strings.IndexByte(rule.Name, 0) >= 0 {
 		return fmt.Errorf("%w %q: name must be valid UTF-8 without NUL bytes", quota.ErrRule, rule.Name)
 	}
+	if rule.Algorithm == quota.GCRA {
+		units := int64(rule.BurstOrLimit()) + int64(max(n, 1))
+		if units > maxSpan/int64(store.Interval(rule)) {
+			return fmt.Errorf("%w %q: burst and cost %d span more than the PostgreSQL store's 2^61ns (about 73 years)", quota.ErrRule, rule.Name, n)
+		}
+	}
 	return nil
 }
+
+// maxSpan is the longest span, in nanoseconds, that a GCRA rule's burst and
+// one call may cover: the statements add the tolerance and the longer of it
+// and a minute to the clock in bigint nanoseconds, which end in 2262, so a
+// rule past it would fail every GCRA call of its batch, or, failing open,
+// admit them all.
+const maxSpan = 1 << 61
 
 // unixNano turns a stored tat plus delta into a time; NULL (no tat) is the
 // zero time, which the GCRA arithmetic treats as a new bucket.

@@ -320,6 +320,10 @@ func TestCallerErrors(t *testing.T) {
 		{"zero rule", quota.Rule{}, quota.Subject("x"), quota.ErrRule},
 		{"NUL in name", quota.Rule{Name: "a\x00b", Limit: 1, Window: time.Second}, quota.Subject("x"), quota.ErrRule},
 		{"invalid UTF-8 name", quota.Rule{Name: "a\xffb", Limit: 1, Window: time.Second}, quota.Subject("x"), quota.ErrRule},
+		// A burst of 200 years: the statements' nanoseconds would pass
+		// bigint's range, failing every GCRA call of the batch.
+		{"GCRA span past the clock's range", quota.Rule{Name: "long", Limit: 1, Window: 200 * 365 * 24 * time.Hour, Algorithm: quota.GCRA}, quota.Subject("x"), quota.ErrRule},
+		{"GCRA burst past the clock's range", quota.Rule{Name: "wide", Limit: 1, Window: 24 * time.Hour, Algorithm: quota.GCRA, Burst: 30_000}, quota.Subject("x"), quota.ErrRule},
 	}
 	for _, failure := range []quota.Policy{quota.FailClosed, quota.FailOpen} {
 		s := newStore(t, pool, pgquota.Config{Failure: failure, MeterProvider: mp})
@@ -332,6 +336,9 @@ func TestCallerErrors(t *testing.T) {
 				}
 				if d.Allowed {
 					t.Errorf("fail open %v: got %+v, want refused", failOpen, d)
+				}
+				if err := s.CheckRule(tt.rule); tt.want == quota.ErrRule && !errors.Is(err, quota.ErrRule) {
+					t.Errorf("CheckRule: got %v, want %v", err, quota.ErrRule)
 				}
 				if err != nil && tt.subject != quota.Subject("x") && strings.Contains(err.Error(), tt.subject) {
 					t.Errorf("error %q repeats the raw subject", err)
