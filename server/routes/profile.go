@@ -109,10 +109,11 @@ type variant struct {
 	path, how string
 }
 
-// maxVariants bounds the variants of one path: the path itself and once
-// more decoded by a hop, and of both, cut at an encoded delimiter, without
-// parameters, without a format, and after two front controllers.
-const maxVariants = 2 * 6
+// maxVariants bounds the variants of one path: the path itself and, once
+// more decoded by a hop, as canonical and as the app reads it, and of each,
+// cut at an encoded delimiter, without parameters, without a format, and
+// after two front controllers.
+const maxVariants = 3 * 6
 
 // variants appends to dst the paths a canonical path is routed as: path
 // itself first, then, when encoded percent signs are allowed through, the
@@ -124,8 +125,15 @@ func variants(path string, maps mapping, allow canon.Classes, slashes canon.Slas
 	if allow.Has(canon.EncodedPercent) && strings.Contains(path, "%25") {
 		// nginx's proxy_pass with $uri decodes once: %252F arrives as %2F,
 		// which the app decodes again, so it is read here as decoded.
-		if p, err := canon.Path(strings.ReplaceAll(path, "%25", "%"), canon.Decode); err == nil && p != path {
+		once := strings.ReplaceAll(path, "%25", "%")
+		if p, err := canon.Path(once, canon.Decode); err == nil && p != path {
 			dst = append(dst, variant{path: p, how: "decoded once more, as a decoding hop passes it on"})
+		}
+		// The app resolves no dot segment its own decoding makes:
+		// /l%252F. is /l/. to Werkzeug's router, an id of ".", where the
+		// canonical form above is /l.
+		if p := appPath(once); p != path {
+			dst = appendVariant(dst, p, "decoded once more, as a decoding hop passes it on, dot segments kept as the app reads them")
 		}
 	}
 	for _, base := range dst {
@@ -260,6 +268,56 @@ func indexDelimiter(path string) int {
 		if path[i] == '%' && (path[i+1] == '3' && path[i+2] == 'F' || path[i+1] == '2' && path[i+2] == '3') {
 			return i
 		}
+	}
+	return -1
+}
+
+// appPath returns the path an app reads from what a decoding hop passed
+// on, once more decoded, as the table looks it up: '%' escaped again, and
+// each "." or ".." segment, which the lookup would resolve and the app does
+// not, as a segment of the escaped dots, which no route names and a
+// wildcard matches.
+func appPath(once string) string {
+	segs := strings.Split(decodeEscapes(once), "/")
+	for i, s := range segs {
+		switch s = strings.ReplaceAll(s, "%", "%25"); s {
+		case ".":
+			s = "%252E"
+		case "..":
+			s = "%252E%252E"
+		}
+		segs[i] = s
+	}
+	return strings.Join(segs, "/")
+}
+
+// decodeEscapes decodes every escape of two hex digits and leaves any other
+// '%' as it is, as Python's urllib.parse.unquote and Werkzeug do.
+func decodeEscapes(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && unhex(s[i+1]) >= 0 && unhex(s[i+2]) >= 0 {
+			b.WriteByte(byte(unhex(s[i+1])<<4 | unhex(s[i+2])))
+			i += 2
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// unhex returns the value of a hex digit, or -1.
+func unhex(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c - 'a' + 10)
+	case 'A' <= c && c <= 'F':
+		return int(c - 'A' + 10)
 	}
 	return -1
 }

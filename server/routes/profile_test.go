@@ -37,7 +37,11 @@ func TestVariants(t *testing.T) {
 		{"/l%252Fabc", all, 0, []string{"/l%252Fabc"}},
 		{"/l%252Fabc", all, pct, []string{"/l%252Fabc", "/l/abc"}},
 		{"/%256c/abc", all, pct, []string{"/%256c/abc", "/l/abc"}},
-		{"/l%253Bx/abc", mapParams, pct, []string{"/l%253Bx/abc", "/l%3Bx/abc", "/l/abc"}},
+		{"/l%253Bx/abc", mapParams, pct, []string{"/l%253Bx/abc", "/l%3Bx/abc", "/l;x/abc", "/l/abc"}},
+		// The app resolves no dot segment its own decoding makes.
+		{"/l%252F.", 0, pct, []string{"/l%252F.", "/l/", "/l/%252E"}},
+		{"/l%252F..", 0, pct, []string{"/l%252F..", "/", "/l/%252E%252E"}},
+		{"/l%252F%2525", 0, pct, []string{"/l%252F%2525", "/l/%25"}},
 		{"/l/abc%3F/zzz", all, canon.Classes(canon.EncodedDelimiter), []string{"/l/abc%3F/zzz", "/l/abc"}},
 		{"/l/abc%23/zzz", all, canon.Classes(canon.EncodedDelimiter), []string{"/l/abc%23/zzz", "/l/abc"}},
 	} {
