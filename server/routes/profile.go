@@ -2,6 +2,7 @@ package routes
 
 import (
 	"errors"
+	"net/url"
 	"strings"
 
 	"github.com/admitgo/admit/internal/canon"
@@ -117,9 +118,9 @@ const maxVariants = 3 * 6
 
 // variants appends to dst the paths a canonical path is routed as: path
 // itself first, then, when encoded percent signs are allowed through, the
-// path a decoding hop passes on, then what each of maps makes of both. A
-// path none of them changes is the only variant, found without
-// allocating.
+// path a decoding hop passes on, read canonically and as the app reads it,
+// then what each of maps makes of each. A path none of them changes is the
+// only variant, found without allocating.
 func variants(path string, maps mapping, allow canon.Classes, slashes canon.Slashes, dst []variant) []variant {
 	dst = append(dst, variant{path: path})
 	if allow.Has(canon.EncodedPercent) && strings.Contains(path, "%25") {
@@ -131,9 +132,12 @@ func variants(path string, maps mapping, allow canon.Classes, slashes canon.Slas
 		}
 		// The app resolves no dot segment its own decoding makes:
 		// /l%252F. is /l/. to Werkzeug's router, an id of ".", where the
-		// canonical form above is /l.
-		if p := appPath(once); p != path {
-			dst = appendVariant(dst, p, "decoded once more, as a decoding hop passes it on, dot segments kept as the app reads them")
+		// canonical form above is /l. The canonical form lets through no
+		// %25 that would leave a bad escape, so once decodes.
+		if d, err := url.PathUnescape(once); err == nil {
+			if p := appPath(d); p != path {
+				dst = appendVariant(dst, p, "decoded once more, as a decoding hop passes it on, dot segments kept as the app reads them")
+			}
 		}
 	}
 	for _, base := range dst {
@@ -272,13 +276,12 @@ func indexDelimiter(path string) int {
 	return -1
 }
 
-// appPath returns the path an app reads from what a decoding hop passed
-// on, once more decoded, as the table looks it up: '%' escaped again, and
-// each "." or ".." segment, which the lookup would resolve and the app does
-// not, as a segment of the escaped dots, which no route names and a
-// wildcard matches.
-func appPath(once string) string {
-	segs := strings.Split(decodeEscapes(once), "/")
+// appPath returns the path an app reads, decoded, as the table looks it up:
+// '%' escaped again, and each "." or ".." segment, which the lookup would
+// resolve and the app does not, as a segment of the escaped dots, which no
+// route names and a wildcard matches.
+func appPath(decoded string) string {
+	segs := strings.Split(decoded, "/")
 	for i, s := range segs {
 		switch s = strings.ReplaceAll(s, "%", "%25"); s {
 		case ".":
@@ -289,35 +292,4 @@ func appPath(once string) string {
 		segs[i] = s
 	}
 	return strings.Join(segs, "/")
-}
-
-// decodeEscapes decodes every escape of two hex digits and leaves any other
-// '%' as it is, as Python's urllib.parse.unquote and Werkzeug do.
-func decodeEscapes(s string) string {
-	if !strings.Contains(s, "%") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' && i+2 < len(s) && unhex(s[i+1]) >= 0 && unhex(s[i+2]) >= 0 {
-			b.WriteByte(byte(unhex(s[i+1])<<4 | unhex(s[i+2])))
-			i += 2
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// unhex returns the value of a hex digit, or -1.
-func unhex(c byte) int {
-	switch {
-	case '0' <= c && c <= '9':
-		return int(c - '0')
-	case 'a' <= c && c <= 'f':
-		return int(c - 'a' + 10)
-	case 'A' <= c && c <= 'F':
-		return int(c - 'A' + 10)
-	}
-	return -1
 }
