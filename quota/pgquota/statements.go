@@ -91,31 +91,30 @@ func expand(stmt, table string) string {
 		"{base}", "GREATEST(COALESCE(q.tat, (SELECT now FROM c)), (SELECT now FROM c))",
 		"{table}", table,
 	).Replace(stmt)
+	stmt = expandEach(stmt, "slack", func(tol string) string {
+		return fmt.Sprintf("GREATEST(%s, %d)", tol, expirySlack.Nanoseconds())
+	})
+	stmt = expandEach(stmt, "start", func(args string) string {
+		now, window, _ := strings.Cut(args, ",")
+		return fmt.Sprintf("(%[1]s - ((%[1]s %% %[2]s) + %[2]s) %% %[2]s)", now, window)
+	})
+	return expandEach(stmt, "ts", func(expr string) string {
+		return "('epoch'::timestamptz + ((" + expr + ") / 1000) * interval '1 microsecond')"
+	})
+}
+
+// expandEach replaces each {name:ARGS} in stmt, outermost first, with what
+// f makes of ARGS; an expansion may hold further ones, which are expanded
+// in turn.
+func expandEach(stmt, name string, f func(args string) string) string {
+	open := "{" + name + ":"
 	for {
-		i := strings.Index(stmt, "{slack:")
-		if i < 0 {
-			break
-		}
-		j := matchingBrace(stmt, i)
-		stmt = stmt[:i] + fmt.Sprintf("GREATEST(%s, %d)", stmt[i+len("{slack:"):j], expirySlack.Nanoseconds()) + stmt[j+1:]
-	}
-	for {
-		i := strings.Index(stmt, "{start:")
-		if i < 0 {
-			break
-		}
-		j := matchingBrace(stmt, i)
-		now, window, _ := strings.Cut(stmt[i+len("{start:"):j], ",")
-		stmt = stmt[:i] + fmt.Sprintf("(%[1]s - ((%[1]s %% %[2]s) + %[2]s) %% %[2]s)", now, window) + stmt[j+1:]
-	}
-	for {
-		i := strings.Index(stmt, "{ts:")
+		i := strings.Index(stmt, open)
 		if i < 0 {
 			return stmt
 		}
 		j := matchingBrace(stmt, i)
-		expr := stmt[i+len("{ts:") : j]
-		stmt = stmt[:i] + "('epoch'::timestamptz + ((" + expr + ") / 1000) * interval '1 microsecond')" + stmt[j+1:]
+		stmt = stmt[:i] + f(stmt[i+len(open):j]) + stmt[j+1:]
 	}
 }
 
