@@ -229,11 +229,8 @@ func check(rule quota.Rule, subject string, n int) error {
 	if !utf8.ValidString(rule.Name) || strings.IndexByte(rule.Name, 0) >= 0 {
 		return fmt.Errorf("%w %q: name must be valid UTF-8 without NUL bytes", quota.ErrRule, rule.Name)
 	}
-	if rule.Algorithm == quota.GCRA {
-		units := int64(rule.BurstOrLimit()) + int64(max(n, 1))
-		if units > maxSpan/int64(store.Interval(rule)) {
-			return fmt.Errorf("%w %q: burst and cost %d span more than the PostgreSQL store's 2^61ns (about 73 years)", quota.ErrRule, rule.Name, n)
-		}
+	if rule.Algorithm == quota.GCRA && !store.SpanWithin(rule, n, maxSpan) {
+		return fmt.Errorf("%w %q: burst and cost %d span more than the PostgreSQL store's 2^61ns (about 73 years)", quota.ErrRule, rule.Name, n)
 	}
 	return nil
 }

@@ -222,8 +222,7 @@ func check(rule quota.Rule, subject string, n int) error {
 			return fmt.Errorf("%w %q: Window %v, the Redis store needs whole seconds for windows past 2^52ns (about 52 days)", quota.ErrRule, rule.Name, rule.Window)
 		}
 	case quota.GCRA:
-		units := int64(rule.BurstOrLimit()) + int64(max(n, 1))
-		if units > maxExact/int64(store.Interval(rule)) {
+		if !store.SpanWithin(rule, n, maxExact) {
 			return fmt.Errorf("%w %q: burst and cost %d span more than the Redis store's 2^53ns (about 104 days)", quota.ErrRule, rule.Name, n)
 		}
 	}

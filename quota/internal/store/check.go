@@ -41,3 +41,11 @@ func CheckSubject(s string) error {
 func Refuse(rule quota.Rule, err error) (quota.Decision, error) {
 	return quota.Decision{Limit: rule.Limit, Window: rule.Window, RetryAfter: rule.Window}, err
 }
+
+// SpanWithin reports whether a GCRA rule's burst and a call of cost n (at
+// least 1) span at most limit nanoseconds, the bound a store's arithmetic
+// keeps exact within.
+func SpanWithin(rule quota.Rule, n int, limit int64) bool {
+	units := int64(rule.BurstOrLimit()) + int64(max(n, 1))
+	return units <= limit/int64(Interval(rule))
+}
