@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"io/fs"
 	"runtime/debug"
@@ -148,9 +147,8 @@ func cgroupLimit(b []byte) int64 {
 
 // memTotal reads MemTotal from /proc/meminfo, in bytes, or 0.
 func memTotal(b []byte) int64 {
-	s := bufio.NewScanner(bytes.NewReader(b))
-	for s.Scan() {
-		rest, ok := strings.CutPrefix(s.Text(), "MemTotal:")
+	for line := range strings.Lines(string(b)) {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "MemTotal:")
 		if !ok {
 			continue
 		}
