@@ -5,6 +5,7 @@
 //
 //	bareproxy --upstream http://127.0.0.1:3000 [--listen 127.0.0.1:0]
 //	bareproxy --refuse net/http|parse|raw [--listen 127.0.0.1:0]
+//	bareproxy --loop [--listen 127.0.0.1:0] -- ADMIT FLAGS...
 //
 // With --refuse it proxies nothing and answers every request with admit's
 // refusal of a link request (429, the same header fields and body):
@@ -18,8 +19,16 @@
 //     writes fixed bytes, what Go and the kernel cost a request that is
 //     neither parsed nor answered by an HTTP server.
 //
-// parse and raw are instruments, not servers: they take bodiless requests
-// only, as wrk sends them.
+// With --loop it serves admit's own handler, built from the admit flags
+// after "--" (their --listen and the metrics listener unused), by a loop
+// that reads each request with http.ReadRequest, as parse does, and writes
+// each answer whole, with its length: what admit's requests would cost with
+// a connection engine of its own that parsed them as net/http does, and
+// none of net/http's server around them.
+//
+// parse, raw and --loop are instruments, not servers: they take bodiless
+// requests only, as wrk sends them, and --loop holds each answer whole and
+// drops 1xx answers.
 //
 // It prints "listening on ADDR" once it accepts connections.
 package main
@@ -57,10 +66,13 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	target := flag.String("upstream", "", "the app to proxy to")
 	refuse := flag.String("refuse", "", `answer every request 429 instead of proxying: "net/http", "parse" or "raw"`)
+	loop := flag.Bool("loop", false, `serve admit's handler, from the admit flags after "--", in a loop of http.ReadRequest`)
 	flag.Parse()
 	var handler http.Handler
-	switch *refuse {
-	case "":
+	switch {
+	case *loop:
+		handler = admitHandler(flag.Args())
+	case *refuse == "":
 		u, err := url.Parse(*target)
 		if err != nil || u.Host == "" {
 			log.Fatalf("bareproxy: --upstream %q: want an http URL", *target)
@@ -73,9 +85,9 @@ func main() {
 			Transport:  upstream.Standard(),
 			BufferPool: upstream.BufferPool(),
 		}
-	case "net/http":
+	case *refuse == "net/http":
 		handler = http.HandlerFunc(refuseHTTP)
-	case "parse", "raw":
+	case *refuse == "parse", *refuse == "raw":
 	default:
 		log.Fatalf("bareproxy: --refuse %q: want net/http, parse or raw", *refuse)
 	}
@@ -84,6 +96,9 @@ func main() {
 		log.Fatal(err)
 	}
 	fmt.Println("listening on", ln.Addr())
+	if *loop {
+		log.Fatal(serveLoop(ln, handler))
+	}
 	if handler == nil {
 		log.Fatal(serveFixed(ln, *refuse == "parse"))
 	}
