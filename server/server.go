@@ -26,6 +26,7 @@ import (
 	"github.com/admitgo/admit/internal/meter"
 	"github.com/admitgo/admit/internal/upstream"
 	"github.com/admitgo/admit/server/internal/config"
+	"github.com/admitgo/admit/server/internal/h1"
 	"github.com/admitgo/admit/server/listener"
 	"github.com/admitgo/admit/server/storeurl"
 )
@@ -222,6 +223,10 @@ func (s *server) registerMetrics() (err error) {
 func (s *server) serve(ctx context.Context) error {
 	errorLog := slog.NewLogLogger(s.log.Handler(), slog.LevelDebug) // its lines name clients
 	srv := s.proxyServer(errorLog)
+	var engine *h1.Server
+	if s.tlsCert == nil {
+		engine = &h1.Server{HTTP: srv}
+	}
 	msrv := s.metricsServer(errorLog)
 
 	var wg sync.WaitGroup
@@ -230,10 +235,10 @@ func (s *server) serve(ctx context.Context) error {
 	failed := make(chan error, 2)
 	wg.Go(func() {
 		var err error
-		if s.tlsCert != nil {
-			err = srv.ServeTLS(s.ln, "", "")
+		if engine != nil {
+			err = engine.Serve(s.ln)
 		} else {
-			err = srv.Serve(s.ln)
+			err = srv.ServeTLS(s.ln, "", "")
 		}
 		if !errors.Is(err, http.ErrServerClosed) {
 			failed <- fmt.Errorf("admit: serving: %w", err)
@@ -272,9 +277,13 @@ wait:
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
 	defer cancel()
-	if serr := srv.Shutdown(sctx); serr != nil {
+	shutdown, closeAll := srv.Shutdown, srv.Close
+	if engine != nil {
+		shutdown, closeAll = engine.Shutdown, engine.Close
+	}
+	if serr := shutdown(sctx); serr != nil {
 		s.log.Warn("admit: drain timed out; closing the connections left", "timeout", s.cfg.DrainTimeout)
-		srv.Close()
+		closeAll()
 	}
 	mctx, mcancel := context.WithTimeout(context.Background(), time.Second)
 	defer mcancel()

@@ -1,0 +1,251 @@
+package h1
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// bufferSize is the size of a connection's read and write buffers: a head
+// longer than this goes to net/http.
+const bufferSize = 4 << 10
+
+// A conn's states, as Shutdown sees them.
+const (
+	stateIdle   int32 = iota // waiting for a request
+	stateActive              // reading or serving one
+	stateClosed              // closed by Shutdown while idle
+)
+
+// conn is one connection the engine serves.
+type conn struct {
+	s     *Server
+	nc    net.Conn
+	cr    connReader
+	br    *bufio.Reader
+	bw    *bufio.Writer
+	state atomic.Int32
+	base  context.Context
+	addr  string
+	body  []byte // the buffer a response holds its body in, reused
+
+	// ownDeadline: the connection's read deadline is the engine's (a
+	// header or idle timeout, or the end of a watch), not the handler's;
+	// guarded by the current response's wmu while a handler runs.
+	ownDeadline bool
+
+	current atomic.Pointer[response] // the request being served
+	timer   *time.Timer              // watches the current request once it has run watchAfter
+}
+
+var (
+	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bufferSize) }}
+	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, bufferSize) }}
+)
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{s: s, nc: nc}
+	c.cr.nc, c.cr.pending = nc, -1
+	c.base = context.WithValue(context.WithValue(context.Background(), http.ServerContextKey, s.HTTP),
+		http.LocalAddrContextKey, nc.LocalAddr())
+	return c
+}
+
+// closeIfIdle closes the connection if it waits for a request; one that
+// serves one closes after it.
+func (c *conn) closeIfIdle() {
+	if c.state.CompareAndSwap(stateIdle, stateClosed) {
+		c.nc.Close()
+	}
+}
+
+func (c *conn) serve() {
+	c.addr = c.nc.RemoteAddr().String()
+	c.br = readers.Get().(*bufio.Reader)
+	c.br.Reset(&c.cr)
+	c.bw = writers.Get().(*bufio.Writer)
+	c.bw.Reset(c.nc)
+	handedOver := false
+	defer func() {
+		c.s.untrack(c)
+		if !handedOver {
+			c.nc.Close()
+			c.br.Reset(nil)
+			readers.Put(c.br)
+		}
+		c.bw.Reset(nil)
+		writers.Put(c.bw)
+	}()
+	for first := true; ; first = false {
+		h, ok, err := c.next(first)
+		if err != nil {
+			return
+		}
+		if !ok {
+			handedOver = true
+			c.handOver()
+			return
+		}
+		if !c.serveRequest(&h) || c.s.shutting.Load() {
+			return
+		}
+		if !c.state.CompareAndSwap(stateActive, stateIdle) {
+			return
+		}
+		if c.s.shutting.Load() { // Shutdown may have passed this connection while it was active
+			return
+		}
+	}
+}
+
+// next waits for the next request's head, as net/http's server does: the
+// first within the header timeout of the connection's start, every later
+// one within the idle timeout of the last answer until its first byte, then
+// within the header timeout. It returns ok false when the head is for
+// net/http to read, and an error when the connection is done.
+func (c *conn) next(first bool) (h head, ok bool, err error) {
+	timed := false
+	if first || (c.br.Buffered() == 0 && c.cr.pending < 0) {
+		switch d := c.s.HTTP.IdleTimeout; {
+		case first:
+			c.headerDeadline()
+			timed = true
+		case d > 0:
+			c.setReadDeadline(time.Now().Add(d))
+		default:
+			c.setReadDeadline(time.Time{})
+		}
+		if _, err := c.br.Peek(1); err != nil {
+			return head{}, false, err
+		}
+	}
+	if !c.state.CompareAndSwap(stateIdle, stateActive) {
+		return head{}, false, net.ErrClosed
+	}
+	for {
+		b, _ := c.br.Peek(c.br.Buffered())
+		if h, ok := parseHead(b); ok {
+			return h, true, nil // its deadline left for watch to lift: a bodiless request reads nothing more
+		}
+		if bytes.Contains(b, crlf2) || len(b) == bufferSize {
+			return head{}, false, nil // a whole head the engine does not take, or a long one
+		}
+		if !timed {
+			timed = true
+			c.headerDeadline()
+		}
+		if _, err := c.br.Peek(len(b) + 1); err != nil {
+			if len(b) > 0 && !isTimeout(err) {
+				return head{}, false, nil // net/http answers a head cut short as it does
+			}
+			return head{}, false, err
+		}
+	}
+}
+
+// headerDeadline bounds the reading of a head by the header timeout.
+func (c *conn) headerDeadline() {
+	var t time.Time
+	if d := c.s.HTTP.ReadHeaderTimeout; d > 0 {
+		t = time.Now().Add(d)
+	}
+	c.setReadDeadline(t)
+}
+
+// setReadDeadline sets a read deadline of the engine's own, which watch
+// lifts unless the handler has set one since.
+func (c *conn) setReadDeadline(t time.Time) {
+	_ = c.nc.SetReadDeadline(t)
+	c.ownDeadline = true
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// handOver gives the connection, with the bytes read and not yet served, to
+// net/http's server, lifting the engine's deadline.
+func (c *conn) handOver() {
+	_ = c.nc.SetReadDeadline(time.Time{}) // net/http sets its own
+	c.s.handoff.give(&handedConn{Conn: c.nc, br: c.br})
+}
+
+// serveRequest serves one request and reports whether the connection may
+// carry another.
+func (c *conn) serveRequest(h *head) (keep bool) {
+	ctx, cancel := context.WithCancel(c.base)
+	defer cancel()
+	proto := http.Request{
+		Method: h.method, URL: h.url, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h.header, Body: http.NoBody, Host: h.host, Close: h.close,
+		RemoteAddr: c.addr, RequestURI: h.target,
+	}
+	r := proto.WithContext(ctx)
+	_, _ = c.br.Discard(h.size)
+	w := newResponse(c, r, cancel)
+	c.current.Store(w)
+	if c.timer == nil {
+		c.timer = time.AfterFunc(watchAfter, c.watchLate)
+	} else {
+		c.timer.Reset(watchAfter)
+	}
+	defer func() {
+		if err := recover(); err != nil {
+			keep = false
+			if err != http.ErrAbortHandler && c.s.HTTP.ErrorLog != nil {
+				buf := make([]byte, 64<<10)
+				buf = buf[:runtime.Stack(buf, false)]
+				c.s.HTTP.ErrorLog.Printf("http: panic serving %v: %v\n%s", c.addr, err, buf)
+			}
+		}
+		w.unwatch()
+	}()
+	c.s.HTTP.Handler.ServeHTTP(w, r)
+	if err := w.finish(); err != nil {
+		return false
+	}
+	w.unwatch()
+	return !w.closeAfter && !w.clientGone()
+}
+
+// connReader reads the connection, first the byte a watch read ahead.
+type connReader struct {
+	nc      net.Conn
+	pending int // the byte a watch read, or -1
+	b       [1]byte
+}
+
+func (r *connReader) Read(p []byte) (int, error) {
+	if r.pending >= 0 && len(p) > 0 {
+		p[0], r.pending = byte(r.pending), -1
+		return 1, nil
+	}
+	return r.nc.Read(p)
+}
+
+// handedConn is a connection net/http's server reads from where the
+// engine stopped: first what the engine had buffered.
+type handedConn struct {
+	net.Conn
+	br *bufio.Reader // nil once drained
+}
+
+func (c *handedConn) Read(p []byte) (int, error) {
+	if c.br != nil {
+		if c.br.Buffered() > 0 {
+			return c.br.Read(p)
+		}
+		c.br.Reset(nil)
+		readers.Put(c.br)
+		c.br = nil
+	}
+	return c.Conn.Read(p)
+}

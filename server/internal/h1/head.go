@@ -1,0 +1,132 @@
+package h1
+
+import (
+	"bytes"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// head is a request head the engine reads itself: what net/http's server
+// would put into the *http.Request.
+type head struct {
+	method, target string
+	url            *url.URL
+	header         http.Header
+	host           string
+	close          bool // Connection: close
+	size           int  // bytes of the head, its blank line included
+}
+
+// crlf2 ends a head.
+var crlf2 = []byte("\r\n\r\n")
+
+// parseHead reads the head at the start of b when b holds all of it and it
+// is plain (see the package documentation); ok is false for anything else,
+// which net/http's server then reads. It never fails: a head it cannot
+// take is net/http's to take or refuse.
+func parseHead(b []byte) (h head, ok bool) {
+	end := bytes.Index(b, crlf2)
+	if end < 0 {
+		return head{}, false
+	}
+	h.size = end + len(crlf2)
+	lines := string(b[:end+2]) // every line with its CRLF; one string backs all of the head's strings
+	line, rest, _ := strings.Cut(lines, "\r\n")
+	if h.method, h.target, ok = requestLine(line); !ok {
+		return head{}, false
+	}
+	if h.url, ok = requestURL(h.target); !ok {
+		return head{}, false
+	}
+	n := strings.Count(rest, "\r\n")
+	h.header = make(http.Header, n)
+	values := make([]string, n) // a field's first value, as textproto keeps them: one allocation for all
+	hosts := 0
+	for rest != "" {
+		line, rest, _ = strings.Cut(rest, "\r\n")
+		name, value, ok := field(line)
+		if !ok {
+			return head{}, false
+		}
+		switch name {
+		case "Host":
+			if hosts++; hosts > 1 || !httpguts.ValidHostHeader(value) {
+				return head{}, false
+			}
+			h.host = value
+			continue
+		case "Connection":
+			if !strings.EqualFold(value, "close") && !strings.EqualFold(value, "keep-alive") {
+				return head{}, false
+			}
+			h.close = h.close || strings.EqualFold(value, "close")
+		case "Content-Length", "Transfer-Encoding", "Expect", "Upgrade", "Pragma", "Http2-Settings":
+			return head{}, false
+		}
+		if vv, ok := h.header[name]; ok {
+			h.header[name] = append(vv, value)
+		} else {
+			values[0] = value
+			h.header[name], values = values[:1:1], values[1:]
+		}
+	}
+	if hosts == 0 {
+		return head{}, false
+	}
+	return h, true
+}
+
+// requestLine splits "METHOD SP TARGET SP HTTP/1.1", with a method that is a
+// token, but CONNECT and PRI, and a target of printable ASCII that begins
+// with a slash.
+func requestLine(line string) (method, target string, ok bool) {
+	method, rest, ok1 := strings.Cut(line, " ")
+	target, proto, ok2 := strings.Cut(rest, " ")
+	if !ok1 || !ok2 || proto != "HTTP/1.1" || method == "" || method == "CONNECT" || method == "PRI" {
+		return "", "", false
+	}
+	for i := 0; i < len(method); i++ {
+		if !httpguts.IsTokenRune(rune(method[i])) {
+			return "", "", false
+		}
+	}
+	if target == "" || target[0] != '/' {
+		return "", "", false
+	}
+	for i := 0; i < len(target); i++ {
+		if c := target[i]; c <= ' ' || c >= 0x7f {
+			return "", "", false
+		}
+	}
+	return method, target, true
+}
+
+// requestURL parses the target as net/http's server does.
+func requestURL(target string) (*url.URL, bool) {
+	u, err := url.ParseRequestURI(target)
+	return u, err == nil
+}
+
+// field splits a header line "Name: value", with a name that is a token,
+// canonical, and a value of printable ASCII and tabs, trimmed of spaces and
+// tabs at both ends, as net/textproto reads it.
+func field(line string) (name, value string, ok bool) {
+	name, value, ok = strings.Cut(line, ":")
+	if !ok || name == "" {
+		return "", "", false
+	}
+	for i := 0; i < len(name); i++ {
+		if !httpguts.IsTokenRune(rune(name[i])) {
+			return "", "", false
+		}
+	}
+	for i := 0; i < len(value); i++ {
+		if c := value[i]; (c < ' ' && c != '\t') || c >= 0x7f {
+			return "", "", false
+		}
+	}
+	return http.CanonicalHeaderKey(name), strings.Trim(value, " \t"), true
+}

@@ -1,0 +1,80 @@
+package h1
+
+import (
+	"time"
+)
+
+// watchAfter is how long a request runs before the engine watches its
+// client, as net/http's server does from a request's start: most answers
+// (a refusal, a 404, a quick upstream's) come sooner and are spared the
+// watch's goroutine and deadline changes, and a client that goes away
+// while its request waits longer, or streams, is noticed within it.
+const watchAfter = time.Millisecond
+
+// watchLate watches the connection's current request, from its timer.
+func (c *conn) watchLate() {
+	if w := c.current.Load(); w != nil {
+		w.watch()
+	}
+}
+
+// watch reads one byte ahead on the connection, as net/http's background
+// read does: the end of the connection, or its read deadline (one the
+// handler set: a body deadline, a hold bound), cancels the request; a byte
+// (a pipelined request) is kept for the next head.
+func (w *response) watch() {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	if w.watching || w.unwatched {
+		return
+	}
+	w.watching = true
+	c := w.c
+	if c.ownDeadline {
+		// The header or idle timeout the head was read under would end a
+		// request that waits longer; a deadline the handler set stays.
+		_ = c.nc.SetReadDeadline(time.Time{})
+		c.ownDeadline = false
+	}
+	done := make(chan struct{})
+	w.watched = done
+	cr := &c.cr
+	go func() {
+		defer close(done)
+		n, err := cr.nc.Read(cr.b[:])
+		if n == 1 {
+			cr.pending = int(cr.b[0])
+		}
+		if err != nil && !(w.aborting.Load() && isTimeout(err)) {
+			w.readErr = err
+			w.cancel()
+		}
+	}()
+}
+
+// aLongTimeAgo is a deadline that has passed: it wakes a pending read.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// unwatch ends the request's watch, or forbids it, once the handler has
+// returned; a watch's read ends with a read deadline in the past.
+func (w *response) unwatch() {
+	w.wmu.Lock()
+	if w.unwatched {
+		w.wmu.Unlock()
+		return
+	}
+	w.unwatched = true
+	watching := w.watching
+	w.wmu.Unlock()
+	w.c.timer.Stop()
+	if !watching {
+		return
+	}
+	w.aborting.Store(true)
+	_ = w.c.nc.SetReadDeadline(aLongTimeAgo)
+	<-w.watched
+	w.c.ownDeadline = true // lifted by the next watch, or moved on by the next wait
+}
+
+// clientGone reports whether the watch saw the connection end.
+func (w *response) clientGone() bool { return w.readErr != nil }
