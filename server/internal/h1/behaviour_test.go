@@ -249,3 +249,59 @@ func TestLateWrite(t *testing.T) {
 		t.Errorf("second answer %d %v %q", resp.StatusCode, resp.Header, body)
 	}
 }
+
+// TestHandOverAfterWatch: the byte a watch read ahead reaches net/http
+// when the request it begins is one the engine hands over.
+func TestHandOverAfterWatch(t *testing.T) {
+	waiting, sent := make(chan struct{}), make(chan struct{})
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			waiting <- struct{}{}
+			<-sent
+			rw := w.(*response)
+			rw.watch()
+			rw.wmu.Lock()
+			watched := rw.watched
+			rw.wmu.Unlock()
+			<-watched // it has read the body's first byte
+		}
+		body, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %s %q", servedBy(w), r.URL.Path, body)
+	}))
+	c, br := dial(t, addr)
+	if _, err := io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\nPOST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	<-waiting
+	if _, err := io.WriteString(c, "abc"); err != nil {
+		t.Fatal(err)
+	}
+	close(sent)
+	for _, want := range []string{`engine /slow ""`, `net/http /b "abc"`} {
+		if _, body := read(t, br); body != want {
+			t.Fatalf("got %q, want %q", body, want)
+		}
+	}
+}
+
+// TestBetweenRequests: a CRLF after a POST is skipped, as net/http's
+// server skips it; HTTP/2's preface after a request ends the connection,
+// where net/http would take it only at a connection's start.
+func TestBetweenRequests(t *testing.T) {
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s %s", servedBy(w), r.Method, r.URL.Path)
+	}))
+	c, br := dial(t, addr)
+	if _, err := io.WriteString(c, "POST /a HTTP/1.1\r\nHost: x\r\n\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n"+
+		"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"engine POST /a", "engine GET /b"} {
+		if _, body := read(t, br); body != want {
+			t.Fatalf("got %q, want %q", body, want)
+		}
+	}
+	if b, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("after the preface: %q, %v; want the connection closed", b, err)
+	}
+}

@@ -34,12 +34,14 @@ type conn struct {
 	state atomic.Int32
 	base  context.Context
 	addr  string
-	body  []byte // the buffer a response holds its body in, reused
 
 	// ownDeadline: the connection's read deadline is the engine's (a
 	// header or idle timeout, or the end of a watch), not the handler's;
 	// guarded by the current response's wmu while a handler runs.
 	ownDeadline bool
+
+	headerUntil time.Time // the header deadline of the head being read, or zero
+	lastMethod  string    // of the request served last
 
 	current atomic.Pointer[response] // the request being served
 	timer   *time.Timer              // watches the current request once it has run watchAfter
@@ -84,15 +86,16 @@ func (c *conn) serve() {
 		writers.Put(c.bw)
 	}()
 	for first := true; ; first = false {
-		h, ok, err := c.next(first)
+		h, ok, waiting, err := c.next(first)
 		if err != nil {
 			return
 		}
 		if !ok {
 			handedOver = true
-			c.handOver()
+			c.handOver(waiting)
 			return
 		}
+		c.lastMethod = h.method
 		if !c.serveRequest(&h) || c.s.shutting.Load() {
 			return
 		}
@@ -110,7 +113,7 @@ func (c *conn) serve() {
 // one within the idle timeout of the last answer until its first byte, then
 // within the header timeout. It returns ok false when the head is for
 // net/http to read, and an error when the connection is done.
-func (c *conn) next(first bool) (h head, ok bool, err error) {
+func (c *conn) next(first bool) (h head, ok, waiting bool, err error) {
 	timed := false
 	if first || (c.br.Buffered() == 0 && c.cr.pending < 0) {
 		switch d := c.s.HTTP.IdleTimeout; {
@@ -123,19 +126,37 @@ func (c *conn) next(first bool) (h head, ok bool, err error) {
 			c.setReadDeadline(time.Time{})
 		}
 		if _, err := c.br.Peek(1); err != nil {
-			return head{}, false, err
+			return head{}, false, false, err
 		}
 	}
 	if !c.state.CompareAndSwap(stateIdle, stateActive) {
-		return head{}, false, net.ErrClosed
+		return head{}, false, false, net.ErrClosed
+	}
+	if c.lastMethod == http.MethodPost {
+		// As net/http's server tolerates old clients that end a POST
+		// with a CRLF its length does not count.
+		peek, _ := c.br.Peek(4)
+		_, _ = c.br.Discard(leadingCRorLF(peek))
 	}
 	for {
 		b, _ := c.br.Peek(c.br.Buffered())
 		if h, ok := parseHead(b); ok {
-			return h, true, nil // its deadline left for watch to lift: a bodiless request reads nothing more
+			if !c.ownDeadline {
+				// The last handler's deadline (a hold bound) is not this
+				// request's, as net/http lifts it before every request.
+				_ = c.nc.SetReadDeadline(time.Time{})
+				c.ownDeadline = true
+			}
+			return h, true, false, nil // the engine's deadline left for a watch to lift: a bodiless request reads nothing more
 		}
-		if bytes.Contains(b, crlf2) || len(b) == bufferSize {
-			return head{}, false, nil // a whole head the engine does not take, or a long one
+		if !first && bytes.HasPrefix(b, []byte("PRI ")) {
+			// HTTP/2's preface after a request: net/http takes it only at
+			// a connection's start, and would switch protocols mid-stream
+			// if handed it as a new connection.
+			return head{}, false, false, errPreface
+		}
+		if whole := bytes.Contains(b, crlf2); whole || len(b) == bufferSize {
+			return head{}, false, !whole, nil // a whole head the engine does not take, or a long one
 		}
 		if !timed {
 			timed = true
@@ -143,9 +164,9 @@ func (c *conn) next(first bool) (h head, ok bool, err error) {
 		}
 		if _, err := c.br.Peek(len(b) + 1); err != nil {
 			if len(b) > 0 && !isTimeout(err) {
-				return head{}, false, nil // net/http answers a head cut short as it does
+				return head{}, false, true, nil // net/http answers a head cut short as it does
 			}
-			return head{}, false, err
+			return head{}, false, false, err
 		}
 	}
 }
@@ -157,6 +178,7 @@ func (c *conn) headerDeadline() {
 		t = time.Now().Add(d)
 	}
 	c.setReadDeadline(t)
+	c.headerUntil = t
 }
 
 // setReadDeadline sets a read deadline of the engine's own, which watch
@@ -166,16 +188,38 @@ func (c *conn) setReadDeadline(t time.Time) {
 	c.ownDeadline = true
 }
 
+// errPreface ends a connection that sends HTTP/2's preface after a request.
+var errPreface = errors.New("h1: HTTP/2 preface after a request")
+
+// leadingCRorLF counts the CR and LF bytes b begins with.
+func leadingCRorLF(b []byte) int {
+	n := 0
+	for _, c := range b {
+		if c != '\r' && c != '\n' {
+			break
+		}
+		n++
+	}
+	return n
+}
+
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // handOver gives the connection, with the bytes read and not yet served, to
-// net/http's server, lifting the engine's deadline.
-func (c *conn) handOver() {
-	_ = c.nc.SetReadDeadline(time.Time{}) // net/http sets its own
-	c.s.handoff.give(&handedConn{Conn: c.nc, br: c.br})
+// net/http's server. A head the engine was still waiting for keeps the
+// engine's header deadline: net/http's first deadline, its own header
+// timeout, cannot extend it.
+func (c *conn) handOver(waiting bool) {
+	hc := &handedConn{Conn: c.nc, br: c.br, cr: &c.cr}
+	if waiting {
+		hc.until = c.headerUntil
+	} else {
+		_ = c.nc.SetReadDeadline(time.Time{}) // net/http sets its own
+	}
+	c.s.handoff.give(hc)
 }
 
 // serveRequest serves one request and reports whether the connection may
@@ -200,6 +244,7 @@ func (c *conn) serveRequest(h *head) (keep bool) {
 	defer func() {
 		if err := recover(); err != nil {
 			keep = false
+			_ = c.bw.Flush() // what the answer had sent on, as net/http's server sends it: cut short
 			if err != http.ErrAbortHandler && c.s.HTTP.ErrorLog != nil {
 				buf := make([]byte, 64<<10)
 				buf = buf[:runtime.Stack(buf, false)]
@@ -232,10 +277,13 @@ func (r *connReader) Read(p []byte) (int, error) {
 }
 
 // handedConn is a connection net/http's server reads from where the
-// engine stopped: first what the engine had buffered.
+// engine stopped: first what the engine had buffered, then a byte a watch
+// read ahead, then the connection.
 type handedConn struct {
 	net.Conn
-	br *bufio.Reader // nil once drained
+	br    *bufio.Reader // nil once drained
+	cr    *connReader
+	until time.Time // the engine's header deadline for the head in br, or zero
 }
 
 func (c *handedConn) Read(p []byte) (int, error) {
@@ -247,5 +295,24 @@ func (c *handedConn) Read(p []byte) (int, error) {
 		readers.Put(c.br)
 		c.br = nil
 	}
-	return c.Conn.Read(p)
+	return c.cr.Read(p)
+}
+
+// SetReadDeadline clamps net/http's first deadline, the one it reads the
+// handed head under, to the engine's.
+func (c *handedConn) SetReadDeadline(t time.Time) error {
+	if !c.until.IsZero() {
+		if t.IsZero() || t.After(c.until) {
+			t = c.until
+		}
+		c.until = time.Time{}
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *handedConn) SetDeadline(t time.Time) error {
+	if err := c.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.Conn.SetWriteDeadline(t)
 }

@@ -7,15 +7,18 @@
 // runs longer than a millisecond is watched as net/http watches every
 // request.
 //
-// Anything else it hands over, with its connection and before it has
-// read a byte of that request, to the net/http server it is given: a
-// request with a body or Expect, an upgrade, a head over 4 KiB, a target
-// that is not a path, a byte outside printable ASCII, a header line
-// net/http might read in a way of its own (obs-fold, bare LF, a Pragma
-// that net/http turns into Cache-Control), HTTP/1.0, HTTP/2's preface.
-// Every request the engine serves is one net/http's server reads to the
-// same *http.Request (FuzzHead holds it to that), every answer reaches
-// the client as net/http's server would send it (TestAnswersAsNetHTTP),
-// so the handler cannot tell the two apart; and once handed over, the
-// connection goes on with net/http.
+// Anything else it hands over, with its connection and the bytes it has
+// buffered, before it has consumed any of that request, to the net/http
+// server it is given: a request with a body or Expect, an upgrade, a head
+// not whole within its 4 KiB buffer or cut short, a target that is not a
+// path, CONNECT and PRI, a missing, repeated or invalid Host, a
+// Connection other than close or keep-alive, a byte outside printable
+// ASCII, a header line net/http might read in a way of its own (obs-fold,
+// bare LF, a Pragma that net/http turns into Cache-Control), HTTP/1.0,
+// HTTP/2's preface. Every request the engine serves is one net/http's
+// server reads to the same *http.Request (FuzzHead holds it to that), and
+// its answers reach the client as net/http's server sends them
+// (TestAnswersAsNetHTTP); its ResponseWriter has no Hijack, CloseNotify or
+// ReadFrom, which no handler of the proxy's uses on such a request. Once
+// handed over, the connection goes on with net/http.
 package h1

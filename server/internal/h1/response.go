@@ -30,13 +30,14 @@ type response struct {
 	cancel context.CancelFunc
 	header http.Header
 
-	status     int   // the final status; 0 until WriteHeader
-	declared   int64 // the length the handler set, or -1
-	written    int64 // body bytes the handler wrote
-	body       []byte
-	committed  bool // the head is written
-	done       bool // finish has run
-	chunky     bool // no length known when WriteHeader was called: chunks, unless the handler ends within the buffer
+	status     int         // the final status; 0 until WriteHeader
+	declared   int64       // the length the handler set, or -1
+	written    int64       // body bytes the handler wrote
+	body       []byte      // held until commit
+	buf        *[]byte     // body's pooled buffer
+	committed  bool        // the head is written
+	done       atomic.Bool // finish has run: a handler's stray goroutine gets errDone
+	chunky     bool        // no length known when WriteHeader was called: chunks, unless the handler ends within the buffer
 	chunked    bool
 	closeAfter bool
 	connClose  bool     // the head says Connection: close
@@ -57,11 +58,12 @@ type response struct {
 
 // newResponse is the writer of one request, new for each: a handler's
 // goroutine that writes after its handler returned reaches nothing the
-// next request uses. It holds the body in the connection's buffer until
-// finish.
+// next request uses. It holds the body in a pooled buffer until finish, so
+// an idle connection keeps none.
 func newResponse(c *conn, r *http.Request, cancel context.CancelFunc) *response {
+	buf := bodies.Get().(*[]byte)
 	return &response{c: c, req: r, cancel: cancel, header: make(http.Header), declared: -1,
-		body: c.body[:0], closeAfter: r.Close}
+		buf: buf, body: (*buf)[:0], closeAfter: r.Close}
 }
 
 func (w *response) Header() http.Header { return w.header }
@@ -76,7 +78,7 @@ func (w *response) WriteHeader(code int) {
 	if code < 100 || code > 999 {
 		panic("invalid WriteHeader code " + strconv.Itoa(code))
 	}
-	if w.status != 0 || w.done {
+	if w.status != 0 || w.done.Load() {
 		return
 	}
 	if code < 200 && code != http.StatusSwitchingProtocols {
@@ -84,15 +86,10 @@ func (w *response) WriteHeader(code int) {
 		return
 	}
 	w.status = code
-	if cl := w.header["Content-Length"]; len(cl) > 0 {
-		if n, err := strconv.ParseInt(strings.TrimSpace(cl[0]), 10, 64); err == nil && n >= 0 {
-			w.declared = n
-		} else {
-			// net/http logs an invalid one and frames around it; no
-			// handler of the proxy's sets one (the upstream client
-			// refuses an answer with one).
-			delete(w.header, "Content-Length")
-		}
+	// An invalid length frames nothing, and goes out as net/http sends it
+	// (chunked without it; as it is to HEAD).
+	if n, err := strconv.ParseInt(headerGet(w.header, "Content-Length"), 10, 64); err == nil && n >= 0 {
+		w.declared = n
 	}
 	w.writeHead()
 }
@@ -123,7 +120,7 @@ func writeStatusLine(bw *bufio.Writer, code int) {
 }
 
 func (w *response) Write(p []byte) (int, error) {
-	if w.done {
+	if w.done.Load() {
 		return 0, errDone
 	}
 	if w.status == 0 {
@@ -132,23 +129,25 @@ func (w *response) Write(p []byte) (int, error) {
 	if !bodyAllowed(w.status) {
 		return 0, http.ErrBodyNotAllowed
 	}
-	if w.declared >= 0 && w.written+int64(len(p)) > w.declared {
+	// Counted even when refused, as net/http counts it: the answer is
+	// then short of its length, and its connection closes.
+	w.written += int64(len(p))
+	if w.declared >= 0 && w.written > w.declared {
 		return 0, http.ErrContentLength
 	}
-	w.written += int64(len(p))
 	if !w.committed {
 		if len(w.body)+len(p) <= bufferBeforeChunking {
 			w.body = append(w.body, p...)
 			return len(p), nil
 		}
-		w.commit(false)
+		w.commit(false, p)
 	}
 	return len(p), w.writeBody(p)
 }
 
 // WriteString is Write without a copy of s, which io.WriteString uses.
 func (w *response) WriteString(s string) (int, error) {
-	if w.done {
+	if w.done.Load() {
 		return 0, errDone
 	}
 	if w.status == 0 {
@@ -247,41 +246,66 @@ func (w *response) writeHead() {
 
 // commit ends the head with the fields net/http adds, in its order, and
 // writes the body held so far. final says the handler has returned, so
-// the body held is the whole body, and the answer takes its length.
-func (w *response) commit(final bool) {
+// the body held is the whole body, and the answer takes its length; next
+// is the write that did not fit, whose first bytes the type is sniffed
+// from too.
+func (w *response) commit(final bool, next []byte) {
 	w.committed = true
+	allowed := bodyAllowed(w.status)
 	var length string
-	if w.chunky && final && !w.trailed && !w.hasTE && !w.lengthSet &&
-		(w.req.Method != http.MethodHead || len(w.body) > 0) {
+	switch {
+	case final && !w.trailed && !w.hasTE && !w.lengthSet && allowed && (w.req.Method != http.MethodHead || len(w.body) > 0):
 		w.declared = int64(len(w.body))
 		length = strconv.Itoa(len(w.body))
-	} else if w.chunky {
+	case w.chunky:
 		w.chunked = true
-	} else if !w.trailed && !w.hasTE && !w.lengthSet && final && bodyAllowed(w.status) && w.req.Method == http.MethodHead && len(w.body) > 0 {
-		w.declared = int64(len(w.body))
-		length = strconv.Itoa(len(w.body))
+	}
+	var contentType string
+	if !w.typed && !w.hasTE && allowed && len(w.body)+len(next) > 0 {
+		contentType = http.DetectContentType(sniffed(w.body, next))
 	}
 	bw := w.c.bw
-	if !w.typed && !w.hasTE && bodyAllowed(w.status) && len(w.body) > 0 {
-		bw.WriteString("Content-Type: " + http.DetectContentType(w.body) + "\r\n")
-	}
-	if w.connClose {
-		bw.WriteString("Connection: close\r\n")
-	}
-	if w.chunked {
-		bw.WriteString("Transfer-Encoding: chunked\r\n")
-	}
 	if !w.dated {
 		bw.WriteString("Date: ")
 		bw.Write(appendDate(bw.AvailableBuffer()))
 		bw.WriteString("\r\n")
 	}
-	if length != "" {
-		bw.WriteString("Content-Length: " + length + "\r\n")
+	for _, f := range [...]struct{ name, value string }{
+		{"Content-Length", length}, {"Content-Type", contentType},
+		{"Connection", when(w.connClose, "close")}, {"Transfer-Encoding", when(w.chunked, "chunked")},
+	} {
+		if f.value != "" {
+			bw.WriteString(f.name)
+			bw.WriteString(": ")
+			bw.WriteString(f.value)
+			bw.WriteString("\r\n")
+		}
 	}
 	bw.WriteString("\r\n")
 	_ = w.writeBody(w.body)
 	w.body = w.body[:0]
+}
+
+// when is v if b holds, else empty.
+func when(b bool, v string) string {
+	if b {
+		return v
+	}
+	return ""
+}
+
+// sniffLen is how much of a body http.DetectContentType reads.
+const sniffLen = 512
+
+// sniffed is the body's first sniffLen bytes: those held, then next's.
+func sniffed(held, next []byte) []byte {
+	if len(held) >= sniffLen || len(next) == 0 {
+		return held
+	}
+	if len(held) == 0 {
+		return next
+	}
+	return append(held[:len(held):len(held)], next[:min(len(next), sniffLen-len(held))]...)
 }
 
 // headerGet is the first value of the field, as net/http's Header.get
@@ -317,7 +341,7 @@ func (w *response) finish() error {
 		w.WriteHeader(http.StatusOK)
 	}
 	if !w.committed {
-		w.commit(true)
+		w.commit(true, nil)
 	}
 	bw := w.c.bw
 	if w.chunked {
@@ -325,13 +349,19 @@ func (w *response) finish() error {
 		w.writeTrailers()
 		bw.WriteString("\r\n")
 	}
-	if w.declared >= 0 && w.written < w.declared && w.req.Method != http.MethodHead && bodyAllowed(w.status) {
-		w.closeAfter = true // the client waits for bytes that will never come
+	if w.declared >= 0 && w.written != w.declared && w.req.Method != http.MethodHead && bodyAllowed(w.status) {
+		w.closeAfter = true // the body is not what its length says
 	}
-	w.done = true
-	w.c.body, w.body = w.body[:0], nil
+	w.done.Store(true)
+	if *w.buf = w.body[:0]; cap(w.body) <= bufferBeforeChunking {
+		bodies.Put(w.buf)
+	}
+	w.body, w.buf = nil, nil
 	return bw.Flush()
 }
+
+// bodies are the buffers answers hold their bodies in until committed.
+var bodies = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // errDone is what a write after the handler returned gets.
 var errDone = errors.New("h1: write after the handler returned")
@@ -362,14 +392,14 @@ func (w *response) writeTrailers() {
 // FlushError sends what is written so far, framing the answer now; the
 // handler's http.ResponseController calls it.
 func (w *response) FlushError() error {
-	if w.done {
+	if w.done.Load() {
 		return errDone
 	}
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
 	if !w.committed {
-		w.commit(false)
+		w.commit(false, nil)
 	}
 	return w.c.bw.Flush()
 }
@@ -379,10 +409,18 @@ func (w *response) Flush() { _ = w.FlushError() }
 func (w *response) SetReadDeadline(t time.Time) error {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
+	if w.unwatched { // the handler has returned: the connection is the next request's
+		return errDone
+	}
 	w.c.ownDeadline = false
 	return w.c.nc.SetReadDeadline(t)
 }
-func (w *response) SetWriteDeadline(t time.Time) error { return w.c.nc.SetWriteDeadline(t) }
+func (w *response) SetWriteDeadline(t time.Time) error {
+	if w.done.Load() {
+		return errDone
+	}
+	return w.c.nc.SetWriteDeadline(t)
+}
 
 // EnableFullDuplex has nothing to do: the engine's requests have no body.
 func (w *response) EnableFullDuplex() error { return nil }

@@ -14,7 +14,10 @@ import (
 // itself with HTTP's Handler, in its own loop, and every connection it
 // hands over to HTTP, which serves it from then on. It follows HTTP's
 // Handler, IdleTimeout, ReadHeaderTimeout and ErrorLog, and stands in the
-// requests' contexts under http.ServerContextKey.
+// requests' contexts under http.ServerContextKey. Serve refuses an HTTP
+// that sets what the engine would not follow (ReadTimeout, WriteTimeout,
+// ConnState, ConnContext, BaseContext) or has no Handler, so that a
+// setting can never hold for half of the requests.
 type Server struct {
 	HTTP *http.Server
 
@@ -30,6 +33,10 @@ type Server struct {
 // Serve accepts connections on ln until Shutdown or Close, as
 // http.Server.Serve does, and returns http.ErrServerClosed then.
 func (s *Server) Serve(ln net.Listener) error {
+	if h := s.HTTP; h.Handler == nil || h.ReadTimeout != 0 || h.WriteTimeout != 0 || h.ConnState != nil ||
+		h.ConnContext != nil || h.BaseContext != nil {
+		return errors.New("h1: the http.Server sets what the engine does not follow, or has no Handler")
+	}
 	s.mu.Lock()
 	if s.shutting.Load() {
 		s.mu.Unlock()
@@ -39,12 +46,26 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.ln, s.conns = ln, make(map[*conn]struct{})
 	s.handoff = newHandoffListener(ln.Addr())
 	s.mu.Unlock()
+	// If net/http stops serving on its own, nothing more is handed to it,
+	// and the engine stops too, with its error.
 	fallback := make(chan error, 1)
-	go func() { fallback <- s.HTTP.Serve(s.handoff) }()
+	go func() {
+		err := s.HTTP.Serve(s.handoff)
+		s.handoff.Close()
+		if !errors.Is(err, http.ErrServerClosed) {
+			fallback <- err
+			ln.Close()
+		}
+	}()
 	var delay time.Duration
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
+			select {
+			case ferr := <-fallback:
+				return ferr
+			default:
+			}
 			if s.shutting.Load() {
 				return http.ErrServerClosed
 			}
@@ -58,7 +79,6 @@ func (s *Server) Serve(ln net.Listener) error {
 				continue
 			}
 			s.handoff.Close()
-			<-fallback
 			return err
 		}
 		delay = 0

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -140,4 +141,74 @@ func TestWatchedRequestDeadlines(t *testing.T) {
 			})
 		})
 	}
+}
+
+// servePipe serves h on a new in-memory connection in the test's bubble
+// and returns the client's end and a function that stops the server.
+func servePipe(h http.Handler) (net.Conn, func()) {
+	ln := &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+	s := &Server{HTTP: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	client, server := net.Pipe()
+	ln.conns <- server
+	return client, func() {
+		client.Close()
+		s.Close()
+		<-served
+	}
+}
+
+// TestPipelinedAfterHold: a request read from the buffer behind one whose
+// handler set a read deadline (a hold bound) is not held to it.
+func TestPipelinedAfterHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ended := make(chan time.Duration, 1)
+		client, stop := servePipe(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			if r.URL.Path == "/held" {
+				_ = http.NewResponseController(w).SetReadDeadline(start.Add(5 * time.Second))
+				return
+			}
+			select {
+			case <-r.Context().Done():
+				ended <- time.Since(start)
+			case <-time.After(time.Minute):
+				ended <- 0
+			}
+		}))
+		defer stop()
+		go func() { _, _ = io.Copy(io.Discard, client) }()
+		if _, err := io.WriteString(client, "GET /held HTTP/1.1\r\nHost: x\r\n\r\nGET /waits HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-ended; got != 0 {
+			t.Errorf("the pipelined request ended after %v, at the last request's deadline", got)
+		}
+	})
+}
+
+// TestHandedHeadKeepsDeadline: a head that outgrows the engine's buffer
+// goes to net/http under the header deadline it began under, not a new
+// one from the hand-over.
+func TestHandedHeadKeepsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client, stop := servePipe(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+		defer stop()
+		start := time.Now()
+		if _, err := io.WriteString(client, "GET /a HTTP/1.1\r\nHost: x\r\nCookie: "); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(6 * time.Second)
+		if _, err := io.WriteString(client, strings.Repeat("c", bufferSize)); err != nil {
+			t.Fatal(err)
+		}
+		var b [1]byte
+		if _, err := client.Read(b[:]); err != io.EOF {
+			t.Errorf("read: %v, want EOF", err)
+		}
+		if got := time.Since(start); got != 10*time.Second {
+			t.Errorf("closed after %v, want the 10s of the head's first deadline", got)
+		}
+	})
 }
