@@ -151,12 +151,7 @@ func TestWatchKeepsPipelinedByte(t *testing.T) {
 		if r.URL.Path == "/first" {
 			first <- struct{}{}
 			<-sent
-			rw := w.(*response)
-			rw.watch() // at once, not after watchAfter
-			rw.wmu.Lock()
-			watched := rw.watched
-			rw.wmu.Unlock()
-			<-watched // the watch has read the pipelined byte
+			watchNow(w) // it reads the next byte
 			if err := r.Context().Err(); err != nil {
 				t.Errorf("a pipelined byte ended the request: %v", err)
 			}
@@ -258,12 +253,7 @@ func TestHandOverAfterWatch(t *testing.T) {
 		if r.URL.Path == "/slow" {
 			waiting <- struct{}{}
 			<-sent
-			rw := w.(*response)
-			rw.watch()
-			rw.wmu.Lock()
-			watched := rw.watched
-			rw.wmu.Unlock()
-			<-watched // it has read the body's first byte
+			watchNow(w) // it reads the next byte
 		}
 		body, _ := io.ReadAll(r.Body)
 		fmt.Fprintf(w, "%s %s %q", servedBy(w), r.URL.Path, body)
@@ -303,5 +293,74 @@ func TestBetweenRequests(t *testing.T) {
 	}
 	if b, err := br.ReadByte(); err != io.EOF {
 		t.Errorf("after the preface: %q, %v; want the connection closed", b, err)
+	}
+}
+
+// watchNow starts the watch of w's request at once, not after watchAfter,
+// and waits until its read has returned; it returns at once when no watch
+// starts.
+func watchNow(w http.ResponseWriter) {
+	rw := w.(*response)
+	rw.watch()
+	rw.wmu.Lock()
+	watched := rw.watched
+	rw.wmu.Unlock()
+	if watched != nil {
+		<-watched
+	}
+}
+
+// TestTwoWatchesInARow: a request read from the buffer behind one whose
+// watch read a byte ahead does not read another over it, as net/http's
+// background read does not.
+func TestTwoWatchesInARow(t *testing.T) {
+	waiting, sent := make(chan struct{}), make(chan struct{})
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/1":
+			waiting <- struct{}{}
+			<-sent
+			watchNow(w) // reads the first byte of /3
+		case "/2":
+			watchNow(w)
+		}
+		fmt.Fprintf(w, "%s %s", r.Method, r.URL.Path)
+	}))
+	c, br := dial(t, addr)
+	if _, err := io.WriteString(c, "GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	<-waiting
+	if _, err := io.WriteString(c, "GET /3 HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	close(sent)
+	for _, want := range []string{"GET /1", "GET /2", "GET /3"} {
+		if _, body := read(t, br); body != want {
+			t.Fatalf("got %q, want %q", body, want)
+		}
+	}
+}
+
+// TestPanics: a handler that panics before its answer's head is complete
+// sends nothing of it, as under net/http's server, and a write its
+// goroutine makes afterwards fails.
+func TestPanics(t *testing.T) {
+	late := make(chan http.ResponseWriter, 1)
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("X-A", "1")
+		w.WriteHeader(http.StatusOK)
+		late <- w
+		panic(http.ErrAbortHandler)
+	}))
+	c, br := dial(t, addr)
+	if _, err := io.WriteString(c, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := io.ReadAll(br); err != nil || len(b) > 0 {
+		t.Errorf("the client got %q, %v; want nothing, then the end", b, err)
+	}
+	if _, err := io.WriteString(<-late, "stray"); err == nil {
+		t.Error("a write after the handler panicked succeeded")
 	}
 }

@@ -14,7 +14,7 @@ import (
 // clients on 64 kept-alive loopback connections at once, through the
 // engine and through net/http's server, in one run:
 //
-//	go test -run XXX -bench BenchmarkServe -count 6 ./server/internal/h1
+//	go test -run XXX -bench BenchmarkServe -count 8 ./server/internal/h1
 //
 // With the cores busy, time per answer is what the server and the clients
 // spend; the clients' part, and their allocations, are the same for both.

@@ -69,7 +69,9 @@ func (c *conn) closeIfIdle() {
 }
 
 func (c *conn) serve() {
-	c.addr = c.nc.RemoteAddr().String()
+	if a := c.nc.RemoteAddr(); a != nil { // as net/http guards it
+		c.addr = a.String()
+	}
 	c.br = readers.Get().(*bufio.Reader)
 	c.br.Reset(&c.cr)
 	c.bw = writers.Get().(*bufio.Writer)
@@ -213,7 +215,8 @@ func isTimeout(err error) bool {
 // engine's header deadline: net/http's first deadline, its own header
 // timeout, cannot extend it.
 func (c *conn) handOver(waiting bool) {
-	hc := &handedConn{Conn: c.nc, br: c.br, cr: &c.cr}
+	cr := c.cr // a copy: net/http's connection keeps nothing else of the engine's
+	hc := &handedConn{Conn: c.nc, br: c.br, cr: &cr}
 	if waiting {
 		hc.until = c.headerUntil
 	} else {
@@ -237,14 +240,23 @@ func (c *conn) serveRequest(h *head) (keep bool) {
 	w := newResponse(c, r, cancel)
 	c.current.Store(w)
 	if c.timer == nil {
-		c.timer = time.AfterFunc(watchAfter, c.watchLate)
-	} else {
+		c.timer = time.AfterFunc(time.Hour, c.watchLate)
+		c.timer.Stop()
+	}
+	if c.cr.pending < 0 {
+		// With a byte already read ahead there is nothing to watch for,
+		// as net/http's background read does not start then.
 		c.timer.Reset(watchAfter)
 	}
 	defer func() {
 		if err := recover(); err != nil {
 			keep = false
-			_ = c.bw.Flush() // what the answer had sent on, as net/http's server sends it: cut short
+			w.done.Store(true) // a stray goroutine's write must not reach the buffer, pooled again
+			if w.committed {
+				_ = c.bw.Flush() // what the answer had sent on, as net/http's server sends it: cut short
+			} else {
+				c.bw.Reset(c.nc) // a head not yet ended: net/http would have sent none of it
+			}
 			if err != http.ErrAbortHandler && c.s.HTTP.ErrorLog != nil {
 				buf := make([]byte, 64<<10)
 				buf = buf[:runtime.Stack(buf, false)]
@@ -252,12 +264,16 @@ func (c *conn) serveRequest(h *head) (keep bool) {
 			}
 		}
 		w.unwatch()
+		c.current.Store(nil) // the request's memory is not the idle connection's
 	}()
 	c.s.HTTP.Handler.ServeHTTP(w, r)
 	if err := w.finish(); err != nil {
 		return false
 	}
 	w.unwatch()
+	if w.writeDeadline {
+		_ = c.nc.SetWriteDeadline(time.Time{}) // as net/http lifts it before the next request
+	}
 	return !w.closeAfter && !w.clientGone()
 }
 

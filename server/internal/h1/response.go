@@ -30,27 +30,30 @@ type response struct {
 	cancel context.CancelFunc
 	header http.Header
 
-	status     int         // the final status; 0 until WriteHeader
-	declared   int64       // the length the handler set, or -1
-	written    int64       // body bytes the handler wrote
-	body       []byte      // held until commit
-	buf        *[]byte     // body's pooled buffer
-	committed  bool        // the head is written
-	done       atomic.Bool // finish has run: a handler's stray goroutine gets errDone
-	chunky     bool        // no length known when WriteHeader was called: chunks, unless the handler ends within the buffer
-	chunked    bool
-	closeAfter bool
-	connClose  bool     // the head says Connection: close
-	trailed    bool     // the handler announced or set trailers
-	trailers   []string // the names the Trailer field announced
-	hasTE      bool     // the handler set Transfer-Encoding
-	typed      bool     // the handler set Content-Type or Content-Encoding
-	dated      bool     // the handler set Date, if only to nil
-	lengthSet  bool     // the handler set Content-Length
+	status    int         // the final status; 0 until WriteHeader
+	declared  int64       // the length the handler set, or -1
+	written   int64       // body bytes the handler wrote
+	body      []byte      // held until commit
+	buf       *[]byte     // body's pooled buffer
+	committed bool        // the head is written
+	done      atomic.Bool // finish has run: a handler's stray goroutine gets errDone
+	// writeDeadline: the handler set a write deadline, lifted after it
+	writeDeadline bool
+	chunky        bool // no length known when WriteHeader was called: chunks, unless the handler ends within the buffer
+	chunked       bool
+	closeAfter    bool
+	connClose     bool     // the head says Connection: close
+	trailed       bool     // the handler announced or set trailers
+	trailers      []string // the names the Trailer field announced
+	hasTE         bool     // the handler set Transfer-Encoding
+	typed         bool     // the handler set Content-Type or Content-Encoding
+	dated         bool     // the handler set Date, if only to nil
+	lengthSet     bool     // the handler set Content-Length
 
 	wmu       sync.Mutex // guards the following two, which the timer's watch reads
 	watching  bool
 	unwatched bool          // the handler has returned: no watch may start
+	ahead     bool          // a byte was read ahead already: nothing to watch for, as in net/http
 	aborting  atomic.Bool   // unwatch is ending the watch's read
 	watched   chan struct{} // closed when the watch's read has returned
 	readErr   error         // what the watch's read ended with, read once watched is closed
@@ -63,7 +66,7 @@ type response struct {
 func newResponse(c *conn, r *http.Request, cancel context.CancelFunc) *response {
 	buf := bodies.Get().(*[]byte)
 	return &response{c: c, req: r, cancel: cancel, header: make(http.Header), declared: -1,
-		buf: buf, body: (*buf)[:0], closeAfter: r.Close}
+		buf: buf, body: (*buf)[:0], closeAfter: r.Close, ahead: c.cr.pending >= 0}
 }
 
 func (w *response) Header() http.Header { return w.header }
@@ -419,6 +422,7 @@ func (w *response) SetWriteDeadline(t time.Time) error {
 	if w.done.Load() {
 		return errDone
 	}
+	w.writeDeadline = true
 	return w.c.nc.SetWriteDeadline(t)
 }
 

@@ -25,7 +25,7 @@ func (c *conn) watchLate() {
 func (w *response) watch() {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
-	if w.watching || w.unwatched {
+	if w.watching || w.unwatched || w.ahead {
 		return
 	}
 	w.watching = true
