@@ -142,7 +142,8 @@ func (c *conn) next(first bool) (h head, ok, waiting bool, err error) {
 	}
 	for {
 		b, _ := c.br.Peek(c.br.Buffered())
-		if h, ok := parseHead(b); ok {
+		h, whole, ok := parseHead(b)
+		if ok {
 			if !c.ownDeadline {
 				// The last handler's deadline (a hold bound) is not this
 				// request's, as net/http lifts it before every request.
@@ -157,7 +158,7 @@ func (c *conn) next(first bool) (h head, ok, waiting bool, err error) {
 			// if handed it as a new connection.
 			return head{}, false, false, errPreface
 		}
-		if whole := bytes.Contains(b, crlf2); whole || len(b) == bufferSize {
+		if whole || len(b) == bufferSize {
 			return head{}, false, !whole, nil // a whole head the engine does not take, or a long one
 		}
 		if !timed {

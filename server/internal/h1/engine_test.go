@@ -251,7 +251,7 @@ func TestAnswersAsNetHTTP(t *testing.T) {
 			"HEAD /" + name + " HTTP/1.1\r\nHost: x\r\n\r\n",
 			"GET /" + name + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
 		} {
-			if _, ok := parseHead([]byte(raw)); !ok {
+			if _, _, ok := parseHead([]byte(raw)); !ok {
 				t.Fatalf("%q: the engine does not take it", raw)
 			}
 			got, want := exchange(t, engine, raw), exchange(t, plain, raw)

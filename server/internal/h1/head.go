@@ -25,20 +25,29 @@ var crlf2 = []byte("\r\n\r\n")
 
 // parseHead reads the head at the start of b when b holds all of it and it
 // is plain (see the package documentation); ok is false for anything else,
-// which net/http's server then reads. It never fails: a head it cannot
-// take is net/http's to take or refuse.
-func parseHead(b []byte) (h head, ok bool) {
+// which net/http's server then reads, with whole saying whether b held a
+// whole head. It never fails: a head it cannot take is net/http's to take
+// or refuse.
+func parseHead(b []byte) (h head, whole, ok bool) {
 	end := bytes.Index(b, crlf2)
 	if end < 0 {
-		return head{}, false
+		return head{}, false, false
 	}
-	h.size = end + len(crlf2)
+	h, ok = parseWhole(b[:end+len(crlf2)])
+	return h, true, ok
+}
+
+// parseWhole is parseHead of a whole head, its blank line included.
+func parseWhole(b []byte) (h head, ok bool) {
+	end := len(b) - len(crlf2)
+	h.size = len(b)
 	lines := string(b[:end+2]) // every line with its CRLF; one string backs all of the head's strings
 	line, rest, _ := strings.Cut(lines, "\r\n")
 	if h.method, h.target, ok = requestLine(line); !ok {
 		return head{}, false
 	}
-	if h.url, ok = requestURL(h.target); !ok {
+	var err error
+	if h.url, err = url.ParseRequestURI(h.target); err != nil { // as net/http's server parses it
 		return head{}, false
 	}
 	n := strings.Count(rest, "\r\n")
@@ -102,12 +111,6 @@ func requestLine(line string) (method, target string, ok bool) {
 		}
 	}
 	return method, target, true
-}
-
-// requestURL parses the target as net/http's server does.
-func requestURL(target string) (*url.URL, bool) {
-	u, err := url.ParseRequestURI(target)
-	return u, err == nil
 }
 
 // field splits a header line "Name: value", with a name that is a token,

@@ -62,7 +62,7 @@ func (o *oracle) serve(t *testing.T, raw string) (served, bool) {
 // net/http's server reads to the same request.
 func check(t *testing.T, raw string) (head, bool) {
 	t.Helper()
-	h, ok := parseHead([]byte(raw))
+	h, _, ok := parseHead([]byte(raw))
 	if !ok {
 		return h, false
 	}

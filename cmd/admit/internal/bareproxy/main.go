@@ -22,9 +22,9 @@
 // With --loop it serves admit's own handler, built from the admit flags
 // after "--" (their --listen and the metrics listener unused), by a loop
 // that reads each request with http.ReadRequest, as parse does, and writes
-// each answer whole, with its length: what admit's requests would cost with
-// a connection engine of its own that parsed them as net/http does, and
-// none of net/http's server around them.
+// each answer whole, with its length: what admit's handler costs with no
+// server around it but net/http's parser, the measurement that said an
+// engine of admit's own (server/internal/h1) was worth building.
 //
 // parse, raw and --loop are instruments, not servers: they take bodiless
 // requests only, as wrk sends them, and --loop holds each answer whole and
