@@ -174,43 +174,45 @@ budgets:
 	for _, kind := range kinds {
 		up := testrouter.Start(t, kind)
 		for s, setting := range bypassSettings {
-			args := append([]string{"--upstream", up.URL, "--config", cfg, "--trusted-proxy", "127.0.0.1"}, setting.flags(kind)...)
-			r := start(t, args...)
-			addr := strings.TrimPrefix(r.url, "http://")
-			for i, sp := range bypassSpellings {
+			t.Run(fmt.Sprintf("%s/%s", kind, setting.name), func(t *testing.T) {
+				args := append([]string{"--upstream", up.URL, "--config", cfg, "--trusted-proxy", "127.0.0.1"}, setting.flags(kind)...)
+				r := start(t, args...)
+				addr := strings.TrimPrefix(r.url, "http://")
+				for i, sp := range bypassSpellings {
+					up.Reset(t)
+					answers := map[int]int{}
+					head := sp.request
+					if !strings.Contains(head, "\r\nHost: ") {
+						head += "\r\nHost: 127.0.0.1"
+					}
+					for range sent {
+						a := rawFrom(t, fmt.Sprintf("127.0.%d.%d", 10+i/200, 1+i%200), addr, head+"\r\nConnection: close\r\n\r\n"+sp.body)
+						answers[a.status]++
+					}
+					hits := up.Hits(t)
+					if hits > burst {
+						t.Errorf("%s, %s, %s: the limited handlers ran %d times for %d requests, want at most the burst, %d (admit answered %v)",
+							kind, setting.name, sp.name, hits, sent, burst, answers)
+					}
+					if i == 0 && hits != burst {
+						t.Errorf("%s, %s, as routed: the limited handler ran %d times, want exactly the burst, %d", kind, setting.name, hits, burst)
+					}
+					rows[s][i] = append(rows[s][i], fmt.Sprintf("%s, %d hits", summarise(answers), hits))
+				}
+				// Matching limits only what it should: unrouted paths pass
+				// unlimited and unchanged.
 				up.Reset(t)
-				answers := map[int]int{}
-				head := sp.request
-				if !strings.Contains(head, "\r\nHost: ") {
-					head += "\r\nHost: 127.0.0.1"
+				r.answers(t, 3*burst, http.StatusOK, "GET", "/u/a/b", "")
+				if seen := up.Last(t); seen.Path != "/u/a/b" {
+					t.Errorf("%s, %s: the unlimited handler saw %q, want /u/a/b unchanged", kind, setting.name, seen.Path)
 				}
-				for range sent {
-					a := rawFrom(t, fmt.Sprintf("127.0.%d.%d", 10+i/200, 1+i%200), addr, head+"\r\nConnection: close\r\n\r\n"+sp.body)
-					answers[a.status]++
+				if hits := up.Hits(t); hits != 0 {
+					t.Errorf("%s, %s: unrouted requests ran the limited handler %d times", kind, setting.name, hits)
 				}
-				hits := up.Hits(t)
-				if hits > burst {
-					t.Errorf("%s, %s, %s: the limited handlers ran %d times for %d requests, want at most the burst, %d (admit answered %v)",
-						kind, setting.name, sp.name, hits, sent, burst, answers)
+				if err := r.stop(); err != nil {
+					t.Errorf("%s, %s: serve: %v", kind, setting.name, err)
 				}
-				if i == 0 && hits != burst {
-					t.Errorf("%s, %s, as routed: the limited handler ran %d times, want exactly the burst, %d", kind, setting.name, hits, burst)
-				}
-				rows[s][i] = append(rows[s][i], fmt.Sprintf("%s, %d hits", summarise(answers), hits))
-			}
-			// Matching limits only what it should: unrouted paths pass
-			// unlimited and unchanged.
-			up.Reset(t)
-			r.answers(t, 3*burst, http.StatusOK, "GET", "/u/a/b", "")
-			if seen := up.Last(t); seen.Path != "/u/a/b" {
-				t.Errorf("%s, %s: the unlimited handler saw %q, want /u/a/b unchanged", kind, setting.name, seen.Path)
-			}
-			if hits := up.Hits(t); hits != 0 {
-				t.Errorf("%s, %s: unrouted requests ran the limited handler %d times", kind, setting.name, hits)
-			}
-			if err := r.stop(); err != nil {
-				t.Errorf("%s, %s: serve: %v", kind, setting.name, err)
-			}
+			})
 		}
 	}
 	for s, setting := range bypassSettings {

@@ -364,3 +364,28 @@ func TestPanics(t *testing.T) {
 		t.Error("a write after the handler panicked succeeded")
 	}
 }
+
+// TestHandedCloseHalfCloses: when net/http's server closes a connection
+// whose request body it left unread (too long to discard), it first
+// half-closes it and waits, so that the client reads the answer and then
+// the end of the stream, not a reset that can destroy the answer. A
+// connection the engine handed over must let it, as net/http alone does.
+func TestHandedCloseHalfCloses(t *testing.T) {
+	refuse := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	_, engine := start(t, refuse)
+	for _, addr := range []string{startHTTP(t, refuse), engine} {
+		c, br := dial(t, addr)
+		raw := "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n" + strings.Repeat("b", 16<<10)
+		if _, err := io.WriteString(c, raw); err != nil {
+			t.Fatal(err)
+		}
+		if resp, _ := read(t, br); resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("%s: status %d", addr, resp.StatusCode)
+		}
+		if b, err := br.ReadByte(); err != io.EOF {
+			t.Errorf("%s: after the answer: %q, %v; want the end of the stream", addr, b, err)
+		}
+	}
+}

@@ -327,6 +327,17 @@ func (c *handedConn) SetReadDeadline(t time.Time) error {
 	return c.Conn.SetReadDeadline(t)
 }
 
+// CloseWrite half-closes the connection, which net/http's server does
+// before it closes one whose request body it left unread: without it the
+// close resets the connection, and a reset can destroy the answer before
+// the client reads it.
+func (c *handedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 func (c *handedConn) SetDeadline(t time.Time) error {
 	if err := c.SetReadDeadline(t); err != nil {
 		return err
