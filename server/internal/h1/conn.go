@@ -44,7 +44,13 @@ type conn struct {
 	lastMethod  string    // of the request served last
 
 	current atomic.Pointer[response] // the request being served
-	timer   *time.Timer              // watches the current request once it has run watchAfter
+
+	// The watch's timer is armed while requests are served, and left to
+	// run out between them rather than stopped and reset for each, which
+	// costs more than many short requests do (see watchLate).
+	timer *time.Timer
+	armed atomic.Bool              // the timer will fire, or its function runs
+	seen  atomic.Pointer[response] // the request current when the timer was armed or last fired
 }
 
 var (
@@ -78,6 +84,9 @@ func (c *conn) serve() {
 	c.bw.Reset(c.nc)
 	handedOver := false
 	defer func() {
+		if c.timer != nil {
+			c.timer.Stop()
+		}
 		c.s.untrack(c)
 		if !handedOver {
 			c.nc.Close()
@@ -244,9 +253,10 @@ func (c *conn) serveRequest(h *head) (keep bool) {
 		c.timer = time.AfterFunc(time.Hour, c.watchLate)
 		c.timer.Stop()
 	}
-	if c.cr.pending < 0 {
-		// With a byte already read ahead there is nothing to watch for,
-		// as net/http's background read does not start then.
+	// With a byte already read ahead there is nothing to watch for, as
+	// net/http's background read does not start then.
+	if !w.ahead && c.armed.CompareAndSwap(false, true) {
+		c.seen.Store(w)
 		c.timer.Reset(watchAfter)
 	}
 	defer func() {

@@ -4,8 +4,8 @@
 // around the handler (a goroutine and deadline changes per request to
 // watch the client, a copy of the header at WriteHeader), which costs a
 // refusal about a sixth less CPU and an allowed request about a tenth; a
-// request that runs longer than a millisecond is watched as net/http
-// watches every request. It serves plaintext listeners only.
+// request that runs longer than 10 ms is watched, within 20 ms, as
+// net/http watches every request. It serves plaintext listeners only.
 //
 // Anything else it hands over, with its connection and the bytes it has
 // buffered, before it has consumed any of that request, to the net/http

@@ -51,6 +51,7 @@ type response struct {
 	watching  bool
 	unwatched bool          // the handler has returned: no watch may start
 	ahead     bool          // a byte was read ahead already: nothing to watch for, as in net/http
+	timed     atomic.Bool   // the watch's timer is done with this request
 	aborting  atomic.Bool   // unwatch is ending the watch's read
 	watched   chan struct{} // closed when the watch's read has returned
 	readErr   error         // what the watch's read ended with, read once watched is closed

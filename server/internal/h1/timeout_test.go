@@ -212,3 +212,65 @@ func TestHandedHeadKeepsDeadline(t *testing.T) {
 		}
 	})
 }
+
+// TestWatchTimer: on a connection that serves short requests one after
+// another, a request that waits is still watched once it has run
+// watchAfter, and within twice that, though the timer was armed by an
+// earlier request; and a connection left idle leaves its timer unarmed,
+// holding no request.
+func TestWatchTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ended := make(chan time.Duration, 1)
+		ln := &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+		s := &Server{HTTP: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/waits" {
+				return
+			}
+			start := time.Now()
+			<-r.Context().Done()
+			ended <- time.Since(start)
+		}), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}}
+		served := make(chan error, 1)
+		go func() { served <- s.Serve(ln) }()
+		client, server := net.Pipe()
+		ln.conns <- server
+		br := bufio.NewReader(client)
+		quick := func() {
+			if _, err := io.WriteString(client, "GET /quick HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := http.ReadResponse(br, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 7 {
+			quick()
+			time.Sleep(watchAfter / 3)
+		}
+		var c *conn
+		s.mu.Lock()
+		for c = range s.conns {
+		}
+		s.mu.Unlock()
+		if !c.armed.Load() {
+			t.Fatal("the timer is not armed while requests come")
+		}
+		time.Sleep(3 * watchAfter)
+		synctest.Wait()
+		if c.armed.Load() || c.seen.Load() != nil {
+			t.Errorf("idle: armed %v, holding %p; want the timer unarmed, holding nothing", c.armed.Load(), c.seen.Load())
+		}
+		quick() // arms the timer again
+		time.Sleep(watchAfter / 2)
+		if _, err := io.WriteString(client, "GET /waits HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		client.Close() // before the watch: the request learns it when the watch starts
+		if got := <-ended; got < watchAfter || got > 2*watchAfter {
+			t.Errorf("the waiting request's context ended after %v, want within %v to %v", got, watchAfter, 2*watchAfter)
+		}
+		s.Close()
+		<-served
+	})
+}

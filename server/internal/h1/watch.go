@@ -4,17 +4,39 @@ import (
 	"time"
 )
 
-// watchAfter is how long a request runs before the engine watches its
-// client, as net/http's server does from a request's start: most answers
-// (a refusal, a 404, a quick upstream's) come sooner and are spared the
-// watch's goroutine and deadline changes, and a client that goes away
-// while its request waits longer, or streams, is noticed within it.
-const watchAfter = time.Millisecond
+// watchAfter is how long a request runs, at least, before the engine
+// watches its client, as net/http's server does from a request's start:
+// most answers (a refusal, a 404, a quick upstream's) come sooner and are
+// spared the watch's goroutine and deadline changes, and a client that
+// goes away while its request waits longer, or streams, is noticed within
+// twice this.
+const watchAfter = 10 * time.Millisecond
 
-// watchLate watches the connection's current request, from its timer.
+// watchLate is the timer's function. A request current when the timer was
+// armed, or current at two fires in a row, has run watchAfter: it is
+// watched, and the timer is done with it. A request that began since is
+// looked at on the next fire. With no request to look at, the timer is
+// left unarmed, and the next request arms it. So a connection that serves
+// a stream of short requests costs a fire every watchAfter, not a timer
+// reset and stop for each request.
 func (c *conn) watchLate() {
-	if w := c.current.Load(); w != nil {
+	w := c.current.Load()
+	if w != nil && (w.ahead || c.seen.Load() == w) {
 		w.watch()
+		w.timed.Store(true)
+	}
+	if w != nil && !w.timed.Load() {
+		c.seen.Store(w)
+		c.timer.Reset(watchAfter)
+		return
+	}
+	c.seen.Store(nil) // the request's memory is not the idle connection's
+	c.armed.Store(false)
+	// A request that began after the first load found the timer armed,
+	// and left it to this fire.
+	if w := c.current.Load(); w != nil && !w.ahead && !w.timed.Load() && c.armed.CompareAndSwap(false, true) {
+		c.seen.Store(w)
+		c.timer.Reset(watchAfter)
 	}
 }
 
@@ -66,7 +88,6 @@ func (w *response) unwatch() {
 	w.unwatched = true
 	watching := w.watching
 	w.wmu.Unlock()
-	w.c.timer.Stop()
 	if !watching {
 		return
 	}
