@@ -40,6 +40,12 @@ type conn struct {
 	// guarded by the current response's wmu while a handler runs.
 	ownDeadline bool
 
+	// writeWant is the write deadline of the request being served (zero:
+	// none), and writeApplied the connection's: they meet at the next
+	// write, so a request that sets none and one whose deadline no write
+	// reaches change nothing.
+	writeWant, writeApplied time.Time
+
 	headerUntil time.Time // the header deadline of the head being read, or zero
 	lastMethod  string    // of the request served last
 
@@ -81,7 +87,7 @@ func (c *conn) serve() {
 	c.br = readers.Get().(*bufio.Reader)
 	c.br.Reset(&c.cr)
 	c.bw = writers.Get().(*bufio.Writer)
-	c.bw.Reset(c.nc)
+	c.bw.Reset((*connWriter)(c))
 	handedOver := false
 	defer func() {
 		if c.timer != nil {
@@ -227,6 +233,9 @@ func isTimeout(err error) bool {
 func (c *conn) handOver(waiting bool) {
 	cr := c.cr // a copy: net/http's connection keeps nothing else of the engine's
 	hc := &handedConn{Conn: c.nc, br: c.br, cr: &cr}
+	if !c.writeApplied.IsZero() {
+		_ = c.nc.SetWriteDeadline(time.Time{}) // the last request's: net/http sets its own
+	}
 	if waiting {
 		hc.until = c.headerUntil
 	} else {
@@ -240,6 +249,7 @@ func (c *conn) handOver(waiting bool) {
 func (c *conn) serveRequest(h *head) (keep bool) {
 	ctx, cancel := context.WithCancel(c.base)
 	defer cancel()
+	c.writeWant = time.Time{} // the last request's is not this one's, as net/http lifts it
 	proto := http.Request{
 		Method: h.method, URL: h.url, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h.header, Body: http.NoBody, Host: h.host, Close: h.close,
@@ -266,7 +276,7 @@ func (c *conn) serveRequest(h *head) (keep bool) {
 			if w.committed {
 				_ = c.bw.Flush() // what the answer had sent on, as net/http's server sends it: cut short
 			} else {
-				c.bw.Reset(c.nc) // a head not yet ended: net/http would have sent none of it
+				c.bw.Reset((*connWriter)(c)) // a head not yet ended: net/http would have sent none of it
 			}
 			if err != http.ErrAbortHandler && c.s.HTTP.ErrorLog != nil {
 				buf := make([]byte, 64<<10)
@@ -282,10 +292,22 @@ func (c *conn) serveRequest(h *head) (keep bool) {
 		return false
 	}
 	w.unwatch()
-	if w.writeDeadline {
-		_ = c.nc.SetWriteDeadline(time.Time{}) // as net/http lifts it before the next request
-	}
 	return !w.closeAfter && !w.clientGone()
+}
+
+// connWriter writes to the connection under the current request's write
+// deadline, set only when it differs from the one the connection has.
+type connWriter conn
+
+func (w *connWriter) Write(p []byte) (int, error) {
+	c := (*conn)(w)
+	if !c.writeWant.Equal(c.writeApplied) {
+		if err := c.nc.SetWriteDeadline(c.writeWant); err != nil {
+			return 0, err
+		}
+		c.writeApplied = c.writeWant
+	}
+	return c.nc.Write(p)
 }
 
 // connReader reads the connection, first the byte a watch read ahead.

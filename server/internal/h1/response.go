@@ -27,29 +27,29 @@ type response struct {
 	cancel context.CancelFunc
 	header http.Header
 
-	status    int         // the final status; 0 until WriteHeader
-	declared  int64       // the length the handler set, or -1
-	written   int64       // body bytes the handler wrote
-	body      []byte      // held until commit
-	buf       *[]byte     // body's pooled buffer
-	committed bool        // the head is written
-	done      atomic.Bool // finish has run: a handler's stray goroutine gets errDone
-	// writeDeadline: the handler set a write deadline, lifted after it
-	writeDeadline bool
-	chunky        bool // no length known when WriteHeader was called: chunks, unless the handler ends within the buffer
-	chunked       bool
-	closeAfter    bool
-	connClose     bool     // the head says Connection: close
-	trailed       bool     // the handler announced or set trailers
-	trailers      []string // the names the Trailer field announced
-	hasTE         bool     // the handler set Transfer-Encoding
-	typed         bool     // the handler set Content-Type or Content-Encoding
-	dated         bool     // the handler set Date, if only to nil
-	lengthSet     bool     // the handler set Content-Length
+	status     int         // the final status; 0 until WriteHeader
+	declared   int64       // the length the handler set, or -1
+	written    int64       // body bytes the handler wrote
+	body       []byte      // held until commit
+	buf        *[]byte     // body's pooled buffer
+	committed  bool        // the head is written
+	done       atomic.Bool // finish has run: a handler's stray goroutine gets errDone
+	chunky     bool        // no length known when WriteHeader was called: chunks, unless the handler ends within the buffer
+	chunked    bool
+	closeAfter bool
+	connClose  bool     // the head says Connection: close
+	trailed    bool     // the handler announced or set trailers
+	trailers   []string // the names the Trailer field announced
+	hasTE      bool     // the handler set Transfer-Encoding
+	typed      bool     // the handler set Content-Type or Content-Encoding
+	dated      bool     // the handler set Date, if only to nil
+	lengthSet  bool     // the handler set Content-Length
 
 	wmu       sync.Mutex // guards the following two, which the timer's watch reads
 	watching  bool
 	unwatched bool          // the handler has returned: no watch may start
+	readAt    time.Time     // the read deadline the handler set before the watch started
+	readSet   bool          // readAt is set: the watch reads under it
 	ahead     bool          // a byte was read ahead already: nothing to watch for, as in net/http
 	timed     atomic.Bool   // the watch's timer is done with this request
 	aborting  atomic.Bool   // unwatch is ending the watch's read
@@ -223,21 +223,33 @@ func (w *response) FlushError() error {
 
 func (w *response) Flush() { _ = w.FlushError() }
 
+// SetReadDeadline bounds the watch's read, and so the request: its context
+// ends at t, as net/http's background read ends it. Until the watch starts
+// nothing reads the connection, so the watch takes the deadline then, and
+// a request that ends sooner costs the connection no deadline change.
 func (w *response) SetReadDeadline(t time.Time) error {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
 	if w.unwatched { // the handler has returned: the connection is the next request's
 		return errDone
 	}
+	if !w.watching {
+		w.readAt, w.readSet = t, true
+		return nil
+	}
 	w.c.ownDeadline = false
 	return w.c.nc.SetReadDeadline(t)
 }
+
+// SetWriteDeadline bounds the answer's writes from now on. The connection
+// takes it at its next write (see connWriter), so that a deadline set and
+// not reached by a write costs nothing.
 func (w *response) SetWriteDeadline(t time.Time) error {
 	if w.done.Load() {
 		return errDone
 	}
-	w.writeDeadline = true
-	return w.c.nc.SetWriteDeadline(t)
+	w.c.writeWant = t
+	return nil
 }
 
 // EnableFullDuplex has nothing to do: the engine's requests have no body.

@@ -98,6 +98,10 @@ func TestWatchedRequestDeadlines(t *testing.T) {
 	}{
 		{"no deadline of its own", 0, 0},
 		{"a hold bound", 5 * time.Second, 5 * time.Second},
+		// Nothing reads the connection before the watch: a deadline that
+		// passes sooner ends the request when the watch starts, where
+		// net/http's read, running from the start, would end it at once.
+		{"a hold bound shorter than the wait for the watch", watchAfter / 2, watchAfter},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -273,4 +277,56 @@ func TestWatchTimer(t *testing.T) {
 		s.Close()
 		<-served
 	})
+}
+
+// TestWriteDeadlines: a write deadline a handler sets bounds its own
+// answer's writes, and neither the next request's answer nor, once the
+// connection is handed over, net/http's: as net/http lifts it before every
+// request.
+func TestWriteDeadlines(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		switch r.URL.Path {
+		case "/sets":
+			_ = rc.SetWriteDeadline(time.Now().Add(time.Second))
+		case "/late":
+			_ = rc.SetWriteDeadline(time.Now().Add(time.Second))
+			time.Sleep(2 * time.Second)
+		default:
+			time.Sleep(2 * time.Second)
+		}
+		_, _ = io.WriteString(w, r.Method+" "+r.URL.Path)
+	})
+	tests := []struct {
+		name string
+		raw  []string // requests, each sent once the last is answered
+		want []string // the answers' bodies; "" for none
+	}{
+		{"the next request's answer", []string{"GET /sets HTTP/1.1\r\nHost: x\r\n\r\n", "GET /after HTTP/1.1\r\nHost: x\r\n\r\n"},
+			[]string{"GET /sets", "GET /after"}},
+		{"net/http's answer", []string{"GET /sets HTTP/1.1\r\nHost: x\r\n\r\n", "POST /after HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nb"},
+			[]string{"GET /sets", "POST /after"}},
+		{"its own answer", []string{"GET /late HTTP/1.1\r\nHost: x\r\n\r\n"}, []string{""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				client, stop := servePipe(h)
+				defer stop()
+				br := bufio.NewReader(client)
+				for i, raw := range tt.raw {
+					go func() { _, _ = io.WriteString(client, raw) }()
+					resp, err := http.ReadResponse(br, nil)
+					got := ""
+					if err == nil {
+						b, _ := io.ReadAll(resp.Body)
+						got = string(b)
+					}
+					if got != tt.want[i] {
+						t.Errorf("answer %d: %q (%v), want %q", i, got, err, tt.want[i])
+					}
+				}
+			})
+		})
+	}
 }

@@ -52,9 +52,13 @@ func (w *response) watch() {
 	}
 	w.watching = true
 	c := w.c
-	if c.ownDeadline {
+	switch {
+	case w.readSet: // the handler's, held until now
+		_ = c.nc.SetReadDeadline(w.readAt)
+		c.ownDeadline = false
+	case c.ownDeadline:
 		// The header or idle timeout the head was read under would end a
-		// request that waits longer; a deadline the handler set stays.
+		// request that waits longer.
 		_ = c.nc.SetReadDeadline(time.Time{})
 		c.ownDeadline = false
 	}
