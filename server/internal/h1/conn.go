@@ -40,11 +40,10 @@ type conn struct {
 	// guarded by the current response's wmu while a handler runs.
 	ownDeadline bool
 
-	// writeWant is the write deadline of the request being served (zero:
-	// none), and writeApplied the connection's: they meet at the next
-	// write, so a request that sets none and one whose deadline no write
-	// reaches change nothing.
-	writeWant, writeApplied time.Time
+	// writeApplied is the connection's write deadline. The request being
+	// served sets its own (zero: none), which the connection takes at the
+	// next write (see connWriter).
+	writeApplied time.Time
 
 	headerUntil time.Time // the header deadline of the head being read, or zero
 	lastMethod  string    // of the request served last
@@ -249,7 +248,6 @@ func (c *conn) handOver(waiting bool) {
 func (c *conn) serveRequest(h *head) (keep bool) {
 	ctx, cancel := context.WithCancel(c.base)
 	defer cancel()
-	c.writeWant = time.Time{} // the last request's is not this one's, as net/http lifts it
 	proto := http.Request{
 		Method: h.method, URL: h.url, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h.header, Body: http.NoBody, Host: h.host, Close: h.close,
@@ -296,18 +294,39 @@ func (c *conn) serveRequest(h *head) (keep bool) {
 }
 
 // connWriter writes to the connection under the current request's write
-// deadline, set only when it differs from the one the connection has.
+// deadline, which it sets only when it differs from the connection's: a
+// request that sets none, after one that set none, changes nothing, and
+// neither does one whose deadline no write reaches. A failed write ends
+// the request's context, as it ends net/http's.
 type connWriter conn
 
-func (w *connWriter) Write(p []byte) (int, error) {
-	c := (*conn)(w)
-	if !c.writeWant.Equal(c.writeApplied) {
-		if err := c.nc.SetWriteDeadline(c.writeWant); err != nil {
+func (cw *connWriter) Write(p []byte) (int, error) {
+	c := (*conn)(cw)
+	w := c.current.Load()
+	if w == nil {
+		return c.nc.Write(p)
+	}
+	w.wmu.Lock()
+	want := w.writeAt
+	w.writing = true
+	w.wmu.Unlock()
+	if !want.Equal(c.writeApplied) {
+		if err := c.nc.SetWriteDeadline(want); err != nil {
 			return 0, err
 		}
-		c.writeApplied = c.writeWant
+		c.writeApplied = want
 	}
-	return c.nc.Write(p)
+	n, err := c.nc.Write(p)
+	w.wmu.Lock()
+	w.writing = false
+	if w.setWhileWriting {
+		c.writeApplied, w.setWhileWriting = w.writeAt, false
+	}
+	w.wmu.Unlock()
+	if err != nil {
+		w.cancel()
+	}
+	return n, err
 }
 
 // connReader reads the connection, first the byte a watch read ahead.

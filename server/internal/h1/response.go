@@ -45,16 +45,23 @@ type response struct {
 	dated      bool     // the handler set Date, if only to nil
 	lengthSet  bool     // the handler set Content-Length
 
-	wmu       sync.Mutex // guards the following two, which the timer's watch reads
-	watching  bool
-	unwatched bool          // the handler has returned: no watch may start
-	readAt    time.Time     // the read deadline the handler set before the watch started
-	readSet   bool          // readAt is set: the watch reads under it
-	ahead     bool          // a byte was read ahead already: nothing to watch for, as in net/http
-	timed     atomic.Bool   // the watch's timer is done with this request
-	aborting  atomic.Bool   // unwatch is ending the watch's read
-	watched   chan struct{} // closed when the watch's read has returned
-	readErr   error         // what the watch's read ended with, read once watched is closed
+	// wmu guards the fields to readSet, which the watch and the timer
+	// read, and those to setWhileWriting, which a write deadline set from
+	// another goroutine than the writing one reaches.
+	wmu             sync.Mutex
+	watching        bool
+	unwatched       bool      // the handler has returned: no watch may start
+	readAt          time.Time // the read deadline the handler set before the watch started
+	readSet         bool      // readAt is set: the watch reads under it
+	writeAt         time.Time // the write deadline the handler set; zero: none
+	writing         bool      // a write to the connection is under way
+	setWhileWriting bool      // writeAt went to the connection during that write
+
+	ahead    bool          // a byte was read ahead already: nothing to watch for, as in net/http
+	timed    atomic.Bool   // the watch's timer is done with this request
+	aborting atomic.Bool   // unwatch is ending the watch's read
+	watched  chan struct{} // closed when the watch's read has returned
+	readErr  error         // what the watch's read ended with, read once watched is closed
 }
 
 // newResponse is the writer of one request, new for each: a handler's
@@ -242,13 +249,20 @@ func (w *response) SetReadDeadline(t time.Time) error {
 }
 
 // SetWriteDeadline bounds the answer's writes from now on. The connection
-// takes it at its next write (see connWriter), so that a deadline set and
-// not reached by a write costs nothing.
+// takes it at its next write (see connWriter), so that a deadline no write
+// reaches costs nothing; a write under way, which may be blocked on a
+// client that does not read, takes it at once, as under net/http.
 func (w *response) SetWriteDeadline(t time.Time) error {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
 	if w.done.Load() {
 		return errDone
 	}
-	w.c.writeWant = t
+	w.writeAt = t
+	if w.writing {
+		w.setWhileWriting = true
+		return w.c.nc.SetWriteDeadline(t)
+	}
 	return nil
 }
 

@@ -330,3 +330,42 @@ func TestWriteDeadlines(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteDeadlineFromAnotherGoroutine: a write deadline set while the
+// answer's write is blocked on a client that does not read ends that
+// write, as it ends net/http's, and the failed write ends the request's
+// context.
+func TestWriteDeadlineFromAnotherGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		type result struct {
+			err    error
+			ctxErr error
+		}
+		done := make(chan result, 1)
+		client, stop := servePipe(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rc := http.NewResponseController(w)
+			go func() {
+				time.Sleep(time.Second)
+				_ = rc.SetWriteDeadline(time.Now())
+			}()
+			var err error
+			for err == nil {
+				if _, err = w.Write(make([]byte, 64<<10)); err == nil {
+					err = rc.Flush()
+				}
+			}
+			done <- result{err, r.Context().Err()}
+		}))
+		defer stop()
+		if _, err := io.WriteString(client, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		got := <-done // the client reads nothing
+		if !isTimeout(got.err) {
+			t.Errorf("the blocked write ended with %v, want its deadline", got.err)
+		}
+		if got.ctxErr == nil {
+			t.Error("the request's context did not end with its failed write")
+		}
+	})
+}
