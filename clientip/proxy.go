@@ -129,6 +129,16 @@ func (c *proxyConn) RemoteAddr() net.Addr {
 	return c.remote
 }
 
+// CloseWrite half-closes the connection, as net/http's server does before
+// it closes one whose request body it left unread, so that the close does
+// not reset the connection and destroy the answer.
+func (c *proxyConn) CloseWrite() error {
+	if cw, ok := c.raw.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 func (c *proxyConn) Close() error                       { return c.conn.Close() }
 func (c *proxyConn) LocalAddr() net.Addr                { return c.raw.LocalAddr() }
 func (c *proxyConn) SetDeadline(t time.Time) error      { return c.conn.SetDeadline(t) }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/server/internal/config"
@@ -423,6 +425,58 @@ routes:
 			}
 			if want := "limit    big: token-bucket rate 0.001/s, burst 100, " + tc.cost; !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		})
+	}
+}
+
+// TestRefusedBodyEndsCleanly: a request refused with its body unread,
+// one longer than net/http's server drains, is answered, and then its
+// connection half-closed, directly and behind the PROXY protocol: the
+// client reads the refusal and the end of the stream, never a reset that
+// could destroy the answer before the client reads it.
+func TestRefusedBodyEndsCleanly(t *testing.T) {
+	rec := newRecorder(t)
+	cfg := writeConfig(t, `
+routes:
+  - {group: hook, pattern: "POST /p"}
+budgets:
+  hook: {rate: 0.001, burst: 1, per_client: 100, inflight: 100}
+`)
+	for _, tt := range []struct {
+		name   string
+		flags  []string
+		prefix string
+	}{
+		{"direct", nil, ""},
+		{"PROXY protocol", []string{"--proxy-protocol-from", "127.0.0.1/32"}, "PROXY TCP4 192.0.2.7 127.0.0.1 4000 80\r\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := start(t, append([]string{"--upstream", rec.url, "--config", cfg}, tt.flags...)...)
+			addr := strings.TrimPrefix(r.url, "http://")
+			if a := raw(t, addr, tt.prefix+"POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nConnection: close\r\n\r\nb"); a.status != http.StatusOK {
+				t.Fatalf("the first request: %d, want 200", a.status)
+			}
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(testTimeout))
+			if _, err := io.WriteString(c, tt.prefix+"POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n"+strings.Repeat("b", 16<<10)); err != nil {
+				t.Fatal(err)
+			}
+			br := bufio.NewReader(c)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			if resp.StatusCode != http.StatusTooManyRequests {
+				t.Fatalf("status %d, want 429", resp.StatusCode)
+			}
+			if b, err := br.ReadByte(); err != io.EOF {
+				t.Errorf("after the refusal: %q, %v; want the end of the stream", b, err)
 			}
 		})
 	}

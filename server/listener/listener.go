@@ -161,6 +161,16 @@ func (c *limitedConn) Read(b []byte) (int, error) {
 	return c.Conn.Read(b)
 }
 
+// CloseWrite half-closes the connection when it can be, as net/http's
+// server does before it closes one whose request body it left unread, so
+// that the close does not reset the connection and destroy the answer.
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 // Close releases the connection's places once, however often it is called.
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
