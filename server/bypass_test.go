@@ -167,11 +167,14 @@ budgets:
   link: {rate: 0.001, burst: %d, per_client: 100, inflight: 100}
 `, burst))
 	kinds := testrouter.Kinds()
-	rows := make([][][]string, len(bypassSettings)) // setting, spelling, kind
+	rows := make([][][]string, len(bypassSettings)) // setting, spelling, kind; a cell a failed run did not reach stays blank
 	for s := range bypassSettings {
 		rows[s] = make([][]string, len(bypassSpellings))
+		for i := range rows[s] {
+			rows[s][i] = make([]string, len(kinds))
+		}
 	}
-	for _, kind := range kinds {
+	for k, kind := range kinds {
 		up := testrouter.Start(t, kind)
 		for s, setting := range bypassSettings {
 			t.Run(fmt.Sprintf("%s/%s", kind, setting.name), func(t *testing.T) {
@@ -197,7 +200,7 @@ budgets:
 					if i == 0 && hits != burst {
 						t.Errorf("%s, %s, as routed: the limited handler ran %d times, want exactly the burst, %d", kind, setting.name, hits, burst)
 					}
-					rows[s][i] = append(rows[s][i], fmt.Sprintf("%s, %d hits", summarise(answers), hits))
+					rows[s][i][k] = fmt.Sprintf("%s, %d hits", summarise(answers), hits)
 				}
 				// Matching limits only what it should: unrouted paths pass
 				// unlimited and unchanged.

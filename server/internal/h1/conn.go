@@ -51,8 +51,9 @@ type conn struct {
 	current atomic.Pointer[response] // the request being served
 
 	// The watch's timer is armed while requests are served, and left to
-	// run out between them rather than stopped and reset for each, which
-	// costs more than many short requests do (see watchLate).
+	// run out between them: stopping and resetting it for each request
+	// cost a flood of short ones more than a fire every watchAfter does
+	// (see watchLate).
 	timer *time.Timer
 	armed atomic.Bool              // the timer will fire, or its function runs
 	seen  atomic.Pointer[response] // the request current when the timer was armed or last fired

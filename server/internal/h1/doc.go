@@ -2,8 +2,8 @@
 // are most of its traffic and all of a flood's: bodiless HTTP/1.1
 // requests with a plain head. It serves them without net/http's server
 // around the handler (a goroutine and deadline changes per request to
-// watch the client, a copy of the header at WriteHeader), which costs a
-// refusal about a sixth less CPU and an allowed request about a tenth; a
+// watch the client, a copy of the header at WriteHeader), which
+// BenchmarkServe and the proxy's benchmark (docs/performance.md) measure; a
 // request that runs longer than 10 ms is watched, within 20 ms, as
 // net/http watches every request. It serves plaintext listeners only.
 //

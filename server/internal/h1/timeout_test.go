@@ -100,7 +100,8 @@ func TestWatchedRequestDeadlines(t *testing.T) {
 		{"a hold bound", 5 * time.Second, 5 * time.Second},
 		// Nothing reads the connection before the watch: a deadline that
 		// passes sooner ends the request when the watch starts, where
-		// net/http's read, running from the start, would end it at once.
+		// net/http's read, running from the start, would end it at the
+		// deadline.
 		{"a hold bound shorter than the wait for the watch", watchAfter / 2, watchAfter},
 	}
 	for _, tt := range tests {
