@@ -55,8 +55,11 @@ type conn struct {
 	// cost a flood of short ones more than a fire every watchAfter does
 	// (see watchLate).
 	timer *time.Timer
-	armed atomic.Bool              // the timer will fire, or its function runs
-	seen  atomic.Pointer[response] // the request current when the timer was armed or last fired
+	armed atomic.Bool // the timer will fire, or its function runs
+	// lastStart is when the last request began: a request that began
+	// watchAfter or more after it stops the timer when it ends.
+	lastStart time.Time
+	seen      atomic.Pointer[response] // the request current when the timer was armed or last fired
 }
 
 var (
@@ -268,6 +271,9 @@ func (c *conn) serveRequest(h *head) (keep bool) {
 		c.seen.Store(w)
 		c.timer.Reset(watchAfter)
 	}
+	start := time.Now()
+	sparse := start.Sub(c.lastStart) >= watchAfter
+	c.lastStart = start
 	defer func() {
 		if err := recover(); err != nil {
 			keep = false
@@ -291,6 +297,12 @@ func (c *conn) serveRequest(h *head) (keep bool) {
 		return false
 	}
 	w.unwatch()
+	if sparse && c.timer.Stop() {
+		// The next request is likely to come after the fire would: a stop
+		// costs less than a fire that finds the connection idle.
+		c.seen.Store(nil)
+		c.armed.Store(false)
+	}
 	return !w.closeAfter && !w.clientGone()
 }
 

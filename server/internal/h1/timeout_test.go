@@ -219,10 +219,10 @@ func TestHandedHeadKeepsDeadline(t *testing.T) {
 }
 
 // TestWatchTimer: on a connection that serves short requests one after
-// another, a request that waits is still watched once it has run
-// watchAfter, and within twice that, though the timer was armed by an
-// earlier request; and a connection left idle leaves its timer unarmed,
-// holding no request.
+// another, the timer stays armed; a connection left idle leaves it
+// unarmed, holding no request, and a request long after the last stops it
+// when it ends; and a request that waits is watched once it has run
+// watchAfter, within twice that.
 func TestWatchTimer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ended := make(chan time.Duration, 1)
@@ -265,7 +265,11 @@ func TestWatchTimer(t *testing.T) {
 		if c.armed.Load() || c.seen.Load() != nil {
 			t.Errorf("idle: armed %v, holding %p; want the timer unarmed, holding nothing", c.armed.Load(), c.seen.Load())
 		}
-		quick() // arms the timer again
+		quick() // arms the timer, and stops it: the connection's requests are sparse
+		synctest.Wait()
+		if c.armed.Load() {
+			t.Error("a request long after the last left the timer armed, to fire on an idle connection")
+		}
 		time.Sleep(watchAfter / 2)
 		if _, err := io.WriteString(client, "GET /waits HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 			t.Fatal(err)
