@@ -136,7 +136,7 @@ func (c *proxyConn) CloseWrite() error {
 	if cw, ok := c.raw.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()
 	}
-	return nil
+	return errors.ErrUnsupported
 }
 
 func (c *proxyConn) Close() error                       { return c.conn.Close() }

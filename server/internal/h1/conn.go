@@ -319,16 +319,17 @@ func (cw *connWriter) Write(p []byte) (int, error) {
 	if w == nil {
 		return c.nc.Write(p)
 	}
-	w.wmu.Lock()
-	want := w.writeAt
-	w.writing = true
-	w.wmu.Unlock()
-	if !want.Equal(c.writeApplied) {
-		if err := c.nc.SetWriteDeadline(want); err != nil {
+	w.wmu.Lock() // a deadline set from another goroutine goes before or after this one, never under it
+	if !w.writeAt.Equal(c.writeApplied) {
+		if err := c.nc.SetWriteDeadline(w.writeAt); err != nil {
+			w.wmu.Unlock()
+			w.cancel()
 			return 0, err
 		}
-		c.writeApplied = want
+		c.writeApplied = w.writeAt
 	}
+	w.writing = true
+	w.wmu.Unlock()
 	n, err := c.nc.Write(p)
 	w.wmu.Lock()
 	w.writing = false
@@ -399,7 +400,7 @@ func (c *handedConn) CloseWrite() error {
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()
 	}
-	return nil
+	return errors.ErrUnsupported
 }
 
 func (c *handedConn) SetDeadline(t time.Time) error {

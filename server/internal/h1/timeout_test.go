@@ -270,6 +270,11 @@ func TestWatchTimer(t *testing.T) {
 		if c.armed.Load() {
 			t.Error("a request long after the last left the timer armed, to fire on an idle connection")
 		}
+		time.Sleep(watchAfter / 3)
+		quick() // soon after: arms the timer and leaves it armed, for the request after it
+		if !c.armed.Load() {
+			t.Error("a request soon after the last stopped the timer")
+		}
 		time.Sleep(watchAfter / 2)
 		if _, err := io.WriteString(client, "GET /waits HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 			t.Fatal(err)
@@ -286,8 +291,8 @@ func TestWatchTimer(t *testing.T) {
 
 // TestWriteDeadlines: a write deadline a handler sets bounds its own
 // answer's writes, and neither the next request's answer nor, once the
-// connection is handed over, net/http's: as net/http lifts it before every
-// request.
+// connection is handed over, net/http's: as net/http lifts it after every
+// answer.
 func TestWriteDeadlines(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
