@@ -59,7 +59,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if ww.status != 0 {
 				status = ww.status
 			}
-			ww.release()
 			h.settle(r.Context(), r, tickets, verdicts, status)
 		}
 	}()
@@ -67,7 +66,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(ww, r)
 	}
 	settled = true
-	ww.release()
 	h.settle(r.Context(), r, tickets, verdicts, ww.answered())
 	p.w = writer{}
 	passes.Put(p)
@@ -218,7 +216,6 @@ func (h *handler) tell(r *http.Request, g *group, o outcome, status int) {
 func (h *handler) serveOverflow(w http.ResponseWriter, r *http.Request, g *group) int {
 	ww := &writer{ResponseWriter: w}
 	defer g.overflow.Add(-1)
-	defer ww.release()
 	if h.prepare(ww, r) {
 		h.overflow.ServeHTTP(ww, r)
 	}
@@ -242,7 +239,7 @@ func (h *handler) prepare(w *writer, r *http.Request) bool {
 			if h.hold > 0 {
 				hold = now.Add(h.hold)
 				_ = d.SetWriteDeadline(hold)
-				w.held, w.hold = d, hold
+				w.hold = hold
 			}
 			switch {
 			case h.readTimeout > 0 && hasBody:

@@ -7,10 +7,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -193,4 +195,56 @@ func within(t *testing.T, limit time.Duration, wait func()) {
 	case <-time.After(limit):
 		t.Fatalf("still waiting after %v", limit)
 	}
+}
+
+// pipeListener hands out the server ends of in-memory connections, whose
+// writes wait until the other end reads.
+type pipeListener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+func (l *pipeListener) Close() error   { close(l.closed); return nil }
+func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+
+// TestHoldTimeoutBoundsTheLastWrite: a short answer that the handler's
+// writes only buffer goes out when the request ends, after the handler
+// has returned; a client that reads none of it is still cut at the hold
+// bound, not left holding the connection and its server goroutine.
+func TestHoldTimeoutBoundsTheLastWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const hold = time.Second
+		budget := DefaultBudgets()[GroupLink]
+		budget.HoldTimeout = hold
+		d, err := New(Config{Budgets: map[Group]Budget{GroupLink: budget}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: d.Wrap(GroupLink, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			io.WriteString(w, "short")
+		}), nil)}
+		ln := &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(ln) }()
+		client, server := net.Pipe()
+		ln.conns <- server
+		go io.WriteString(client, "GET /l/a HTTP/1.1\r\nHost: x\r\n\r\n")
+		time.Sleep(2 * hold) // the client reads nothing
+		synctest.Wait()
+		client.SetReadDeadline(time.Now())
+		if _, err := client.Read(make([]byte, 1)); err == nil || os.IsTimeout(err) {
+			t.Errorf("after twice the hold bound: %v; want the connection closed", err)
+		}
+		client.Close()
+		srv.Close()
+		<-served
+	})
 }

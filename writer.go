@@ -14,11 +14,8 @@ import (
 // keep working.
 type writer struct {
 	http.ResponseWriter
-	status int // 0 until the handler sends a final status
-	// held is the connection whose write deadline the hold bound set; the
-	// deadline is cleared when the request settles. nil: none was set.
-	held deadliner
-	hold time.Time // the hold bound; zero: none
+	status int       // 0 until the handler sends a final status
+	hold   time.Time // the hold bound; zero: none
 }
 
 // WriteHeader records the first final status; informational 1xx answers other
@@ -64,7 +61,6 @@ func (w *writer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if !w.hold.IsZero() {
 		_ = c.SetDeadline(w.hold)
 	}
-	w.held = nil
 	return c, brw, nil
 }
 
@@ -78,17 +74,6 @@ func (w *writer) answered() int {
 		return http.StatusOK
 	}
 	return w.status
-}
-
-// release clears the write deadline the hold bound set: net/http sets a
-// connection's write deadline anew per request only when its server has a
-// WriteTimeout, so a kept-alive connection's next request would otherwise
-// inherit it. The read deadline it sets anew for every request itself.
-func (w *writer) release() {
-	if w.held != nil {
-		_ = w.held.SetWriteDeadline(time.Time{})
-		w.held = nil
-	}
 }
 
 // deadliner is what a server's ResponseWriter implements to move the
