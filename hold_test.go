@@ -14,6 +14,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/admitgo/admit/internal/pipelisten"
 )
 
 // TestHoldTimeoutFreesSlowReaders pins every link slot with requests whose
@@ -197,24 +199,6 @@ func within(t *testing.T, limit time.Duration, wait func()) {
 	}
 }
 
-// pipeListener hands out the server ends of in-memory connections, whose
-// writes wait until the other end reads.
-type pipeListener struct {
-	conns  chan net.Conn
-	closed chan struct{}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-func (l *pipeListener) Close() error   { close(l.closed); return nil }
-func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
-
 // TestHoldTimeoutBoundsTheLastWrite: a short answer that the handler's
 // writes only buffer goes out when the request ends, after the handler
 // has returned; a client that reads none of it is still cut at the hold
@@ -231,11 +215,10 @@ func TestHoldTimeoutBoundsTheLastWrite(t *testing.T) {
 		srv := &http.Server{Handler: d.Wrap(GroupLink, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			io.WriteString(w, "short")
 		}), nil)}
-		ln := &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+		ln := pipelisten.New()
 		served := make(chan error, 1)
 		go func() { served <- srv.Serve(ln) }()
-		client, server := net.Pipe()
-		ln.conns <- server
+		client := ln.Dial()
 		go io.WriteString(client, "GET /l/a HTTP/1.1\r\nHost: x\r\n\r\n")
 		time.Sleep(2 * hold) // the client reads nothing
 		synctest.Wait()

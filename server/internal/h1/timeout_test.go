@@ -9,24 +9,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/admitgo/admit/internal/pipelisten"
 )
-
-// pipeListener hands out the server ends of in-memory connections.
-type pipeListener struct {
-	conns  chan net.Conn
-	closed chan struct{}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-func (l *pipeListener) Close() error   { close(l.closed); return nil }
-func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
 
 // TestTimeouts: a connection's first head, and a later one that stops
 // coming, are cut ReadHeaderTimeout after they began, and a connection left
@@ -47,13 +32,12 @@ func TestTimeouts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				ln := &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+				ln := pipelisten.New()
 				s := &Server{HTTP: &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
 					ReadHeaderTimeout: header, IdleTimeout: idle}}
 				served := make(chan error, 1)
 				go func() { served <- s.Serve(ln) }()
-				client, server := net.Pipe()
-				ln.conns <- server
+				client := ln.Dial()
 				start := time.Now()
 				closed := make(chan time.Duration, 1)
 				go func() {
@@ -120,12 +104,11 @@ func TestWatchedRequestDeadlines(t *testing.T) {
 						ended <- 0
 					}
 				})
-				ln := &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+				ln := pipelisten.New()
 				s := &Server{HTTP: &http.Server{Handler: h, ReadHeaderTimeout: header, IdleTimeout: idle}}
 				served := make(chan error, 1)
 				go func() { served <- s.Serve(ln) }()
-				client, server := net.Pipe()
-				ln.conns <- server
+				client := ln.Dial()
 				go func() { _, _ = io.Copy(io.Discard, client) }()
 				// The second request waits idle first: its head comes under
 				// the idle timeout, its answer after it.
@@ -151,12 +134,11 @@ func TestWatchedRequestDeadlines(t *testing.T) {
 // servePipe serves h on a new in-memory connection in the test's bubble
 // and returns the client's end and a function that stops the server.
 func servePipe(h http.Handler) (net.Conn, func()) {
-	ln := &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+	ln := pipelisten.New()
 	s := &Server{HTTP: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}}
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ln) }()
-	client, server := net.Pipe()
-	ln.conns <- server
+	client := ln.Dial()
 	return client, func() {
 		client.Close()
 		s.Close()
@@ -226,7 +208,7 @@ func TestHandedHeadKeepsDeadline(t *testing.T) {
 func TestWatchTimer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ended := make(chan time.Duration, 1)
-		ln := &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+		ln := pipelisten.New()
 		s := &Server{HTTP: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path != "/waits" {
 				return
@@ -237,8 +219,7 @@ func TestWatchTimer(t *testing.T) {
 		}), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}}
 		served := make(chan error, 1)
 		go func() { served <- s.Serve(ln) }()
-		client, server := net.Pipe()
-		ln.conns <- server
+		client := ln.Dial()
 		br := bufio.NewReader(client)
 		quick := func() {
 			if _, err := io.WriteString(client, "GET /quick HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
