@@ -115,9 +115,13 @@ type Budget struct {
 	// there and its slots freed, and the request's context ends with it (on
 	// HTTP/1.x once the body has been read, on HTTP/2 once the write
 	// deadline passes). An upgraded connection (a WebSocket) is cut at the
-	// same time. The write deadline is cleared when the request settles, so
-	// a kept-alive connection's next request is not cut by it. It takes
-	// effect where the ResponseWriter supports deadlines, as net/http's do.
+	// same time. The write deadline stays until the answer's last byte is
+	// written: the server lifts it after the answer (net/http's after every
+	// response; on HTTP/2 it is the stream's and ends with it), so a server
+	// whose ResponseWriter sets a connection's deadlines without lifting them
+	// after each answer would carry the bound into the next request. It
+	// takes effect where the ResponseWriter supports deadlines, as
+	// net/http's do.
 	// 0: the default; negative: no bound.
 	HoldTimeout time.Duration
 	// Charge says when a request spends its token. 0: the default.

@@ -95,8 +95,9 @@ func TestHoldTimeoutFreesSlowReaders(t *testing.T) {
 }
 
 // TestHoldTimeoutKeepsConnectionsReusable checks that the write deadline the
-// hold bound sets does not outlive the request: a keep-alive connection's
-// next request, on a route without a bound, is not cut by it.
+// hold bound sets does not outlive the request: net/http lifts it after the
+// answer, so a keep-alive connection's next request, on a route without a
+// bound, is not cut by it.
 func TestHoldTimeoutKeepsConnectionsReusable(t *testing.T) {
 	budget := DefaultBudgets()[GroupLink]
 	budget.HoldTimeout = 50 * time.Millisecond

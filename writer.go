@@ -48,8 +48,8 @@ func (w *writer) Flush() { _ = w.FlushError() }
 // Hijack hands the connection over, as http.Hijacker does, with the hold
 // bound on it: net/http clears a connection's read deadline when it is
 // hijacked, so an upgraded connection (a WebSocket) would otherwise outlive
-// the bound. Once hijacked, the connection is the handler's: settling no
-// longer touches its deadlines.
+// the bound. Once hijacked, the connection and its deadlines are the
+// handler's.
 func (w *writer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
 	if err != nil {

@@ -1,7 +1,8 @@
 // Package pipelisten is a net.Listener of in-memory connections (net.Pipe),
 // for tests that serve HTTP inside a testing/synctest bubble, where a
 // loopback socket cannot be: a pipe's writes wait until the other end
-// reads, and its deadlines follow the bubble's clock.
+// reads, and its deadlines follow the bubble's clock. Call New and Dial
+// inside the bubble, so that its channels and pipes belong to it.
 package pipelisten
 
 import (
@@ -22,13 +23,20 @@ func New() *Listener {
 }
 
 // Dial makes a connection, hands its server end to Accept, and returns its
-// client end once Accept has taken it.
+// client end once Accept has taken it. It panics once the listener is
+// closed, rather than wait for an Accept that will not come.
 func (l *Listener) Dial() net.Conn {
 	client, server := net.Pipe()
-	l.conns <- server
-	return client
+	select {
+	case l.conns <- server:
+		return client
+	case <-l.closed:
+		panic("pipelisten: Dial on a closed listener")
+	}
 }
 
+// Accept returns the server end of the next connection Dial makes, or
+// net.ErrClosed once the listener is closed.
 func (l *Listener) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.conns:
