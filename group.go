@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -29,9 +30,13 @@ type group struct {
 	meters        *groupMeters
 	policy        string         // the RateLimit-Policy item
 	bodies        map[int][]byte // the refusal bodies, by status
-	shards        []shard
-	shardMask     uint32
-	seed          maphash.Seed // of the shard hash
+	// writtenAsIs: the name holds no CR or LF, so its header values go out
+	// as they are, and a refusal's fields can be written without the
+	// header map (see appendRefusalFields).
+	writtenAsIs bool
+	shards      []shard
+	shardMask   uint32
+	seed        maphash.Seed // of the shard hash
 
 	inflight atomic.Int64 // admitted and not settled; at most budget.Inflight
 	overflow atomic.Int64 // over budget and served by the overflow handler; at most budget.Inflight
@@ -90,6 +95,7 @@ func newGroup(name Group, b Budget, set *settings, now int64) *group {
 		w = ceilNanos(client.window)
 	}
 	g.policy = `"` + string(name) + `";q=` + strconv.Itoa(b.Burst) + `;w=` + strconv.Itoa(w)
+	g.writtenAsIs = !strings.ContainsAny(string(name), "\r\n")
 	n := shardsFor(b.MaxClients)
 	g.shards = make([]shard, n)
 	g.shardMask = uint32(n - 1)

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/admitgo/admit/internal/answer"
 )
 
 // maxLimits is how many limits one route may stack.
@@ -39,7 +41,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		passes.Put(p)
 		return
 	} else if i >= 0 {
-		h.refuse(w, r, h.limits[i], &p.tickets[i], p.verdicts[i])
+		h.refuse(w, r, h.limits[i], &p.tickets[i], p.verdicts[i], p.fields[:0])
 		passes.Put(p)
 		return
 	}
@@ -127,7 +129,12 @@ type pass struct {
 	w        writer
 	tickets  [maxLimits]ticket
 	verdicts [maxLimits]verdict
+	fields   [refusalFieldsSize]byte // a refusal's header fields, for a server that writes them whole
 }
+
+// refusalFieldsSize holds a refusal's fields with a group name of a
+// hundred bytes; a longer one makes appending them allocate.
+const refusalFieldsSize = 384
 
 var passes = sync.Pool{New: func() any { return new(pass) }}
 
@@ -143,8 +150,11 @@ func (h *handler) cancel(ctx context.Context, tickets []ticket) {
 
 // refuse answers a request a limit refused, with the overflow handler when
 // there is one and the limit has a free overflow slot, or with 429 or 503
-// and Retry-After. The refusal counts on that limit alone.
-func (h *handler) refuse(w http.ResponseWriter, r *http.Request, g *group, t *ticket, v verdict) {
+// and Retry-After. The refusal counts on that limit alone. A server that
+// writes an answer whole (answer.Writer) gets the refusal's fields as
+// bytes, appended to scratch, when nothing else is in the header: the
+// same answer, without the header map.
+func (h *handler) refuse(w http.ResponseWriter, r *http.Request, g *group, t *ticket, v verdict, scratch []byte) {
 	if h.overflow != nil {
 		if g.takeOverflow() {
 			g.count(t, outcomeCached)
@@ -152,6 +162,15 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, g *group, t *ti
 			return
 		}
 		v.outcome, v.retry = outcomeGroupConcurrency, 1 // the overflow is at the group's cap
+	}
+	if aw, ok := w.(answer.Writer); ok && !closesForBody(r) && len(w.Header()) == 0 {
+		status := v.status()
+		fields := appendRefusalFields(scratch, g, v.retry, h.headers && v.outcome == outcomeRateLimited)
+		if fields != nil && aw.WriteAnswer(status, fields, g.bodies[status]) {
+			g.count(t, v.outcome)
+			h.tell(r, g, v.outcome, status)
+			return
+		}
 	}
 	status := h.refused(w.Header(), g, t, v)
 	writeRefusal(w, r, g, status)

@@ -55,7 +55,7 @@ func secondsValues(n int) [][]string {
 // own timeouts; closing the connection instead skips the drain.
 func writeRefusal(w http.ResponseWriter, r *http.Request, g *group, status int) {
 	h := w.Header()
-	if r.ProtoMajor == 1 && r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+	if closesForBody(r) {
 		h["Connection"] = closeValue
 	}
 	delete(h, "Content-Length")
@@ -63,6 +63,37 @@ func writeRefusal(w http.ResponseWriter, r *http.Request, g *group, status int) 
 	h["X-Content-Type-Options"] = noSniff
 	w.WriteHeader(status)
 	_, _ = w.Write(g.bodies[status])
+}
+
+// appendRefusalFields appends to b the header fields of a refusal by g,
+// byte for byte as writeRefusal and refused put them in the header map and
+// http.Header.Write writes them: sorted by name, each "Name: value\r\n".
+// rateLimit adds the RateLimit fields. It returns nil for a group whose
+// name net/http would rewrite in a value.
+func appendRefusalFields(b []byte, g *group, retry int, rateLimit bool) []byte {
+	if !g.writtenAsIs {
+		return nil
+	}
+	retry = max(retry, 1)
+	b = append(b, "Content-Type: text/plain; charset=utf-8\r\n"...)
+	if rateLimit {
+		b = append(b, "Ratelimit: \""...)
+		b = append(b, g.name...)
+		b = append(b, "\";r=0;t="...)
+		b = strconv.AppendInt(b, int64(retry), 10)
+		b = append(b, "\r\nRatelimit-Policy: "...)
+		b = append(b, g.policy...)
+		b = append(b, "\r\n"...)
+	}
+	b = append(b, "Retry-After: "...)
+	b = strconv.AppendInt(b, int64(retry), 10)
+	return append(b, "\r\nX-Content-Type-Options: nosniff\r\n"...)
+}
+
+// closesForBody reports whether a refusal of r closes its connection: an
+// HTTP/1.x request whose body is unread.
+func closesForBody(r *http.Request) bool {
+	return r.ProtoMajor == 1 && r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
 }
 
 // setHeaders adds the IETF draft RateLimit-Policy and RateLimit structured

@@ -268,3 +268,32 @@ func (w *response) SetWriteDeadline(t time.Time) error {
 
 // EnableFullDuplex has nothing to do: the engine's requests have no body.
 func (w *response) EnableFullDuplex() error { return nil }
+
+// WriteAnswer writes a whole answer the door prepared (see answer.Writer),
+// as WriteHeader, Write and finish would write it from a header of those
+// fields: the fields, Date, the body's length, and Connection: close when
+// the connection closes after it. It takes only what it frames alike: a
+// final status with a body, to a request other than HEAD, before anything
+// else of the answer and with an empty header.
+func (w *response) WriteAnswer(status int, fields, body []byte) bool {
+	if w.status != 0 || w.done.Load() || len(w.header) != 0 || status < 200 || !bodyAllowed(status) ||
+		w.req.Method == http.MethodHead {
+		return false
+	}
+	w.status, w.committed = status, true
+	w.declared, w.written = int64(len(body)), int64(len(body))
+	w.closeAfter = w.closeAfter || w.c.s.shutting.Load()
+	bw := w.c.bw
+	writeStatusLine(bw, status)
+	bw.Write(fields)
+	bw.WriteString("Date: ")
+	bw.Write(appendDate(bw.AvailableBuffer()))
+	bw.WriteString("\r\nContent-Length: ")
+	bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(len(body)), 10))
+	if w.closeAfter {
+		bw.WriteString("\r\nConnection: close")
+	}
+	bw.WriteString("\r\n\r\n")
+	bw.Write(body)
+	return true
+}
