@@ -12,6 +12,8 @@ type Writer interface {
 	// that header and body, and reports whether it did. It writes nothing
 	// and returns false when the answer has begun, the header holds
 	// fields, or the server would frame this answer otherwise; the caller
-	// then answers through the header map.
+	// then answers through the header map. Once it returns true the answer
+	// is whole: its caller must write nothing more, and a panic after it
+	// leaves the answer sent.
 	WriteAnswer(status int, fields, body []byte) bool
 }

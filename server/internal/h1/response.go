@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	whole "github.com/admitgo/admit/internal/answer"
 )
 
 // bufferBeforeChunking is how much of a body the engine holds before it
@@ -268,6 +270,8 @@ func (w *response) SetWriteDeadline(t time.Time) error {
 
 // EnableFullDuplex has nothing to do: the engine's requests have no body.
 func (w *response) EnableFullDuplex() error { return nil }
+
+var _ whole.Writer = (*response)(nil)
 
 // WriteAnswer writes a whole answer the door prepared (see answer.Writer),
 // as WriteHeader, Write and finish would write it from a header of those
