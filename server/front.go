@@ -130,7 +130,7 @@ func (f *front) match(w http.ResponseWriter, r *http.Request, found []routes.Mat
 		if len(names) == 0 {
 			continue
 		}
-		for j, v := range f.table.PathValues(c.Host, m, names) {
+		for j, v := range f.table.PathValues(m, names) {
 			if i == 0 || c.PathValue(names[j]) == "" {
 				c.SetPathValue(names[j], v)
 			}

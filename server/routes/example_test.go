@@ -21,7 +21,7 @@ func ExampleTable_Match() {
 		panic(err)
 	}
 	for _, m := range matched {
-		fmt.Printf("route %d, %s, id %s\n", m.Route, m.How(), table.PathValues(r.Host, m, []string{"id"})[0])
+		fmt.Printf("route %d, %s, id %s\n", m.Route, m.How(), table.PathValues(m, []string{"id"})[0])
 	}
 	// Output: route 1, lower-cased, trailing slash removed, id Abc
 }

@@ -46,6 +46,7 @@ type Table struct {
 	// any case, matches no route in any spelling, since folding changes only
 	// case and the trailing slash. nil when some route's is not a literal.
 	firsts []string
+	wilds  [][]wildcard // per route: its named wildcards
 }
 
 // routeMark is the handler a table registers for route i; a look-up finds
@@ -120,8 +121,10 @@ func New(patterns []string, m Matching) (*Table, error) {
 		_ = register(t.folded, "/", routeMark(-1))
 	}
 	parsed := make([]pattern, len(patterns))
+	t.wilds = make([][]wildcard, len(patterns))
 	for i, p := range patterns {
 		parsed[i] = parsePattern(p)
+		t.wilds[i] = wildcards(p)
 		if m := parsed[i].method; m != "" && m != http.MethodPost && !slices.Contains(t.others, m) {
 			t.others = append(t.others, m)
 		}
@@ -268,59 +271,65 @@ func (t *Table) mayMatch(path string) bool {
 }
 
 // PathValues returns the wildcard values of the route m matched, by name,
-// as ServeMux hands them to its handlers, and, for a lower-cased spelling,
-// in the case the request spelled them: an app that folds case to route
-// still hands its handler the value as sent, so /L/QQQ and /l/QQQ are one
-// value, and one budget.
-func (t *Table) PathValues(host string, m Match, names []string) []string {
+// as ServeMux hands them to its handlers: a {name} wildcard's segment and a
+// {name...} wildcard's rest of the path, unescaped. They are read by
+// position from the spelling m matched, so that, for a lower-cased
+// spelling, they keep the case the request sent: an app that folds case
+// to route still hands its handler the value as sent, so /L/QQQ and
+// /l/QQQ are one value, and one budget.
+func (t *Table) PathValues(m Match, names []string) []string {
+	path := m.sp.path
 	if m.sp.lower {
-		return casedValues(t.patterns[m.Route], m.sp.cased, names)
+		path = m.sp.cased
 	}
-	s := scratches.Get().(*scratch)
-	defer scratches.Put(s)
-	s.set(host, m.sp)
-	t.muxFor(m.sp).ServeHTTP(discardWriter{}, &s.req)
 	values := make([]string, len(names))
-	for i, name := range names {
-		values[i] = s.req.PathValue(name)
+	for _, w := range t.wilds[m.Route] {
+		if i := slices.Index(names, w.name); i >= 0 {
+			values[i] = w.valueIn(path)
+		}
 	}
 	return values
 }
 
-// casedValues returns the values of pattern's wildcards in path, which the
-// pattern matches but for case, by position: a {name} wildcard is its
-// segment, unescaped, and a {name...} wildcard the rest of path.
-func casedValues(pattern, path string, names []string) []string {
-	_, _, pattern = Split(pattern)
-	psegs := strings.Split(strings.TrimPrefix(pattern, "/"), "/")
-	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
-	values := make([]string, len(names))
-	for k, ps := range psegs {
-		if !strings.HasPrefix(ps, "{") || ps == "{$}" || k >= len(segs) {
+// wildcard is a named wildcard of a route's path: ServeMux matches a path
+// segment by segment, so its value is the segment at its place, or the
+// rest of the path from there.
+type wildcard struct {
+	name string
+	seg  int  // its segment's index, the first after the leading slash being 0
+	rest bool // {name...}
+}
+
+// wildcards lists the named wildcards of a pattern's path.
+func wildcards(p string) []wildcard {
+	_, _, path := Split(p)
+	var ws []wildcard
+	for k, s := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
+		if !strings.HasPrefix(s, "{") || s == "{$}" {
 			continue
 		}
-		name, rest := strings.TrimSuffix(strings.Trim(ps, "{}"), "..."), strings.HasSuffix(ps, "...}")
-		v := segs[k]
-		if rest {
-			v = strings.Join(segs[k:], "/")
-		}
-		v, _ = url.PathUnescape(v) // canonical: cannot fail
-		for i, n := range names {
-			if n == name {
-				values[i] = v
-			}
-		}
+		name, rest := strings.CutSuffix(strings.Trim(s, "{}"), "...")
+		ws = append(ws, wildcard{name: name, seg: k, rest: rest})
 	}
-	return values
+	return ws
 }
 
-// discardWriter is the ResponseWriter of look-ups that run a mux: its
-// answer goes nowhere.
-type discardWriter struct{}
-
-func (discardWriter) Header() http.Header         { return http.Header{} }
-func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
-func (discardWriter) WriteHeader(int)             {}
+// valueIn returns w's value in path, which w's pattern matches.
+func (w wildcard) valueIn(path string) string {
+	p := strings.TrimPrefix(path, "/")
+	for range w.seg {
+		i := strings.IndexByte(p, '/')
+		if i < 0 {
+			return ""
+		}
+		p = p[i+1:]
+	}
+	if i := strings.IndexByte(p, '/'); i >= 0 && !w.rest {
+		p = p[:i]
+	}
+	v, _ := url.PathUnescape(p) // canonical: cannot fail
+	return v
+}
 
 // scratch is a request the table looks spellings up with, reused.
 type scratch struct {
