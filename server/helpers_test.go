@@ -38,7 +38,7 @@ func start(t *testing.T, args ...string) *running {
 
 // serverConfig reads args as a command line on free loopback ports, with an empty
 // environment.
-func serverConfig(t *testing.T, args ...string) config.Config {
+func serverConfig(t testing.TB, args ...string) config.Config {
 	t.Helper()
 	args = append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, args...)
 	cfg, err := config.Parse(args, func(string) string { return "" }, io.Discard)
@@ -54,13 +54,13 @@ func frozen() func() time.Time {
 	return func() time.Time { return t0 }
 }
 
-func startConfig(t *testing.T, cfg config.Config) *running {
+func startConfig(t testing.TB, cfg config.Config) *running {
 	t.Helper()
 	return startWith(t, cfg, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
 }
 
 // startWith is startConfig logging to log.
-func startWith(t *testing.T, cfg config.Config, log *slog.Logger) *running {
+func startWith(t testing.TB, cfg config.Config, log *slog.Logger) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s, err := newServer(ctx, cfg, log)
