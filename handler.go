@@ -151,9 +151,11 @@ func (h *handler) cancel(ctx context.Context, tickets []ticket) {
 // refuse answers a request a limit refused, with the overflow handler when
 // there is one and the limit has a free overflow slot, or with 429 or 503
 // and Retry-After. The refusal counts on that limit alone. A server that
-// writes an answer whole (answer.Writer) gets the refusal's fields as
-// bytes, appended to scratch, when nothing else is in the header: the
-// same answer, without the header map.
+// writes an answer whole (answer.Writer) is offered the refusal's fields
+// as bytes, appended to scratch: the same answer, without the header map,
+// which it takes only when nothing else is in the header. The header is
+// not looked at here, so that a server which makes its map on demand
+// makes none.
 func (h *handler) refuse(w http.ResponseWriter, r *http.Request, g *group, t *ticket, v verdict, scratch []byte) {
 	if h.overflow != nil {
 		if g.takeOverflow() {
@@ -163,7 +165,7 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, g *group, t *ti
 		}
 		v.outcome, v.retry = outcomeGroupConcurrency, 1 // the overflow is at the group's cap
 	}
-	if aw, ok := w.(answer.Writer); ok && !closesForBody(r) && len(w.Header()) == 0 {
+	if aw, ok := w.(answer.Writer); ok && !closesForBody(r) {
 		status := v.status()
 		fields := appendRefusalFields(scratch, g, v.retry, h.headers && v.outcome == outcomeRateLimited)
 		if fields != nil && aw.WriteAnswer(status, fields, g.bodies[status]) {

@@ -40,7 +40,8 @@ func TestRefusalFieldsAsHeaderWrite(t *testing.T) {
 }
 
 // wholeWriter is a ResponseWriter that writes answers whole, and records
-// what it was handed.
+// what it was handed. As answer.Writer's contract says, it declines when
+// its header holds a field.
 type wholeWriter struct {
 	*httptest.ResponseRecorder
 	refuse bool // WriteAnswer declines
@@ -48,7 +49,7 @@ type wholeWriter struct {
 }
 
 func (w *wholeWriter) WriteAnswer(status int, fields, body []byte) bool {
-	if w.refuse {
+	if w.refuse || len(w.Header()) != 0 {
 		return false
 	}
 	w.got = append(append([]byte(nil), fields...), body...)

@@ -106,7 +106,7 @@ func (c *conn) serve() {
 		writers.Put(c.bw)
 	}()
 	for first := true; ; first = false {
-		h, ok, waiting, err := c.next(first)
+		h, w, ok, waiting, err := c.next(first)
 		if err != nil {
 			return
 		}
@@ -116,7 +116,7 @@ func (c *conn) serve() {
 			return
 		}
 		c.lastMethod = h.method
-		if !c.serveRequest(&h) || c.s.shutting.Load() {
+		if !c.serveRequest(&h, w) || c.s.shutting.Load() {
 			return
 		}
 		if !c.state.CompareAndSwap(stateActive, stateIdle) {
@@ -133,7 +133,7 @@ func (c *conn) serve() {
 // one within the idle timeout of the last answer until its first byte, then
 // within the header timeout. It returns ok false when the head is for
 // net/http to read, and an error when the connection is done.
-func (c *conn) next(first bool) (h head, ok, waiting bool, err error) {
+func (c *conn) next(first bool) (h head, w *response, ok, waiting bool, err error) {
 	timed := false
 	if first || (c.br.Buffered() == 0 && c.cr.pending < 0) {
 		switch d := c.s.HTTP.IdleTimeout; {
@@ -146,11 +146,11 @@ func (c *conn) next(first bool) (h head, ok, waiting bool, err error) {
 			c.setReadDeadline(time.Time{})
 		}
 		if _, err := c.br.Peek(1); err != nil {
-			return head{}, false, false, err
+			return head{}, nil, false, false, err
 		}
 	}
 	if !c.state.CompareAndSwap(stateIdle, stateActive) {
-		return head{}, false, false, net.ErrClosed
+		return head{}, nil, false, false, net.ErrClosed
 	}
 	if c.lastMethod == http.MethodPost {
 		// As net/http's server tolerates old clients that end a POST
@@ -160,24 +160,28 @@ func (c *conn) next(first bool) (h head, ok, waiting bool, err error) {
 	}
 	for {
 		b, _ := c.br.Peek(c.br.Buffered())
-		h, whole, ok := parseHead(b)
-		if ok {
-			if !c.ownDeadline {
-				// The last handler's deadline (a hold bound) is not this
-				// request's, as net/http lifts it before every request.
-				_ = c.nc.SetReadDeadline(time.Time{})
-				c.ownDeadline = true
+		size := headSize(b)
+		whole := size >= 0
+		if whole {
+			w = new(response) // the request's writer, which its head is read into
+			if h, ok := parseWhole(b[:size], &w.store); ok {
+				if !c.ownDeadline {
+					// The last handler's deadline (a hold bound) is not this
+					// request's, as net/http lifts it before every request.
+					_ = c.nc.SetReadDeadline(time.Time{})
+					c.ownDeadline = true
+				}
+				return h, w, true, false, nil // the engine's deadline left for a watch to lift: a bodiless request reads nothing more
 			}
-			return h, true, false, nil // the engine's deadline left for a watch to lift: a bodiless request reads nothing more
 		}
 		if !first && bytes.HasPrefix(b, []byte("PRI ")) {
 			// HTTP/2's preface after a request: net/http takes it only at
 			// a connection's start, and would switch protocols mid-stream
 			// if handed it as a new connection.
-			return head{}, false, false, errPreface
+			return head{}, nil, false, false, errPreface
 		}
 		if whole || len(b) == bufferSize {
-			return head{}, false, !whole, nil // a whole head the engine does not take, or a long one
+			return head{}, nil, false, !whole, nil // a whole head the engine does not take, or a long one
 		}
 		if !timed {
 			timed = true
@@ -185,9 +189,9 @@ func (c *conn) next(first bool) (h head, ok, waiting bool, err error) {
 		}
 		if _, err := c.br.Peek(len(b) + 1); err != nil {
 			if len(b) > 0 && !isTimeout(err) {
-				return head{}, false, true, nil // net/http answers a head cut short as it does
+				return head{}, nil, false, true, nil // net/http answers a head cut short as it does
 			}
-			return head{}, false, false, err
+			return head{}, nil, false, false, err
 		}
 	}
 }
@@ -247,19 +251,19 @@ func (c *conn) handOver(waiting bool) {
 	c.s.handoff.give(hc)
 }
 
-// serveRequest serves one request and reports whether the connection may
-// carry another.
-func (c *conn) serveRequest(h *head) (keep bool) {
-	ctx, cancel := context.WithCancel(c.base)
-	defer cancel()
+// serveRequest serves one request with w, the writer its head was read
+// into, and reports whether the connection may carry another.
+func (c *conn) serveRequest(h *head, w *response) (keep bool) {
+	w.ctx.Context = c.base
+	defer w.cancel()
 	proto := http.Request{
 		Method: h.method, URL: h.url, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h.header, Body: http.NoBody, Host: h.host, Close: h.close,
 		RemoteAddr: c.addr, RequestURI: h.target,
 	}
-	r := proto.WithContext(ctx)
+	r := proto.WithContext(&w.ctx)
 	_, _ = c.br.Discard(h.size)
-	w := newResponse(c, r, cancel)
+	w.init(c, r)
 	c.current.Store(w)
 	if c.timer == nil {
 		c.timer = time.AfterFunc(time.Hour, c.watchLate)

@@ -23,22 +23,30 @@ type head struct {
 // crlf2 ends a head.
 var crlf2 = []byte("\r\n\r\n")
 
-// parseHead reads the head at the start of b when b holds all of it and it
-// is plain (see the package documentation); ok is false for anything else,
-// which net/http's server then reads, with whole saying whether b held a
-// whole head. It never fails: a head it cannot take is net/http's to take
-// or refuse.
-func parseHead(b []byte) (h head, whole, ok bool) {
-	end := bytes.Index(b, crlf2)
-	if end < 0 {
-		return head{}, false, false
-	}
-	h, ok = parseWhole(b[:end+len(crlf2)])
-	return h, true, ok
+// headStore is memory a head is read into besides its header map and the
+// string its lines share, allocated with the request's writer rather than
+// alone: the URL, and the fields' first values of a head of up to
+// len(values) fields.
+type headStore struct {
+	url    url.URL
+	values [8]string
 }
 
-// parseWhole is parseHead of a whole head, its blank line included.
-func parseWhole(b []byte) (h head, ok bool) {
+// headSize returns the size of the whole head at the start of b, its blank
+// line included, or -1 when b does not hold all of it.
+func headSize(b []byte) int {
+	end := bytes.Index(b, crlf2)
+	if end < 0 {
+		return -1
+	}
+	return end + len(crlf2)
+}
+
+// parseWhole reads a whole head, its blank line included, into st when
+// it is plain (see the package documentation); ok is false for anything
+// else, which net/http's server then reads. It never fails: a head it
+// cannot take is net/http's to take or refuse.
+func parseWhole(b []byte, st *headStore) (h head, ok bool) {
 	end := len(b) - len(crlf2)
 	h.size = len(b)
 	lines := string(b[:end+2]) // every line with its CRLF; one string backs all of the head's strings
@@ -46,13 +54,16 @@ func parseWhole(b []byte) (h head, ok bool) {
 	if h.method, h.target, ok = requestLine(line); !ok {
 		return head{}, false
 	}
-	var err error
-	if h.url, err = url.ParseRequestURI(h.target); err != nil { // as net/http's server parses it
+	if h.url, ok = parseTarget(h.target, &st.url); !ok {
 		return head{}, false
 	}
 	n := strings.Count(rest, "\r\n")
 	h.header = make(http.Header, n)
-	values := make([]string, n) // a field's first value, as textproto keeps them: one allocation for all
+	// A field's first value, as textproto keeps them: one array for all.
+	values := st.values[:]
+	if n > len(values) {
+		values = make([]string, n)
+	}
 	hosts := 0
 	for rest != "" {
 		line, rest, _ = strings.Cut(rest, "\r\n")
@@ -133,3 +144,35 @@ func field(line string) (name, value string, ok bool) {
 	}
 	return http.CanonicalHeaderKey(name), strings.Trim(value, " \t"), true
 }
+
+// parseTarget returns the URL of a request target that requestLine took,
+// as url.ParseRequestURI, which net/http's server calls, returns it. A
+// target whose path holds only bytes that url.URL keeps as they are, and
+// no escape, is a path and a query split at the first '?', read into u:
+// the common request, read without ParseRequestURI's scheme, authority and
+// escaping passes and its allocation. Any other goes to ParseRequestURI
+// (FuzzTarget holds the two to the same URL).
+func parseTarget(target string, u *url.URL) (*url.URL, bool) {
+	path, query, hasQuery := strings.Cut(target, "?")
+	for i := 0; i < len(path); i++ {
+		if !pathByte[path[i]] {
+			u, err := url.ParseRequestURI(target)
+			return u, err == nil
+		}
+	}
+	*u = url.URL{Path: path, RawQuery: query}
+	if hasQuery && query == "" && strings.IndexByte(target, '?') == len(target)-1 {
+		u.ForceQuery = true // a lone '?' at the end
+	}
+	return u, true
+}
+
+// pathByte holds the bytes a URL's path keeps unescaped (url's
+// shouldEscape for a path): letters, digits, and -_.~$&+,/:;=@.
+var pathByte = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			strings.IndexByte("-_.~$&+,/:;=@", byte(c)) >= 0
+	}
+	return t
+}()

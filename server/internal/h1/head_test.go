@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"sync"
@@ -56,6 +57,17 @@ func (o *oracle) serve(t *testing.T, raw string) (served, bool) {
 		return served{}, false
 	}
 	return <-o.got, true
+}
+
+// parseHead reads the head at the start of b as the engine does: whole
+// says whether b holds all of it, ok whether the engine takes it.
+func parseHead(b []byte) (h head, whole, ok bool) {
+	size := headSize(b)
+	if size < 0 {
+		return head{}, false, false
+	}
+	h, ok = parseWhole(b[:size], new(headStore))
+	return h, true, ok
 }
 
 // check holds parseHead to net/http: a head it takes must be one
@@ -137,5 +149,28 @@ func FuzzHead(f *testing.F) {
 	f.Add("HEAD /x HTTP/1.1\r\nHOST: a\r\nx-Y-z: \t1\t\r\n\r\n")
 	f.Fuzz(func(t *testing.T, raw string) {
 		check(t, raw)
+	})
+}
+
+// FuzzTarget holds parseTarget to url.ParseRequestURI on every target
+// requestLine takes.
+func FuzzTarget(f *testing.F) {
+	// Plain paths, queries, a lone and a repeated '?', escapes, bytes a
+	// path escapes, an empty query with more after it, a '//' authority.
+	for _, s := range []string{"/l/x", "/a?b=c&d", "/a?", "/a?b?", "/a??", "/%41", "/a!b", "/a*(b)", "/?", "//x/y", "/a b", "/a%zz"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, target string) {
+		if _, got, ok := requestLine("GET " + target + " HTTP/1.1"); !ok || got != target {
+			return
+		}
+		u, ok := parseTarget(target, new(url.URL))
+		want, err := url.ParseRequestURI(target)
+		if ok != (err == nil) {
+			t.Fatalf("%q: taken %v, ParseRequestURI's error %v", target, ok, err)
+		}
+		if ok && !reflect.DeepEqual(u, want) {
+			t.Fatalf("%q:\n got %#v\nwant %#v", target, u, want)
+		}
 	})
 }

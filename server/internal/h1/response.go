@@ -1,7 +1,6 @@
 package h1
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -26,8 +25,8 @@ const bufferBeforeChunking = 2048
 type response struct {
 	c      *conn
 	req    *http.Request
-	cancel context.CancelFunc
-	header http.Header
+	ctx    requestContext // the request's
+	header http.Header    // nil until Header is called
 
 	status     int         // the final status; 0 until WriteHeader
 	declared   int64       // the length the handler set, or -1
@@ -64,19 +63,31 @@ type response struct {
 	aborting atomic.Bool   // unwatch is ending the watch's read
 	watched  chan struct{} // closed when the watch's read has returned
 	readErr  error         // what the watch's read ended with, read once watched is closed
+
+	store headStore // the request's head was read into it
 }
 
-// newResponse is the writer of one request, new for each: a handler's
+// init readies w, new for each request, to answer r: a handler's
 // goroutine that writes after its handler returned reaches nothing the
 // next request uses. It holds the body in a pooled buffer until finish, so
 // an idle connection keeps none.
-func newResponse(c *conn, r *http.Request, cancel context.CancelFunc) *response {
+func (w *response) init(c *conn, r *http.Request) {
 	buf := bodies.Get().(*[]byte)
-	return &response{c: c, req: r, cancel: cancel, header: make(http.Header), declared: -1,
-		buf: buf, body: (*buf)[:0], closeAfter: r.Close, ahead: c.cr.pending >= 0}
+	w.c, w.req, w.declared = c, r, -1
+	w.buf, w.body, w.closeAfter, w.ahead = buf, (*buf)[:0], r.Close, c.cr.pending >= 0
 }
 
-func (w *response) Header() http.Header { return w.header }
+// cancel ends the request's context.
+func (w *response) cancel() { w.ctx.cancel() }
+
+// Header makes the header map when a handler first asks for it: a refusal
+// the door writes whole (WriteAnswer) never does.
+func (w *response) Header() http.Header {
+	if w.header == nil {
+		w.header = make(http.Header)
+	}
+	return w.header
+}
 
 func (w *response) WriteHeader(code int) {
 	if code < 100 || code > 999 {
