@@ -59,6 +59,7 @@ type conn struct {
 	// lastStart is when the last request began: a request that began
 	// watchAfter or more after it stops the timer when it ends.
 	lastStart time.Time
+	lastEnd   time.Time                // when the last request ended, from which the connection may idle
 	seen      atomic.Pointer[response] // the request current when the timer was armed or last fired
 }
 
@@ -141,7 +142,7 @@ func (c *conn) next(first bool) (h head, w *response, ok, waiting bool, err erro
 			c.headerDeadline()
 			timed = true
 		case d > 0:
-			c.setReadDeadline(time.Now().Add(d))
+			c.setReadDeadline(c.lastEnd.Add(d))
 		default:
 			c.setReadDeadline(time.Time{})
 		}
@@ -275,9 +276,9 @@ func (c *conn) serveRequest(h *head, w *response) (keep bool) {
 		c.seen.Store(w)
 		c.timer.Reset(watchAfter)
 	}
-	start := time.Now()
-	sparse := start.Sub(c.lastStart) >= watchAfter
-	c.lastStart = start
+	w.start = time.Now()
+	sparse := w.start.Sub(c.lastStart) >= watchAfter
+	c.lastStart = w.start
 	defer func() {
 		if err := recover(); err != nil {
 			keep = false
@@ -301,6 +302,7 @@ func (c *conn) serveRequest(h *head, w *response) (keep bool) {
 		return false
 	}
 	w.unwatch()
+	c.lastEnd = w.now()
 	if sparse && c.timer.Stop() {
 		// The next request is likely to come after the fire would: a stop
 		// costs less than a fire that finds the connection idle.

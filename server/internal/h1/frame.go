@@ -132,7 +132,7 @@ func (w *response) commit(final bool, next []byte) {
 	bw := w.c.bw
 	if !w.dated {
 		bw.WriteString("Date: ")
-		bw.Write(appendDate(bw.AvailableBuffer()))
+		bw.Write(appendDate(bw.AvailableBuffer(), w.now()))
 		bw.WriteString("\r\n")
 	}
 	for _, f := range [...]struct{ name, value string }{
@@ -209,8 +209,7 @@ var today atomic.Pointer[date]
 
 // appendDate appends Date's value for now: a connection formats it at most
 // once a second, and none waits on another.
-func appendDate(b []byte) []byte {
-	now := time.Now()
+func appendDate(b []byte, now time.Time) []byte {
 	d := today.Load()
 	if d == nil || d.second != now.Unix() {
 		d = &date{second: now.Unix(), text: now.UTC().AppendFormat(nil, http.TimeFormat)}
