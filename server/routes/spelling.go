@@ -1,9 +1,6 @@
 package routes
 
-import (
-	"net/http"
-	"strings"
-)
+import "strings"
 
 // spelling is one form of a request the table looks up.
 type spelling struct {
@@ -39,9 +36,9 @@ func (t *Table) spellings(method, path string) (list [4]spelling, n int) {
 	return list, 4
 }
 
-// muxFor returns the mux a spelling is looked up in: lower-cased spellings
-// in the folded one.
-func (t *Table) muxFor(sp spelling) *http.ServeMux {
+// treeFor returns the tree a spelling is looked up in: lower-cased
+// spellings in the folded one.
+func (t *Table) treeFor(sp spelling) *tree {
 	if sp.lower {
 		return t.folded
 	}

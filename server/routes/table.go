@@ -1,6 +1,8 @@
 // Package routes finds the routes a canonical request is limited by: every
 // spelling of it that the app's router would send to the same handler,
-// looked up with ServeMux's own matching and precedence.
+// looked up with ServeMux's matching and precedence: ServeMux accepts the
+// patterns, and a copy of its routing tree, held to ServeMux's answers by
+// a differential fuzz test, looks requests up.
 package routes
 
 import (
@@ -9,13 +11,12 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/admitgo/admit/internal/canon"
 )
 
 // Table finds the routes a canonical request is limited by. It uses
-// ServeMux's own matching and precedence, and, since upstream routers
+// ServeMux's matching and precedence, and, since upstream routers
 // commonly fold case and ignore a trailing slash (Express does both by
 // default), it also looks the request up with its path lower-cased and with
 // a trailing slash added or removed, so that a spelling the upstream routes
@@ -24,8 +25,8 @@ import (
 // for concurrent use.
 type Table struct {
 	patterns []string
-	exact    *http.ServeMux // the patterns as written, hosts lower-cased
-	folded   *http.ServeMux // the patterns with their literal path lower-cased; nil without folding
+	exact    *tree // the patterns as written, hosts lower-cased
+	folded   *tree // the patterns with their literal path lower-cased; nil without folding
 	// foldedSame is set when every pattern is lower-case already, so that a
 	// path without upper case needs no second look-up.
 	foldedSame bool
@@ -48,12 +49,6 @@ type Table struct {
 	firsts []string
 	wilds  [][]wildcard // per route: its named wildcards
 }
-
-// routeMark is the handler a table registers for route i; a look-up finds
-// it to learn which route matched.
-type routeMark int
-
-func (routeMark) ServeHTTP(http.ResponseWriter, *http.Request) {}
 
 // Matching is how a table finds the routes of a request: the server's
 // --route-folding, --upstream-profile, --allow-spellings and
@@ -93,32 +88,29 @@ func New(patterns []string, m Matching) (*Table, error) {
 			return nil, fmt.Errorf("pattern %q: %w", p, err)
 		}
 	}
-	t := &Table{patterns: patterns, exact: http.NewServeMux(), foldedSame: true,
+	t := &Table{patterns: patterns, exact: new(tree), foldedSame: true,
 		maps: m.Profile.mappings(), allow: m.Allow, slashes: m.Slashes}
+	// ServeMux judges the patterns, and each tree takes those it accepts.
+	exactMux, foldedMux := http.NewServeMux(), (*http.ServeMux)(nil)
 	if m.Fold {
-		t.folded = http.NewServeMux()
+		t.folded, foldedMux = new(tree), http.NewServeMux()
 	}
 	for i, p := range patterns {
 		exact, folded := patternForms(p)
-		if err := register(t.exact, exact, routeMark(i)); err != nil {
+		if err := register(exactMux, exact, http.NotFoundHandler()); err != nil {
 			return nil, &ConflictError{Route: i, Pattern: p, Why: conflict(err)}
 		}
+		t.exact.add(exact, i)
 		if t.folded == nil {
 			continue
 		}
 		if folded != exact {
 			t.foldedSame = false
 		}
-		if err := register(t.folded, folded, routeMark(i)); err != nil {
+		if err := register(foldedMux, folded, http.NotFoundHandler()); err != nil {
 			return nil, &ConflictError{Route: i, Pattern: p, Folded: true, Why: conflict(err)}
 		}
-	}
-	// A pattern that matches every request, unless a route is one, so that
-	// a look-up that finds no route finds this instead of making ServeMux
-	// work out a 404 or the allowed methods of a 405, which allocates.
-	_ = register(t.exact, "/", routeMark(-1))
-	if t.folded != nil {
-		_ = register(t.folded, "/", routeMark(-1))
+		t.folded.add(folded, i)
 	}
 	parsed := make([]pattern, len(patterns))
 	t.wilds = make([][]wildcard, len(patterns))
@@ -238,7 +230,7 @@ func (t *Table) matchAll(r *http.Request, overrides []string, dst []Match) []Mat
 				sp.how = join(v.how, sp.how)
 				idx := first
 				if first < 0 || i >= 0 || k > 0 {
-					idx = find(t.muxFor(sp), r.Host, sp)
+					idx = find(t.treeFor(sp), r.Host, sp)
 				}
 				if idx >= 0 && !slices.ContainsFunc(dst, func(m Match) bool { return m.Route == idx }) {
 					dst = append(dst, Match{idx, sp})
@@ -331,32 +323,37 @@ func (w wildcard) valueIn(path string) string {
 	return v
 }
 
-// scratch is a request the table looks spellings up with, reused.
-type scratch struct {
-	req http.Request
-	url url.URL
+// find looks one spelling up in tr and returns its route's index, or -1.
+func find(tr *tree, host string, sp spelling) int {
+	return tr.find(host, sp.method, muxPath(sp.path))
 }
 
-var scratches = sync.Pool{New: func() any { return new(scratch) }}
-
-// set points the scratch request at a spelling.
-func (s *scratch) set(host string, sp spelling) {
-	s.url = url.URL{Path: sp.path}
-	if strings.IndexByte(sp.path, '%') >= 0 {
-		s.url.Path, _ = url.PathUnescape(sp.path) // canonical: cannot fail
-		s.url.RawPath = sp.path
+// muxPath is the path ServeMux would match for a spelling's path p: its
+// url.URL's EscapedPath, with p as the raw path. That is p, but when p
+// holds an escape beside a byte a raw path may not hold, which makes
+// EscapedPath escape the unescaped path anew (an escaped slash then
+// splits a segment). Without an escape, EscapedPath escapes bytes of p
+// that matching unescapes again, and that path.Clean leaves alone, so p
+// matches alike.
+func muxPath(p string) string {
+	if strings.IndexByte(p, '%') < 0 {
+		return p
 	}
-	s.req = http.Request{Method: sp.method, Host: host, URL: &s.url, RequestURI: sp.path}
+	for i := 0; i < len(p); i++ {
+		if !rawPathByte[p[i]] {
+			u := url.URL{Path: pathUnescape(p), RawPath: p}
+			return u.EscapedPath()
+		}
+	}
+	return p
 }
 
-// find looks one spelling up in mux and returns its route's index, or -1.
-func find(mux *http.ServeMux, host string, sp spelling) int {
-	s := scratches.Get().(*scratch)
-	defer scratches.Put(s)
-	s.set(host, sp)
-	h, _ := mux.Handler(&s.req)
-	if m, ok := h.(routeMark); ok {
-		return int(m)
+// rawPathByte holds the bytes url.URL keeps in a raw path (its
+// validEncoded): those a path keeps unescaped, '%', and !'()*[].
+var rawPathByte = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			strings.IndexByte("-_.~$&+,/:;=@%!'()*[]", byte(c)) >= 0
 	}
-	return -1
-}
+	return t
+}()
