@@ -37,9 +37,11 @@ func (l *local) admit(_ context.Context, t *ticket, now int64) verdict {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	slot, tabled := s.table.lookup(t.key)
-	prior := s.perClient[t.key]
+	var prior int32
 	if tabled {
 		prior = s.table.entries[slot].inflight
+	} else {
+		prior = s.perClient[t.key]
 	}
 	if int(prior) >= g.budget.PerClient {
 		return g.refusal(outcomeClientConcurrency, 1)

@@ -151,7 +151,7 @@ func field(line string) (name, value string, ok bool) {
 // no escape, is a path and a query split at the first '?', read into u:
 // the common request, read without ParseRequestURI's scheme, authority and
 // escaping passes and its allocation. Any other goes to ParseRequestURI
-// (FuzzTarget holds the two to the same URL).
+// (FuzzTarget holds the two to the same URL). u must be zero.
 func parseTarget(target string, u *url.URL) (*url.URL, bool) {
 	path, query, hasQuery := strings.Cut(target, "?")
 	for i := 0; i < len(path); i++ {
@@ -160,7 +160,7 @@ func parseTarget(target string, u *url.URL) (*url.URL, bool) {
 			return u, err == nil
 		}
 	}
-	*u = url.URL{Path: path, RawQuery: query}
+	u.Path, u.RawQuery = path, query // u is new: its other fields are zero
 	if hasQuery && query == "" && strings.IndexByte(target, '?') == len(target)-1 {
 		u.ForceQuery = true // a lone '?' at the end
 	}
