@@ -33,17 +33,38 @@ func (w *response) writeInformational(code int) {
 
 var excludedNoBody = map[string]bool{"Content-Length": true, "Transfer-Encoding": true}
 
+// writeStatusLine writes the status line of code, as net/http's server
+// writes it.
 func writeStatusLine(bw *bufio.Writer, code int) {
-	bw.WriteString("HTTP/1.1 ")
-	bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(code), 10))
-	bw.WriteByte(' ')
-	if text := http.StatusText(code); text != "" {
-		bw.WriteString(text)
-	} else {
-		bw.WriteString("status code ")
-		bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(code), 10))
+	if code >= 0 && code < len(statusLines) {
+		bw.WriteString(statusLines[code])
+		return
 	}
-	bw.WriteString("\r\n")
+	bw.WriteString(statusLine(code))
+}
+
+// statusLines holds the status lines of the codes below 600, written once.
+var statusLines = func() (lines [600]string) {
+	for code := range lines {
+		lines[code] = statusLine(code)
+	}
+	return lines
+}()
+
+// statusLine is net/http's server's status line of code.
+func statusLine(code int) string {
+	var b strings.Builder
+	b.WriteString("HTTP/1.1 ")
+	b.WriteString(strconv.Itoa(code))
+	b.WriteByte(' ')
+	if text := http.StatusText(code); text != "" {
+		b.WriteString(text)
+	} else {
+		b.WriteString("status code ")
+		b.WriteString(strconv.Itoa(code))
+	}
+	b.WriteString("\r\n")
+	return b.String()
 }
 
 // writeHead writes the status line and the handler's fields, as they
