@@ -47,10 +47,21 @@ func wildcardNames(pattern string) []string {
 	return names
 }
 
+// spellingRequest is a GET of the escaped path of a spelling.
+func spellingRequest(path string) *http.Request {
+	r := &http.Request{Method: "GET", Host: "example.com", URL: &url.URL{Path: path}, RequestURI: path}
+	if strings.IndexByte(path, '%') >= 0 {
+		r.URL.Path, _ = url.PathUnescape(path)
+		r.URL.RawPath = path
+	}
+	return r
+}
+
 // checkPathValues checks, for every pattern, that a table hands over the
-// values ServeMux would for the request with target as it is, and, for a
-// spelling found by folding, the values of the folded pattern on the
-// folded path in the case the request sent them.
+// values ServeMux would for the request with target as it is, for a
+// spelling with its trailing slash toggled the values ServeMux would for
+// that path, and, for a lower-cased spelling, the values of the folded
+// pattern on the folded path in the case the request sent them.
 func checkPathValues(t *testing.T, target string) {
 	u, err := url.ParseRequestURI(target)
 	if err != nil || !strings.HasPrefix(target, "/") {
@@ -80,15 +91,19 @@ func checkPathValues(t *testing.T, target string) {
 				continue
 			}
 			if !m.sp.lower {
-				continue // a toggled slash: checked as the request as it is, below
+				// A toggled slash alone: what ServeMux hands the pattern's
+				// handler for the path with its slash toggled.
+				want, ok := muxValues(p, spellingRequest(m.sp.path))
+				if !ok {
+					t.Fatalf("%s: spelling %q of %q matched, ServeMux did not", p, m.sp.path, target)
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s on %q (%s): values %q, ServeMux hands %q", p, target, m.How(), got, want)
+				}
+				continue
 			}
 			_, folded := patternForms(p)
-			fr := &http.Request{Method: "GET", Host: "example.com", URL: &url.URL{Path: m.sp.path}, RequestURI: m.sp.path}
-			if strings.IndexByte(m.sp.path, '%') >= 0 {
-				fr.URL.Path, _ = url.PathUnescape(m.sp.path)
-				fr.URL.RawPath = m.sp.path
-			}
-			want, ok := muxValues(folded, fr)
+			want, ok := muxValues(folded, spellingRequest(m.sp.path))
 			if !ok {
 				t.Fatalf("%s: folded spelling %q of %q matched, ServeMux did not", p, m.sp.path, target)
 			}

@@ -30,9 +30,18 @@ func Host(p string) string {
 
 // Check refuses a pattern ServeMux would, worded in the pattern's own terms
 // (see patternError).
+//
+// It also refuses a path with an empty, "." or ".." segment that has no
+// method, which ServeMux takes: such a segment matches no cleaned path
+// (ServeMux refuses it beside a method for that reason), and ServeMux reads
+// an empty one as an anonymous wildcard, which would limit /api/v1/users
+// under a route written /api//users.
 func Check(p string) error {
 	if err := register(http.NewServeMux(), p, http.NotFoundHandler()); err != nil {
 		return patternError(p, err)
+	}
+	if _, _, path := Split(p); path != cleanPath(path) {
+		return errUncleanPath
 	}
 	return nil
 }

@@ -66,6 +66,13 @@ func TestCheckAndConflict(t *testing.T) {
 		{"GET example.com", "no path: want [METHOD ][HOST]/PATH, such as GET /l/{id}"},
 		{"GET /l/{id", `segment "{id" has no closing '}': a wildcard is a whole segment, such as {id} or {rest...}`},
 		{"GET /l/{a}/{a}", `segment "{a}": another segment has a wildcard of that name`},
+		// ServeMux takes these without a method, reading // as a wildcard.
+		{"/api//users", "the path has an empty, . or .. segment: requests are cleaned before matching, so it would match none"},
+		{"example.com/a/./b", "the path has an empty, . or .. segment: requests are cleaned before matching, so it would match none"},
+		{"/a/..", "the path has an empty, . or .. segment: requests are cleaned before matching, so it would match none"},
+		{"GET /a//", "the path has an empty, . or .. segment: requests are cleaned before matching, so it would match none"},
+		{"/a/", ""},
+		{"/a/{$}", ""},
 	} {
 		err := Check(tc.pattern)
 		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && got != tc.want {

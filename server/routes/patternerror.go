@@ -7,6 +7,10 @@ import (
 	"strings"
 )
 
+// errUncleanPath refuses a pattern whose path ServeMux would not match as
+// written.
+var errUncleanPath = errors.New("the path has an empty, . or .. segment: requests are cleaned before matching, so it would match none")
+
 // patternError words ServeMux's refusal of pattern in the pattern's own
 // terms: the method, host or path segment at fault and what it should be.
 // ServeMux's message counts bytes ("at offset 7") and names its reasons
@@ -35,7 +39,7 @@ func patternError(pattern string, err error) error {
 	case strings.HasPrefix(why, "host contains '{'"):
 		return errors.New("the host holds a '{': wildcards belong in the path, after the first /")
 	case strings.HasPrefix(why, "non-CONNECT pattern with unclean path"):
-		return errors.New("the path has an empty, . or .. segment: requests are cleaned before matching, so it would match none")
+		return errUncleanPath
 	case why == "bad wildcard segment (must start with '{')":
 		return fmt.Errorf("segment %q: a wildcard is a whole segment, such as {id} or {rest...}", seg)
 	case why == "bad wildcard segment (must end with '}')":

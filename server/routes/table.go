@@ -2,7 +2,7 @@
 // spelling of it that the app's router would send to the same handler,
 // looked up with ServeMux's matching and precedence: ServeMux accepts the
 // patterns, and a copy of its routing tree, held to ServeMux's answers by
-// a differential fuzz test, looks requests up.
+// differential tests, looks requests up.
 package routes
 
 import (

@@ -1,6 +1,7 @@
 package routes
 
 import (
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
@@ -41,12 +42,12 @@ type mark int
 func (mark) ServeHTTP(http.ResponseWriter, *http.Request) {}
 
 // trees builds a tree and a ServeMux of the patterns that some selects
-// (bit i: treePatterns[i]), each pattern that ServeMux accepts beside the
-// ones before it, as New builds a table's.
-func trees(some uint32) (*tree, *http.ServeMux) {
+// (bit i: treePatterns[i]) and of extra, each pattern that Check and
+// ServeMux accept beside the ones before it, as New builds a table's.
+func trees(some uint32, extra string) (*tree, *http.ServeMux) {
 	tr, mux := new(tree), http.NewServeMux()
-	for i, p := range treePatterns {
-		if some&(1<<i) != 0 && register(mux, p, mark(i)) == nil {
+	for i, p := range append(treePatterns[:len(treePatterns):len(treePatterns)], extra) {
+		if (i == len(treePatterns) || some&(1<<i) != 0) && Check(p) == nil && register(mux, p, mark(i)) == nil {
 			tr.add(p, i)
 		}
 	}
@@ -71,20 +72,20 @@ func muxRoute(mux *http.ServeMux, method, host, escaped string) (int, bool) {
 	return -1, true
 }
 
-// checkTree holds the tree of the patterns some selects to ServeMux for
-// one request.
-func checkTree(t *testing.T, some uint32, method, host, path string) {
+// checkTree holds the tree of the patterns some selects, and extra, to
+// ServeMux for one request.
+func checkTree(t *testing.T, some uint32, extra, method, host, path string) {
 	t.Helper()
 	if !strings.HasPrefix(path, "/") || method == "" || method == "CONNECT" {
 		return // what canon refuses before any look-up
 	}
-	tr, mux := trees(some)
+	tr, mux := trees(some, extra)
 	want, ok := muxRoute(mux, method, host, path)
 	if !ok {
 		return
 	}
 	if got := tr.find(host, method, muxPath(path)); got != want {
-		t.Errorf("patterns %#x, %s %s%s: tree finds %d, ServeMux %d", some, method, host, path, got, want)
+		t.Errorf("patterns %#x and %q, %s %s%s: tree finds %d, ServeMux %d", some, extra, method, host, path, got, want)
 	}
 }
 
@@ -110,7 +111,7 @@ func TestTreeAsServeMux(t *testing.T) {
 			for _, method := range []string{"GET", "HEAD", "POST", "DELETE", "PUT"} {
 				for _, host := range []string{"", "example.com", "example.com:8080", "other.org", "[::1]:80"} {
 					for _, p := range paths {
-						checkTree(t, set, method, host, p)
+						checkTree(t, set, "", method, host, p)
 					}
 				}
 			}
@@ -118,13 +119,67 @@ func TestTreeAsServeMux(t *testing.T) {
 	}
 }
 
-// FuzzTree is TestTreeAsServeMux for any table of the patterns and any
-// request.
+// FuzzTree is TestTreeAsServeMux for any table of the patterns and one
+// pattern more, of any shape, and any request.
 func FuzzTree(f *testing.F) {
-	f.Add(uint32(1<<len(treePatterns)-1), "GET", "example.com", "/l/x")
-	f.Add(uint32(0b100000), "HEAD", "", "/f/x/")
-	f.Add(uint32(0b11110000), "POST", "example.com:80", "/a/%2F/b/c")
-	f.Fuzz(func(t *testing.T, some uint32, method, host, path string) {
-		checkTree(t, some, method, host, path)
+	f.Add(uint32(1<<len(treePatterns)-1), "", "GET", "example.com", "/l/x")
+	f.Add(uint32(0b100000), "/f/{a}/", "HEAD", "", "/f/x/")
+	f.Add(uint32(0b11110000), "POST /a/%2f/{x...}", "POST", "example.com:80", "/a/%2F/b/c")
+	f.Add(uint32(0), "/api//users", "GET", "", "/api/v1/users")
+	f.Add(uint32(1), "example.com/{$}", "HEAD", "EXAMPLE.com", "/")
+	f.Fuzz(func(t *testing.T, some uint32, extra, method, host, path string) {
+		checkTree(t, some, extra, method, host, path)
 	})
+}
+
+// TestTreeRandomTables holds the tree to ServeMux for random tables of
+// patterns built from every part a pattern has (methods, hosts, literal,
+// escaped, wildcard, rest, {$} and trailing-slash segments, and the empty,
+// "." and ".." segments Check refuses) and random requests, from a fixed
+// seed.
+func TestTreeRandomTables(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pick := func(xs []string) string { return xs[rng.IntN(len(xs))] }
+	methods := []string{"", "", "GET ", "HEAD ", "POST "}
+	hosts := []string{"", "", "example.com", "[::1]"}
+	segs := []string{"a", "b", "A", "{x}", "{y}", "%61", "%2F", "", ".", "..", "a.b", "b...}"}
+	ends := []string{"", "", "/", "/{$}", "/{r...}"}
+	pathSegs := []string{"a", "b", "A", "x", "%61", "%2F", "%2f", "", ".", ".."}
+	reqHosts := []string{"", "example.com", "example.com:80", "[::1]:80", "other"}
+	for range 3000 {
+		var patterns []string
+		for range 1 + rng.IntN(5) {
+			p := pick(methods) + pick(hosts)
+			for range rng.IntN(4) {
+				p += "/" + pick(segs)
+			}
+			if p += pick(ends); !strings.Contains(p, "/") {
+				p += "/"
+			}
+			patterns = append(patterns, p)
+		}
+		tr, mux := new(tree), http.NewServeMux()
+		for i, p := range patterns {
+			if Check(p) == nil && register(mux, p, mark(i)) == nil {
+				tr.add(p, i)
+			}
+		}
+		for range 30 {
+			path := ""
+			for range 1 + rng.IntN(4) {
+				path += "/" + pick(pathSegs)
+			}
+			if rng.IntN(3) == 0 {
+				path += "/"
+			}
+			method, host := pick([]string{"GET", "HEAD", "POST", "PUT"}), pick(reqHosts)
+			want, ok := muxRoute(mux, method, host, path)
+			if !ok {
+				continue
+			}
+			if got := tr.find(host, method, muxPath(path)); got != want {
+				t.Fatalf("patterns %q, %s %s%s: tree finds %d, ServeMux %d", patterns, method, host, path, got, want)
+			}
+		}
+	}
 }
