@@ -166,13 +166,17 @@ func BenchmarkServedCPU(b *testing.B) {
 // at a time, until it has taken n answers, and it checks the status of
 // each answer.
 type memConn struct {
-	n      int
 	status string // what every answer must be; "": any
 	req    []byte
-	off    int // of req, read
 	done   chan struct{}
 	once   sync.Once
-	err    error
+
+	// A watch reads on a goroutine of its own while the handler's writes
+	// the answer.
+	mu  sync.Mutex // guards the following
+	n   int
+	off int // of req, read
+	err error
 }
 
 func newMemConn(n int, status string) *memConn {
@@ -180,6 +184,8 @@ func newMemConn(n int, status string) *memConn {
 }
 
 func (c *memConn) Read(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	// The end comes between requests: a watch may have read one ahead.
 	if (c.n <= 0 || c.err != nil) && c.off == 0 {
 		return 0, io.EOF
@@ -195,6 +201,8 @@ func (c *memConn) Write(p []byte) (int, error) {
 	if !bytes.HasPrefix(p, []byte("HTTP/1.1 ")) {
 		return len(p), nil
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.status != "" && (len(p) < 12 || string(p[9:12]) != c.status) && c.err == nil {
 		c.err = fmt.Errorf("answer %q, want status %s", p, c.status)
 	}

@@ -12,8 +12,14 @@ import (
 // context's own do. It has an AfterFunc method, which the context package
 // uses to tell the contexts derived from it (WithCancel, WithTimeout,
 // AfterFunc) of its end; without one, each would wait for it in a
-// goroutine of its own. Its zero value is not usable: init sets its
-// parent.
+// goroutine of its own. A context derived from a context.WithValue of it
+// still does, until the request ends, as from any context that is not the
+// context package's own: admit's handlers derive theirs from the request's
+// context itself.
+//
+// Its zero value is not usable: serveRequest sets its parent, the
+// connection's context, which must hold no context.WithCancel:
+// context.Cause would read that one's cause instead of this one's error.
 type requestContext struct {
 	context.Context // the connection's: its values; no deadline, never done
 
