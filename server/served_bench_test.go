@@ -13,8 +13,31 @@ import (
 	"testing"
 	"time"
 
+	"github.com/admitgo/admit/server/internal/config"
 	"github.com/admitgo/admit/server/internal/h1"
 )
+
+// servedCases are the requests both benchmarks serve: a link route whose
+// budget admits everything, to an upstream, and a flood of one client far
+// over the default link budget, answered 429.
+var servedCases = []servedCase{
+	{"allowed", []string{"--config", "testdata/bench-allowed.yaml"}, "200"},
+	{"refused", nil, "429"},
+}
+
+type servedCase struct {
+	name   string
+	args   []string // besides the upstream and the link route
+	status string   // of every answer
+}
+
+// config is the case's server configuration, with a clock that stands
+// still, so that no token comes back during the flood.
+func (tc servedCase) config(b *testing.B, upstream string) config.Config {
+	cfg := serverConfig(b, append([]string{"--upstream", upstream, "--route", "link=GET /l/{id}"}, tc.args...)...)
+	cfg.Now = frozen()
+	return cfg
+}
 
 // BenchmarkServed sends requests through the whole server (listener, HTTP/1.1
 // engine, front, door, upstream client) from 64 kept-alive loopback
@@ -30,18 +53,9 @@ import (
 // benchstat, and the allocations are the server's but for the clients' few.
 func BenchmarkServed(b *testing.B) {
 	up := benchUpstream(b)
-	for _, tc := range []struct {
-		name   string
-		args   []string
-		status string
-	}{
-		{"allowed", []string{"--config", "testdata/bench-allowed.yaml"}, "200"},
-		{"refused", nil, "429"},
-	} {
+	for _, tc := range servedCases {
 		b.Run(tc.name, func(b *testing.B) {
-			cfg := serverConfig(b, append([]string{"--upstream", up, "--route", "link=GET /l/{id}"}, tc.args...)...)
-			cfg.Now = frozen() // no token comes back during the flood
-			r := startConfig(b, cfg)
+			r := startConfig(b, tc.config(b, up))
 			addr := r.s.ln.Addr().String()
 			req := []byte("GET /l/x HTTP/1.1\r\nHost: " + addr + "\r\n\r\n")
 			if tc.status == "429" { // spend the burst, so that every request of the loop is refused
@@ -124,18 +138,9 @@ func readServed(c net.Conn, br *bufio.Reader, req []byte) (status [3]byte, err e
 //	go test -run XXX -bench BenchmarkServedCPU -count 8 ./server
 func BenchmarkServedCPU(b *testing.B) {
 	up := benchUpstream(b)
-	for _, tc := range []struct {
-		name   string
-		args   []string
-		status string
-	}{
-		{"allowed", []string{"--config", "testdata/bench-allowed.yaml"}, "200"},
-		{"refused", nil, "429"},
-	} {
+	for _, tc := range servedCases {
 		b.Run(tc.name, func(b *testing.B) {
-			cfg := serverConfig(b, append([]string{"--upstream", up, "--route", "link=GET /l/{id}"}, tc.args...)...)
-			cfg.Now = frozen()
-			s, err := newServer(b.Context(), cfg, slog.New(slog.DiscardHandler))
+			s, err := newServer(b.Context(), tc.config(b, up), slog.New(slog.DiscardHandler))
 			if err != nil {
 				b.Fatal(err)
 			}
