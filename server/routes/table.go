@@ -296,12 +296,10 @@ type wildcard struct {
 func wildcards(p string) []wildcard {
 	_, _, path := Split(p)
 	var ws []wildcard
-	for k, s := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
-		if !strings.HasPrefix(s, "{") || s == "{$}" {
-			continue
+	for k, sg := range segments(path) {
+		if sg.wild && sg.s != "" {
+			ws = append(ws, wildcard{name: sg.s, seg: k, rest: sg.multi})
 		}
-		name, rest := strings.CutSuffix(strings.Trim(s, "{}"), "...")
-		ws = append(ws, wildcard{name: name, seg: k, rest: rest})
 	}
 	return ws
 }

@@ -41,12 +41,7 @@ type node struct {
 // add puts a pattern ServeMux has just accepted beside the tree's others
 // into the tree, for route.
 func (t *tree) add(pattern string, route int) {
-	method, rest := "", pattern
-	if i := strings.IndexAny(pattern, " \t"); i >= 0 {
-		method, rest = pattern[:i], strings.TrimLeft(pattern[i+1:], " \t")
-	}
-	i := strings.IndexByte(rest, '/')
-	host, p := rest[:i], rest[i:]
+	method, host, path := Split(pattern)
 	if t.hosts == nil {
 		t.hosts = make(map[string]methods)
 	}
@@ -60,40 +55,59 @@ func (t *tree) add(pattern string, route int) {
 		n = new(node)
 		ms[method] = n
 	}
-	segments := 0
-	for len(p) > 0 {
-		p = p[1:]
-		segments++
-		if p == "" { // a trailing slash
-			n = n.child(&n.multi)
-			n.end(route, true, segments)
-			return
-		}
-		seg := p
-		if j := strings.IndexByte(p, '/'); j >= 0 {
-			seg, p = p[:j], p[j:]
-		} else {
-			p = ""
-		}
+	segs := segments(path)
+	for _, sg := range segs {
 		switch {
-		case seg == "{$}":
-			n = n.literal("/")
-		case strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "...}"):
+		case sg.multi:
 			n = n.child(&n.multi)
-			n.end(route, true, segments)
+			n.end(route, true, len(segs))
 			return
-		case strings.HasPrefix(seg, "{"):
-			n = n.child(&n.wild)
-		case pathUnescape(seg) == "":
-			// ServeMux keeps an empty literal where a {name} wildcard
+		case sg.wild || sg.s == "":
+			// ServeMux files an empty literal where a {name} wildcard
 			// goes (Check refuses such patterns; a tree matches as
 			// ServeMux does all the same).
 			n = n.child(&n.wild)
 		default:
-			n = n.literal(pathUnescape(seg))
+			n = n.literal(sg.s)
 		}
 	}
-	n.end(route, false, segments)
+	n.end(route, false, len(segs))
+}
+
+// segment is a segment of a pattern's path as ServeMux reads it: a
+// literal, unescaped ("/" for {$}), a {name} wildcard, or a multi
+// wildcard ({name...}, or a trailing slash, which has no name).
+type segment struct {
+	s           string // the literal, or the wildcard's name
+	wild, multi bool
+}
+
+// segments takes the path of a pattern ServeMux has accepted apart as
+// ServeMux does.
+func segments(path string) []segment {
+	var segs []segment
+	for len(path) > 0 {
+		path = path[1:]
+		if path == "" {
+			return append(segs, segment{wild: true, multi: true}) // a trailing slash
+		}
+		seg := path
+		if i := strings.IndexByte(path, '/'); i >= 0 {
+			seg, path = path[:i], path[i:]
+		} else {
+			path = ""
+		}
+		switch {
+		case seg == "{$}":
+			segs = append(segs, segment{s: "/"})
+		case strings.HasPrefix(seg, "{"):
+			name, multi := strings.CutSuffix(seg[1:len(seg)-1], "...")
+			segs = append(segs, segment{s: name, wild: true, multi: multi})
+		default:
+			segs = append(segs, segment{s: pathUnescape(seg)})
+		}
+	}
+	return segs
 }
 
 func (n *node) child(c **node) *node {
