@@ -131,7 +131,9 @@ func TestParseHead(t *testing.T) {
 		{"GET /x HTTP/1.1 \r\nHost: a\r\n\r\n", false},                  // trailing space
 		{"G(T /x HTTP/1.1\r\nHost: a\r\n\r\n", false},                   // method not a token
 		{"GET /x HTTP/1.1\r\nHost: a\r\nX-A_b.c~: d\r\n\r\n", true},     // odd but token
-		{"GET /%zz HTTP/1.1\r\nHost: a\r\n\r\n", false},                 // ParseRequestURI refuses it
+		// More fields than the writer holds values for, one repeated.
+		{"GET /x?q HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\nE: 5\r\nF: 6\r\nG: 7\r\nH: 8\r\nA: 9\r\nI: 10\r\n\r\n", true},
+		{"GET /%zz HTTP/1.1\r\nHost: a\r\n\r\n", false}, // ParseRequestURI refuses it
 		{"GET /x HTTP/1.1\r\nHost: a\r\nConnection: close, x\r\n\r\n", false},
 	}
 	for _, tt := range tests {
