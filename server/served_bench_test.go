@@ -176,7 +176,7 @@ type memConn struct {
 	done   chan struct{}
 	once   sync.Once
 
-	// A watch reads on a goroutine of its own while the handler's writes
+	// A watch reads on a goroutine of its own while the handler's goroutine writes
 	// the answer.
 	mu  sync.Mutex // guards the following
 	n   int
