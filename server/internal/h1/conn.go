@@ -39,6 +39,9 @@ type conn struct {
 	// header or idle timeout, or the end of a watch), not the handler's;
 	// guarded by the current response's wmu while a handler runs.
 	ownDeadline bool
+	// readAt is the read deadline the engine set last (zero: none), while
+	// ownDeadline holds.
+	readAt time.Time
 
 	// writeApplied is the connection's write deadline. The request being
 	// served sets its own (zero: none), which the connection takes at the
@@ -142,7 +145,7 @@ func (c *conn) next(first bool) (h head, w *response, ok, waiting bool, err erro
 			c.headerDeadline()
 			timed = true
 		case d > 0:
-			c.setReadDeadline(c.lastEnd.Add(d))
+			c.idleDeadline(c.lastEnd.Add(d), d)
 		default:
 			c.setReadDeadline(time.Time{})
 		}
@@ -169,8 +172,7 @@ func (c *conn) next(first bool) (h head, w *response, ok, waiting bool, err erro
 				if !c.ownDeadline {
 					// The last handler's deadline (a hold bound) is not this
 					// request's, as net/http lifts it before every request.
-					_ = c.nc.SetReadDeadline(time.Time{})
-					c.ownDeadline = true
+					c.setReadDeadline(time.Time{})
 				}
 				return h, w, true, false, nil // the engine's deadline left for a watch to lift: a bodiless request reads nothing more
 			}
@@ -211,8 +213,26 @@ func (c *conn) headerDeadline() {
 // lifts unless the handler has set one since.
 func (c *conn) setReadDeadline(t time.Time) {
 	_ = c.nc.SetReadDeadline(t)
-	c.ownDeadline = true
+	c.ownDeadline, c.readAt = true, t
 }
+
+// idleDeadline bounds the wait for the next head by the idle timeout d,
+// due after the last answer. A deadline of the engine's that already falls
+// at or after due, by at most idleSlack(d), stands: a connection that
+// serves requests back to back would otherwise move it, a runtime timer
+// and two clock reads, once per request. So an idle connection closes
+// between d and d plus the slack after its last answer.
+func (c *conn) idleDeadline(due time.Time, d time.Duration) {
+	slack := idleSlack(d)
+	if c.ownDeadline && !c.readAt.Before(due) && c.readAt.Sub(due) <= slack {
+		return
+	}
+	c.setReadDeadline(due.Add(slack))
+}
+
+// idleSlack is how long after the idle timeout d an idle connection may
+// stay open: an eighth of d, at most a second.
+func idleSlack(d time.Duration) time.Duration { return min(d/8, time.Second) }
 
 // errPreface ends a connection that sends HTTP/2's preface after a request.
 var errPreface = errors.New("h1: HTTP/2 preface after a request")

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -25,7 +26,7 @@ func TestTimeouts(t *testing.T) {
 		want       time.Duration
 	}{
 		{"slow head", "GET /a HTTP/1.1\r\nHost:", 0, header},
-		{"idle", "GET /a HTTP/1.1\r\nHost: x\r\n\r\n", 1, idle},
+		{"idle", "GET /a HTTP/1.1\r\nHost: x\r\n\r\n", 1, idle + idleSlack(idle)},
 		{"nothing sent", "", 0, header},
 		{"idle, then a slow head", "GET /a HTTP/1.1\r\nHost: x\r\n\r\nG", 1, header},
 	}
@@ -129,6 +130,73 @@ func TestWatchedRequestDeadlines(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestIdleDeadlineStands: a connection that serves requests one after
+// another moves its read deadline once, not once per request, and still
+// closes no sooner than IdleTimeout after its last answer, and no later
+// than the slack after that.
+func TestIdleDeadlineStands(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const idle = time.Minute
+		ln := &countingListener{Listener: pipelisten.New()}
+		s := &Server{HTTP: &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
+			ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idle}}
+		served := make(chan error, 1)
+		go func() { served <- s.Serve(ln) }()
+		client := ln.Listener.Dial()
+		br := bufio.NewReader(client)
+		const requests = 30
+		var last time.Time
+		for range requests {
+			if _, err := io.WriteString(client, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := http.ReadResponse(br, nil); err != nil {
+				t.Fatal(err)
+			}
+			last = time.Now()
+			time.Sleep(watchAfter / 3)
+		}
+		// The first head's header deadline, then one idle deadline.
+		if got := ln.deadlines.Load(); got > 2 {
+			t.Errorf("%d requests set the read deadline %d times, want at most 2", requests, got)
+		}
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Errorf("read: %v, want EOF", err)
+		}
+		if got, slack := time.Since(last), idleSlack(idle); got < idle || got > idle+slack {
+			t.Errorf("closed %v after the last answer, want %v to %v", got, idle, idle+slack)
+		}
+		client.Close()
+		s.Close()
+		<-served
+	})
+}
+
+// countingListener counts the read deadlines set on the connections it
+// accepts.
+type countingListener struct {
+	*pipelisten.Listener
+	deadlines atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Conn: c, deadlines: &l.deadlines}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	deadlines *atomic.Int64
+}
+
+func (c *countingConn) SetReadDeadline(t time.Time) error {
+	c.deadlines.Add(1)
+	return c.Conn.SetReadDeadline(t)
 }
 
 // servePipe serves h on a new in-memory connection in the test's bubble

@@ -98,7 +98,7 @@ func (w *response) unwatch() {
 	w.aborting.Store(true)
 	_ = w.c.nc.SetReadDeadline(aLongTimeAgo)
 	<-w.watched
-	w.c.ownDeadline = true // lifted by the next watch, or moved on by the next wait
+	w.c.ownDeadline, w.c.readAt = true, aLongTimeAgo // lifted by the next watch, or moved on by the next wait
 }
 
 // clientGone reports whether the watch saw the connection end.
