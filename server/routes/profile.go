@@ -110,17 +110,14 @@ type variant struct {
 	path, how string
 }
 
-// maxVariants bounds the variants of one path: the path itself and, once
-// more decoded by a hop, as canonical and as the app reads it, and of each,
-// cut at an encoded delimiter, without parameters, without a format, and
-// after two front controllers.
-const maxVariants = 3 * 6
-
 // variants appends to dst the paths a canonical path is routed as: path
 // itself first, then, when encoded percent signs are allowed through, the
 // path a decoding hop passes on, read canonically and as the app reads it,
 // then what each of maps makes of each. A path none of them changes is the
-// only variant, found without allocating.
+// only variant, found without allocating. There are at most 18: the path
+// itself and, once more decoded by a hop, as canonical and as the app reads
+// it, and of each, cut at an encoded delimiter, without parameters, without
+// a format, and after two front controllers.
 func variants(path string, maps mapping, allow canon.Classes, slashes canon.Slashes, dst []variant) []variant {
 	dst = append(dst, variant{path: path})
 	if allow.Has(canon.EncodedPercent) && strings.Contains(path, "%25") {

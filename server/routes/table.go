@@ -202,9 +202,9 @@ const (
 // them. It allocates only to map, to fold, or for a path with variants.
 func (t *Table) matchAll(r *http.Request, overrides []string, dst []Match) []Match {
 	path := r.URL.EscapedPath()
-	// Room for the path alone, the common case: a buffer of maxVariants
-	// (576 bytes of pointers) is cleared on every call, and was matchAll's
-	// largest cost under a flood of refusals.
+	// Room for the path alone, the common case: a buffer for all 18
+	// variants (576 bytes of pointers) was cleared on every call, and was
+	// matchAll's largest cost under a flood of refusals.
 	var one [1]variant
 	vs := variants(path, t.maps, t.allow, t.slashes, one[:0])
 	first := -1
