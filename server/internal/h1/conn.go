@@ -183,12 +183,14 @@ func (c *conn) next(first bool) (h head, w *response, ok, waiting bool, err erro
 			// if handed it as a new connection.
 			return head{}, nil, false, false, errPreface
 		}
-		if whole || len(b) == bufferSize {
-			return head{}, nil, false, !whole, nil // a whole head the engine does not take, or a long one
-		}
-		if !timed {
+		if !whole && !timed {
+			// Before a long head goes to net/http too: it keeps the
+			// deadline it began under, which must be its own.
 			timed = true
 			c.headerDeadline()
+		}
+		if whole || len(b) == bufferSize {
+			return head{}, nil, false, !whole, nil // a whole head the engine does not take, or a long one
 		}
 		if _, err := c.br.Peek(len(b) + 1); err != nil {
 			if len(b) > 0 && !isTimeout(err) {

@@ -268,6 +268,33 @@ func TestHandedHeadKeepsDeadline(t *testing.T) {
 	})
 }
 
+// TestLongHeadAfterHeaderTimeout: a later head too long for the engine,
+// arriving at once after the connection has lived longer than the header
+// timeout, goes to net/http under a header deadline of its own, not the
+// first head's, which has passed.
+func TestLongHeadAfterHeaderTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client, stop := servePipe(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+		defer stop()
+		br := bufio.NewReader(client)
+		long := "GET /b HTTP/1.1\r\nHost: x\r\nCookie: " + strings.Repeat("c", bufferSize) + "\r\n\r\n"
+		for i, raw := range []string{"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", long} {
+			if i == 1 {
+				time.Sleep(11 * time.Second) // past the first head's 10 s
+			}
+			go func() { _, _ = io.WriteString(client, raw) }()
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("request %d: %v", i+1, err)
+			}
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("request %d: status %d, want 200", i+1, resp.StatusCode)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+		}
+	})
+}
+
 // TestWatchTimer: on a connection that serves short requests one after
 // another, the timer stays armed; a connection left idle leaves it
 // unarmed, holding no request, and a request long after the last stops it
