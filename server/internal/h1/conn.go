@@ -134,9 +134,10 @@ func (c *conn) serve() {
 
 // next waits for the next request's head, as net/http's server does: the
 // first within the header timeout of the connection's start, every later
-// one within the idle timeout of the last answer until its first byte, then
-// within the header timeout. It returns ok false when the head is for
-// net/http to read, and an error when the connection is done.
+// one within the idle timeout of the last answer (up to idleSlack later)
+// until its first byte, then within the header timeout. It returns ok false
+// when the head is for net/http to read, and an error when the connection
+// is done.
 func (c *conn) next(first bool) (h head, w *response, ok, waiting bool, err error) {
 	timed := false
 	if first || (c.br.Buffered() == 0 && c.cr.pending < 0) {
@@ -146,7 +147,7 @@ func (c *conn) next(first bool) (h head, w *response, ok, waiting bool, err erro
 			timed = true
 		case d > 0:
 			c.idleDeadline(c.lastEnd.Add(d), d)
-		default:
+		case !c.ownDeadline || !c.readAt.IsZero():
 			c.setReadDeadline(time.Time{})
 		}
 		if _, err := c.br.Peek(1); err != nil {

@@ -15,9 +15,9 @@ import (
 )
 
 // TestTimeouts: a connection's first head, and a later one that stops
-// coming, are cut ReadHeaderTimeout after they began, and a connection left
-// idle after an answer IdleTimeout after it, as net/http's server cuts
-// them.
+// coming, are cut ReadHeaderTimeout after they began, as net/http's server
+// cuts them, and a connection left idle after an answer IdleTimeout after
+// it, and the slack (see idleDeadline).
 func TestTimeouts(t *testing.T) {
 	const header, idle = 10 * time.Second, time.Minute
 	tests := []struct {
@@ -133,45 +133,69 @@ func TestWatchedRequestDeadlines(t *testing.T) {
 }
 
 // TestIdleDeadlineStands: a connection that serves requests one after
-// another moves its read deadline once, not once per request, and still
-// closes no sooner than IdleTimeout after its last answer, and no later
-// than the slack after that.
+// another moves its read deadline about once per slack, not once per
+// request, and still closes no sooner than IdleTimeout after its last
+// answer, and no later than the slack after that: with traffic shorter
+// than the slack, and with traffic longer than it that has a watched
+// request in its midst (the watch lifts the deadline and leaves one in the
+// past, which the next wait must replace).
 func TestIdleDeadlineStands(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const idle = time.Minute
-		ln := &countingListener{Listener: pipelisten.New()}
-		s := &Server{HTTP: &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
-			ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idle}}
-		served := make(chan error, 1)
-		go func() { served <- s.Serve(ln) }()
-		client := ln.Listener.Dial()
-		br := bufio.NewReader(client)
-		const requests = 30
-		var last time.Time
-		for range requests {
-			if _, err := io.WriteString(client, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := http.ReadResponse(br, nil); err != nil {
-				t.Fatal(err)
-			}
-			last = time.Now()
-			time.Sleep(watchAfter / 3)
-		}
+	tests := []struct {
+		name      string
+		idle      time.Duration
+		requests  int
+		every     time.Duration
+		waits     int // the request whose handler runs long enough to be watched; -1: none
+		deadlines int64
+	}{
 		// The first head's header deadline, then one idle deadline.
-		if got := ln.deadlines.Load(); got > 2 {
-			t.Errorf("%d requests set the read deadline %d times, want at most 2", requests, got)
-		}
-		if _, err := br.ReadByte(); err != io.EOF {
-			t.Errorf("read: %v, want EOF", err)
-		}
-		if got, slack := time.Since(last), idleSlack(idle); got < idle || got > idle+slack {
-			t.Errorf("closed %v after the last answer, want %v to %v", got, idle, idle+slack)
-		}
-		client.Close()
-		s.Close()
-		<-served
-	})
+		{"shorter than the slack", time.Minute, 30, watchAfter / 3, -1, 2},
+		// 6 s of traffic under a 1 s slack: about 7, and 3 for the watch.
+		{"longer than the slack", 8 * time.Second, 40, 150 * time.Millisecond, 20, 12},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ln := &countingListener{Listener: pipelisten.New()}
+				s := &Server{HTTP: &http.Server{Handler: http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+					if r.URL.Path == "/waits" {
+						time.Sleep(3 * watchAfter)
+					}
+				}), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: tt.idle}}
+				served := make(chan error, 1)
+				go func() { served <- s.Serve(ln) }()
+				client := ln.Listener.Dial()
+				br := bufio.NewReader(client)
+				var last time.Time
+				for i := range tt.requests {
+					path := "/a"
+					if i == tt.waits {
+						path = "/waits"
+					}
+					if _, err := io.WriteString(client, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := http.ReadResponse(br, nil); err != nil {
+						t.Fatal(err)
+					}
+					last = time.Now()
+					time.Sleep(tt.every)
+				}
+				if got := ln.deadlines.Load(); got > tt.deadlines {
+					t.Errorf("%d requests set the read deadline %d times, want at most %d", tt.requests, got, tt.deadlines)
+				}
+				if _, err := br.ReadByte(); err != io.EOF {
+					t.Errorf("read: %v, want EOF", err)
+				}
+				if got, slack := time.Since(last), idleSlack(tt.idle); got < tt.idle || got > tt.idle+slack {
+					t.Errorf("closed %v after the last answer, want %v to %v", got, tt.idle, tt.idle+slack)
+				}
+				client.Close()
+				s.Close()
+				<-served
+			})
+		})
+	}
 }
 
 // countingListener counts the read deadlines set on the connections it
