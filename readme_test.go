@@ -59,7 +59,7 @@ func TestReadmeFiguresComeFromOneRun(t *testing.T) {
 	blocks := generatedBlocks(t)
 	known := map[float64]bool{}
 	for name, b := range blocks {
-		if !regexp.MustCompile(`\d{4}-\d\d-\d\d`).MatchString(b) || !regexp.MustCompile("`(?:[A-Z]+=\\S+ )*(?:scripts/|bench/run|go test|make )[^`]*`|go test -").MatchString(b) {
+		if !regexp.MustCompile(`\d{4}-\d\d-\d\d`).MatchString(b) || !regexp.MustCompile("`(?:[A-Z_]+=\\S+ )*(?:scripts/|bench/run|go test|make )[^`]*`|go test -").MatchString(b) {
 			t.Errorf("generated block %q names no date or no command it was made by", name)
 		}
 		for _, f := range figures(b) {

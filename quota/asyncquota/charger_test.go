@@ -262,7 +262,7 @@ func TestOneReplicaNeverPassesTheLimit(t *testing.T) {
 		}
 		clk.Advance(step)
 	}
-	checkBound(t, rule, admitted, step, 0)
+	checkBound(t, rule, admitted, step, 20*step, 0)
 }
 
 func TestRefund(t *testing.T) {

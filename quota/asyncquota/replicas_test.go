@@ -120,7 +120,7 @@ func TestReplicasStayWithinBound(t *testing.T) {
 							}
 							clk.Advance(step)
 						}
-						checkBound(t, rule, admitted, step, asyncquota.Bound(rule, replicas, interval))
+						checkBound(t, rule, admitted, step, interval, asyncquota.Bound(rule, replicas, interval))
 					})
 				}
 			}
@@ -132,8 +132,9 @@ func TestReplicasStayWithinBound(t *testing.T) {
 // window's start, against what one exact store lets through plus bound:
 // for GCRA over every span of steps, for a fixed window in each window.
 // It also wants the whole run to admit at least the budget, less one
-// interval's refill (GCRA) or one window's limit.
-func checkBound(t *testing.T, rule quota.Rule, admitted []int64, step time.Duration, bound int64) {
+// interval's refill (GCRA) or one window's limit, for replicas that
+// reconcile every interval.
+func checkBound(t *testing.T, rule quota.Rule, admitted []int64, step, interval time.Duration, bound int64) {
 	t.Helper()
 	prefix := make([]int64, len(admitted)+1)
 	for i, a := range admitted {
@@ -164,7 +165,7 @@ func checkBound(t *testing.T, rule quota.Rule, admitted []int64, step time.Durat
 	run := time.Duration(len(admitted)) * step
 	floor := int64(rule.Limit) * int64(run) / int64(rule.Window)
 	if rule.Algorithm == quota.GCRA {
-		floor -= int64(rule.Limit) * int64(100*time.Millisecond) / int64(rule.Window)
+		floor -= int64(rule.Limit) * int64(interval) / int64(rule.Window)
 	} else {
 		floor -= int64(rule.Limit)
 	}
