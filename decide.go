@@ -80,7 +80,7 @@ func (d *Door) Decide(ctx context.Context, rt Route, client netip.Prefix, header
 		h.tell(nil, g, verd.outcome, v.Status)
 		return v, nil, nil
 	}
-	tickets, verdicts := p.tickets[:len(h.limits)], p.verdicts[:len(h.limits)]
+	tickets, verdicts := p.tickets, p.verdicts
 	v.Status, v.Outcome = http.StatusOK, outcomeOK.String()
 	for _, verd := range verdicts {
 		if verd.outcome != outcomeOK {

@@ -162,7 +162,8 @@ func (d *Door) Budget(g Group) (Budget, bool) {
 // The route's body cap, read deadline and hold bound are the strictest of
 // its groups'.
 type Route struct {
-	// Groups are the route's limits, 1 to 8, each at most once.
+	// Groups are the route's limits, 1 or more, each at most once. A
+	// request through a route of up to 8 admits without allocating.
 	Groups []Group
 	// Cost is what a request spends in each limit; 0 means 1. It may not
 	// exceed a limit's Burst (or a fixed window's Limit).
@@ -173,7 +174,7 @@ type Route struct {
 }
 
 // Handler returns a handler that admits requests to next under rt. It
-// refuses a route that names an unknown group, stacks too many, costs more
+// refuses a route that names no group or an unknown one, costs more
 // than a limit holds, or whose every limit is keyed by a value the client
 // chooses (a header or a path value, without Key.Authenticated): such a
 // route would give a forger a fresh budget per value.
@@ -192,8 +193,8 @@ func (d *Door) Handler(rt Route, next http.Handler) (http.Handler, error) {
 // route returns the limits of rt, checked as Handler documents, without
 // the handlers they admit to.
 func (d *Door) route(rt Route) (*handler, error) {
-	if len(rt.Groups) == 0 || len(rt.Groups) > maxLimits {
-		return nil, fmt.Errorf("admit: route %v: %d groups, want 1 to %d", rt.Groups, len(rt.Groups), maxLimits)
+	if len(rt.Groups) == 0 {
+		return nil, fmt.Errorf("admit: route %v: no groups, want 1 or more", rt.Groups)
 	}
 	cost := max(rt.Cost, 1)
 	if rt.Cost < 0 {

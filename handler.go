@@ -9,12 +9,15 @@ import (
 	"github.com/admitgo/admit/internal/answer"
 )
 
-// maxLimits is how many limits one route may stack.
-const maxLimits = 8
+// pooledLimits is how many limits a pass holds without allocating: as
+// many as a route of the server's configuration stacks. A handler of more
+// (the server's, for a request whose spellings match several routes)
+// allocates its request's.
+const pooledLimits = 8
 
 // handler is what Handler returns: a route's limits in front of next.
 type handler struct {
-	limits   []*group // in the route's order; 1 to maxLimits
+	limits   []*group // in the route's order; 1 or more, each a group of the door once
 	cost     int32    // what a request spends in each limit
 	next     http.Handler
 	overflow http.Handler
@@ -45,7 +48,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		passes.Put(p)
 		return
 	}
-	tickets, verdicts := p.tickets[:len(h.limits)], p.verdicts[:len(h.limits)]
+	tickets, verdicts := p.tickets, p.verdicts
 	if h.headers {
 		h.setHeaders(w.Header(), tickets, verdicts)
 	}
@@ -80,7 +83,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // r is nil for a request that is not HTTP; header holds the values limits
 // are keyed by.
 func (h *handler) admitAll(ctx context.Context, r *http.Request, header http.Header, client *clientKey, p *pass) (int, error) {
-	tickets, verdicts := p.tickets[:len(h.limits)], p.verdicts[:len(h.limits)]
+	p.size(len(h.limits))
+	tickets, verdicts := p.tickets, p.verdicts
 	now := h.now()
 	admitted := 0 // limits whose admission must be undone should a store panic
 	defer func() {
@@ -126,10 +130,23 @@ func (h *handler) admitAll(ctx context.Context, r *http.Request, header http.Hea
 // request has settled or been refused. Every ticket a request uses is
 // written by admission before it is read.
 type pass struct {
-	w        writer
-	tickets  [maxLimits]ticket
-	verdicts [maxLimits]verdict
-	fields   [refusalFieldsSize]byte // a refusal's header fields, for a server that writes them whole
+	w writer
+	// One per limit of the handler, in its order: the arrays' below, or
+	// allocated for a handler of more limits than they hold (see size).
+	tickets     []ticket
+	verdicts    []verdict
+	ticketsArr  [pooledLimits]ticket
+	verdictsArr [pooledLimits]verdict
+	fields      [refusalFieldsSize]byte // a refusal's header fields, for a server that writes them whole
+}
+
+// size readies p's tickets and verdicts for a handler of n limits.
+func (p *pass) size(n int) {
+	if n <= pooledLimits {
+		p.tickets, p.verdicts = p.ticketsArr[:n], p.verdictsArr[:n]
+		return
+	}
+	p.tickets, p.verdicts = make([]ticket, n), make([]verdict, n)
 }
 
 // refusalFieldsSize holds a refusal's fields with a group name of a

@@ -78,6 +78,34 @@ func TestStackedLimitsSpendNothingWhenOneRefuses(t *testing.T) {
 	}
 }
 
+// TestStackedBeyondAPass stacks more limits than a pass holds without
+// allocating, the last the tightest and keyed by tenant: every limit
+// holds, and a refusal by the last spends nothing in the others.
+func TestStackedBeyondAPass(t *testing.T) {
+	budgets := map[Group]Budget{}
+	var groups []Group
+	for i := range pooledLimits + 2 {
+		g := Group(fmt.Sprintf("g%d", i))
+		budgets[g] = Budget{Rate: 1e-9, Burst: 4, PerClient: 100, Inflight: 100}
+		groups = append(groups, g)
+	}
+	last := groups[len(groups)-1]
+	budgets[last] = Budget{Rate: 1e-9, Burst: 2, PerClient: 100, Inflight: 100, Key: Key{PathValue: "tenant", Authenticated: true}}
+	d := newDoor(t, newClock(), Config{Budgets: budgets})
+	h := route(t, d, Route{Groups: groups}, status(http.StatusOK))
+	if got := send(h, 5, func() *http.Request { return tenantReq("192.0.2.1:1", "acme") }); got != 2 {
+		t.Fatalf("%d limits: %d admitted, want the last one's burst, 2", len(groups), got)
+	}
+	// The same address for another tenant: the first limits kept the 2
+	// its refusals by the last would have spent.
+	if got := send(h, 5, func() *http.Request { return tenantReq("192.0.2.1:1", "other") }); got != 2 {
+		t.Errorf("another tenant: %d admitted, want 2, what is left of the address's 4", got)
+	}
+	for _, g := range groups {
+		assertIdle(t, d.groups[g])
+	}
+}
+
 func TestCost(t *testing.T) {
 	d := newDoor(t, newClock(), Config{})
 	h := route(t, d, Route{Groups: []Group{GroupLink}, Cost: 5}, status(http.StatusOK))

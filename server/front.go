@@ -200,7 +200,7 @@ func (f *front) combined(matched []routes.Match) (admit.Route, http.Handler) {
 	rt := admit.Route{Cost: first.rt.Cost, Overflow: first.rt.Overflow}
 	for _, m := range matched {
 		for _, g := range f.routes[m.Route].rt.Groups {
-			if !slices.Contains(rt.Groups, g) && len(rt.Groups) < config.MaxStacked {
+			if !slices.Contains(rt.Groups, g) { // all of them: dropping one would let this spelling walk around it
 				rt.Groups = append(rt.Groups, g)
 			}
 		}
