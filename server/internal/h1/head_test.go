@@ -176,3 +176,25 @@ func FuzzTarget(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParseWhole reads the heads a flood and a browser send.
+func BenchmarkParseWhole(b *testing.B) {
+	heads := []struct{ name, head string }{
+		{"wrk", "GET /l/abc HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"},
+		{"browser", "GET /l/abc?ref=mail HTTP/1.1\r\nHost: example.com\r\nUser-Agent: Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0\r\n" +
+			"Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8\r\nAccept-Language: en-US,en;q=0.5\r\n" +
+			"Accept-Encoding: gzip, deflate, br\r\nConnection: keep-alive\r\nUpgrade-Insecure-Requests: 1\r\n\r\n"},
+	}
+	for _, h := range heads {
+		b.Run(h.name, func(b *testing.B) {
+			raw := []byte(h.head)
+			var st headStore
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok := parseWhole(raw[:headSize(raw)], &st); !ok {
+					b.Fatal("not taken")
+				}
+			}
+		})
+	}
+}
