@@ -101,6 +101,11 @@ func TestStackedBeyondAPass(t *testing.T) {
 	if got := send(h, 5, func() *http.Request { return tenantReq("192.0.2.1:1", "other") }); got != 2 {
 		t.Errorf("another tenant: %d admitted, want 2, what is left of the address's 4", got)
 	}
+	// The address's limits, the first eight and the ninth, beyond the
+	// pass's arrays, are spent.
+	if got := send(h, 5, func() *http.Request { return tenantReq("192.0.2.1:1", "third") }); got != 0 {
+		t.Errorf("a third tenant: %d admitted, want 0: the address has spent its 4", got)
+	}
 	for _, g := range groups {
 		assertIdle(t, d.groups[g])
 	}

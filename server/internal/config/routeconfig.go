@@ -93,7 +93,9 @@ func claimsGRPCHealth(pattern string) bool {
 	return strings.HasPrefix(path, GRPCHealthPath) || path == strings.TrimSuffix(GRPCHealthPath, "/")
 }
 
-// MaxStacked is how many limits one route may stack, as the door allows.
+// MaxStacked is how many limits one route of the configuration may stack:
+// as many as the door admits under without allocating. A request matching
+// several routes is limited by all of theirs (see the server's combined).
 const MaxStacked = 8
 
 // matching returns how the configuration's route table matches.

@@ -39,8 +39,9 @@ type conn struct {
 	// header or idle timeout, or the end of a watch), not the handler's;
 	// guarded by the current response's wmu while a handler runs.
 	ownDeadline bool
-	// readAt is the read deadline the engine set last (zero: none), while
-	// ownDeadline holds.
+	// readAt is the read deadline the engine set last (zero: none). While
+	// ownDeadline holds it is the connection's, which lets a wait keep it
+	// instead of setting it again: every other setter clears ownDeadline.
 	readAt time.Time
 
 	// writeApplied is the connection's write deadline. The request being

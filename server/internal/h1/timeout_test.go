@@ -198,6 +198,48 @@ func TestIdleDeadlineStands(t *testing.T) {
 	}
 }
 
+// TestNoIdleTimeout: without an idle timeout a connection waits for its
+// next head with no deadline, set once, not once per request, and a hold
+// bound a watched handler set does not reach the next wait.
+func TestNoIdleTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ln := &countingListener{Listener: pipelisten.New()}
+		s := &Server{HTTP: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/held" {
+				_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(5 * time.Second))
+				time.Sleep(3 * watchAfter) // watched, under the hold bound
+			}
+		}), ReadHeaderTimeout: 10 * time.Second}}
+		served := make(chan error, 1)
+		go func() { served <- s.Serve(ln) }()
+		client := ln.Listener.Dial()
+		br := bufio.NewReader(client)
+		get := func(path string) {
+			t.Helper()
+			if _, err := io.WriteString(client, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := http.ReadResponse(br, nil); err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+		}
+		for range 30 {
+			get("/a")
+			time.Sleep(watchAfter / 3)
+		}
+		// The first head's header deadline, then none.
+		if got := ln.deadlines.Load(); got > 2 {
+			t.Errorf("30 requests set the read deadline %d times, want at most 2", got)
+		}
+		get("/held")
+		time.Sleep(10 * time.Second) // past the hold bound, and the header timeout
+		get("/a")
+		client.Close()
+		s.Close()
+		<-served
+	})
+}
+
 // countingListener counts the read deadlines set on the connections it
 // accepts.
 type countingListener struct {
