@@ -1,12 +1,18 @@
 package routes
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/admitgo/admit/internal/pipelisten"
 )
 
 // TestParamMethods reads _method as the frameworks respell it: any
@@ -73,4 +79,64 @@ func TestParamMethods(t *testing.T) {
 func bodyLeft(r *http.Request) (string, error) {
 	b, err := io.ReadAll(r.Body)
 	return string(b), err
+}
+
+// TestFormBodyTimeout: a form body that stops coming is read for at most
+// formScanTimeout, then the request is refused with ErrFormBody, under
+// net/http's server: a client cannot hold the front by sending the body a
+// _method may be in slowly. A body that arrives in time is read.
+func TestFormBodyTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pause   time.Duration // before the body's last byte; 0: it never comes
+		wantErr error
+		wait    time.Duration // how long paramMethods took
+	}{
+		{"stops coming", 0, ErrFormBody, formScanTimeout},
+		{"slow but in time", formScanTimeout - time.Second, nil, formScanTimeout - time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				type result struct {
+					methods []string
+					err     error
+					took    time.Duration
+				}
+				got := make(chan result, 1)
+				ln := pipelisten.New()
+				srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					start := time.Now()
+					ms, err := paramMethods(w, r, Generic.mappings(), []string{"DELETE"})
+					got <- result{ms, err, time.Since(start)}
+				})}
+				go func() { _ = srv.Serve(ln) }()
+				defer srv.Close()
+				client := ln.Dial()
+				defer client.Close()
+				go func() { _, _ = io.Copy(io.Discard, client) }()
+				body := "_method=DELETE"
+				head := "POST /l/abc HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n" +
+					"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
+				if _, err := io.WriteString(client, head+body[:len(body)-1]); err != nil {
+					t.Fatal(err)
+				}
+				if tc.pause > 0 {
+					time.Sleep(tc.pause)
+					if _, err := io.WriteString(client, body[len(body)-1:]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				r := <-got
+				if !errors.Is(r.err, tc.wantErr) {
+					t.Errorf("err: got %v, want %v", r.err, tc.wantErr)
+				}
+				if r.took != tc.wait {
+					t.Errorf("took %v, want %v", r.took, tc.wait)
+				}
+				if tc.wantErr == nil && !slices.Equal(r.methods, []string{"DELETE"}) {
+					t.Errorf("methods: got %v, want [DELETE]", r.methods)
+				}
+			})
+		})
+	}
 }
