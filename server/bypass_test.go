@@ -110,6 +110,10 @@ var bypassSpellings = []bypassSpelling{
 	{name: "double-encoded, a % last", request: "GET /l%252Fabc%25 HTTP/1.1"},
 	{name: "double-encoded, a bad escape", request: "GET /l%252Fabc%25zz HTTP/1.1"},
 	{name: "double-encoded NUL", request: "GET /l%252Fabc%2500 HTTP/1.1"},
+	// Werkzeug resolves no dot segment its own decoding makes: behind a
+	// decoding hop these are /l/. and /l/.., ids of "." and "..".
+	{name: "double-encoded slash, a dot", request: "GET /l%252F. HTTP/1.1"},
+	{name: "double-encoded slash, two dots", request: "GET /l%252F.. HTTP/1.1"},
 	// Frameworks disagree on which part of a listed Host they read.
 	{name: "comma in Host", request: "GET /l/abc HTTP/1.1\r\nHost: x,127.0.0.1"},
 	// A decoding hop sends CR LF as it is, splitting the request.

@@ -138,6 +138,15 @@ func TestNginxDecodeFlaskQuirks(t *testing.T) {
 			t.Errorf("%s: nginx sent %q, want %q", target, s.Raw, sent)
 		}
 	}
+	// Nor does Werkzeug resolve a dot segment its decoding ends a path
+	// with: /l%2F. is /l/., an id of ".".
+	r.Reset(t)
+	if status, body := send(t, r, "GET /l%252F. HTTP/1.1"); status != http.StatusOK || body != "limited .\n" {
+		t.Errorf("/l%%252F. answered %d %q, want the limited handler for the id \".\"", status, body)
+	}
+	if n := r.Hits(t); n != 1 {
+		t.Errorf("/l%%252F.: limited handler ran %d times, want 1", n)
+	}
 	// nginx resolved the dot segments before Werkzeug's decoding made
 	// these, and Werkzeug resolves none.
 	saw(t, r, missesLimited(t, r, http.StatusNotFound, "GET /l/%252e%252e/l/abc HTTP/1.1"), "GET", "/l/../l/abc")
