@@ -176,7 +176,8 @@ func logEnv(log *slog.Logger, o rlsOptions) {
 	}
 }
 
-// rlsListen listens on the service's address, under --max-conns, and on
+// rlsListen listens on the service's address, under --max-conns and
+// --max-conns-per-client, and on
 // the metrics' address; the service listener's connections are counted in
 // admit.server.connections as listener rls.
 func rlsListen(ctx context.Context, o rlsOptions, tel *telemetry) (ln, mln net.Listener, err error) {
@@ -197,7 +198,7 @@ func rlsListen(ctx context.Context, o rlsOptions, tel *telemetry) (ln, mln net.L
 		return nil, nil, fmt.Errorf("admit rls: metrics: %w", err)
 	}
 	// The metrics listener under the proxy's defaults for its own.
-	return listener.Limit(ln, listener.Caps{Max: o.MaxConns}, counts),
+	return listener.Limit(ln, listener.Caps{Max: o.MaxConns, PerClient: o.MaxConnsPerClient}, counts),
 		listener.Limit(mln, listener.Caps{Max: rlsMetricsMaxConns, PerClient: rlsMetricsPerClient}, mcounts), nil
 }
 

@@ -369,6 +369,25 @@ func TestRLSMaxConns(t *testing.T) {
 	}
 }
 
+// TestRLSMaxConnsPerClient closes a client's connection past
+// --max-conns-per-client on arrival, and counts it, while another client's
+// connections are served.
+func TestRLSMaxConnsPerClient(t *testing.T) {
+	s := startRLS(t, rlsTestConfig, "--max-conns-per-client", "1")
+	first := dialFrom(t, "127.0.0.2", s.addr) // the one connection 127.0.0.2 may keep
+	defer first.Close()
+	extra := dialFrom(t, "127.0.0.2", s.addr)
+	defer extra.Close()
+	extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := extra.Read(make([]byte, 1)); err == nil || n > 0 {
+		t.Fatalf("a second connection from one client: read %d, %v; want it closed", n, err)
+	}
+	wantCodes(t, codesOf(t, s.client(t, nil), "10.0.0.1", 1), ok) // from 127.0.0.1
+	if got := metricValue(s.scrape(t), `admit_server_connections_refused_total{admit_server_listener="rls",admit_server_reason="max_conns_per_client",`); got != 1 {
+		t.Errorf("connections of listener rls refused per client: got %v, want 1", got)
+	}
+}
+
 // TestRLSStoreMetrics serves the shared store's own metrics on /metrics,
 // as the proxy does.
 func TestRLSStoreMetrics(t *testing.T) {
@@ -384,15 +403,15 @@ func TestRLSStoreMetrics(t *testing.T) {
 // ADMIT_ variables and envoyproxy/ratelimit's are not read, the latter
 // reported.
 func TestRLSEnvironment(t *testing.T) {
-	env := map[string]string{"ADMIT_RLS_CONFIG": "edge.yaml", "ADMIT_RLS_MAX_CONNS": "7", "ADMIT_RLS_STORE_FAIL": "open",
+	env := map[string]string{"ADMIT_RLS_CONFIG": "edge.yaml", "ADMIT_RLS_MAX_CONNS": "7", "ADMIT_RLS_MAX_CONNS_PER_CLIENT": "3", "ADMIT_RLS_STORE_FAIL": "open",
 		"ADMIT_RLS_LISTEN": "127.0.0.1:9", "ADMIT_RLS_SHADOW": "true", "ADMIT_TLS_CERT": "proxy.pem", "REDIS_URL": "redis:6379"}
 	o, err := parseRLSFlags([]string{"--listen", "127.0.0.1:0"}, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Config != "edge.yaml" || o.MaxConns != 7 || o.StoreFail.String() != "open" || !o.Shadow || o.Listen != "127.0.0.1:0" || o.TLSCert != "" {
-		t.Errorf("got config %q, max-conns %d, store-fail %v, shadow %v, listen %q, tls-cert %q; want the ADMIT_RLS_ variables, the flag's listen, no proxy's variable",
-			o.Config, o.MaxConns, o.StoreFail, o.Shadow, o.Listen, o.TLSCert)
+	if o.Config != "edge.yaml" || o.MaxConns != 7 || o.MaxConnsPerClient != 3 || o.StoreFail.String() != "open" || !o.Shadow || o.Listen != "127.0.0.1:0" || o.TLSCert != "" {
+		t.Errorf("got config %q, max-conns %d, max-conns-per-client %d, store-fail %v, shadow %v, listen %q, tls-cert %q; want the ADMIT_RLS_ variables, the flag's listen, no proxy's variable",
+			o.Config, o.MaxConns, o.MaxConnsPerClient, o.StoreFail, o.Shadow, o.Listen, o.TLSCert)
 	}
 	if !slices.Equal(o.referenceEnv, []string{"REDIS_URL"}) {
 		t.Errorf("reference variables reported: got %q, want REDIS_URL", o.referenceEnv)
@@ -400,6 +419,7 @@ func TestRLSEnvironment(t *testing.T) {
 	for _, tc := range []struct{ name, value, want string }{
 		{"ADMIT_RLS_MAX_CONNS", "0", `admit rls: ADMIT_RLS_MAX_CONNS 0: must be at least 1`},
 		{"ADMIT_RLS_MAX_CONNS", "many", `admit rls: ADMIT_RLS_MAX_CONNS "many": not a whole number`},
+		{"ADMIT_RLS_MAX_CONNS_PER_CLIENT", "-1", `admit rls: ADMIT_RLS_MAX_CONNS_PER_CLIENT -1: must be 0 (no cap) or more`},
 		{"ADMIT_RLS_SHADOW", "yes", `admit rls: ADMIT_RLS_SHADOW "yes": not a boolean (use true or false)`},
 		{"ADMIT_RLS_STORE", "redis://:s3cret@cache:port", `admit rls: ADMIT_RLS_STORE "redis://(not shown: not a valid URL)": not a valid URL`},
 		{"ADMIT_RLS_STORE_FAIL", "maybe", `admit rls: ADMIT_RLS_STORE_FAIL "maybe": want error, closed, open or local`},

@@ -19,6 +19,7 @@ import (
 type rlsOptions struct {
 	Listen, MetricsListen     string
 	MaxConns                  int
+	MaxConnsPerClient         int
 	Store                     storeurl.Store
 	StoreTable, StorePrefix   string
 	StoreFail                 rls.Failure
@@ -45,6 +46,7 @@ func parseRLSFlags(args []string, getenv func(string) string, out io.Writer) (rl
 	fs.StringVar(&o.Listen, "listen", ":8081", "address of the gRPC service (envoyproxy/ratelimit's GRPC_HOST and GRPC_PORT); cleartext HTTP/2 (h2c) unless --tls-cert")
 	fs.StringVar(&o.MetricsListen, "metrics-listen", "127.0.0.1:9464", "address of /metrics and /healthz")
 	fs.IntVar(&o.MaxConns, "max-conns", 4096, "connections the gRPC listener keeps open at most; newer ones are closed on arrival")
+	fs.IntVar(&o.MaxConnsPerClient, "max-conns-per-client", 0, "connections one client (an IPv4 address or IPv6 /64) keeps open on the gRPC listener at most; 0: no cap, since a mesh's sidecar may carry every Envoy's connections from one address")
 	storeURL := fs.String("store", "memory", "memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://... (rediss for TLS): where the counts live")
 	fs.StringVar(&o.StoreTable, "store-table", "", "PostgreSQL table, optionally schema-qualified (default \"admit_quota\")")
 	fs.StringVar(&o.StorePrefix, "store-prefix", "", "start of every Redis key (default \"admit:count:\"; envoyproxy/ratelimit's CACHE_KEY_PREFIX)")
@@ -69,6 +71,9 @@ func parseRLSFlags(args []string, getenv func(string) string, out io.Writer) (rl
 	o.fromEnv, o.referenceEnv = read, ignored
 	if o.MaxConns < 1 {
 		return o, fmt.Errorf("admit rls: %s %d: must be at least 1", from("max-conns"), o.MaxConns)
+	}
+	if o.MaxConnsPerClient < 0 {
+		return o, fmt.Errorf("admit rls: %s %d: must be 0 (no cap) or more", from("max-conns-per-client"), o.MaxConnsPerClient)
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("admit rls: unexpected argument %q", fs.Arg(0))
@@ -164,7 +169,7 @@ func (o rlsOptions) headers() rls.Headers {
 // rlsPlaceholders name the values of admit rls's flags in its usage, as
 // the proxy's options do.
 var rlsPlaceholders = map[string]string{
-	"config": "FILE|DIR", "listen": "ADDR", "metrics-listen": "ADDR", "max-conns": "N",
+	"config": "FILE|DIR", "listen": "ADDR", "metrics-listen": "ADDR", "max-conns": "N", "max-conns-per-client": "N",
 	"store": "STORE", "store-table": "TABLE", "store-prefix": "PREFIX", "store-fail": "POLICY",
 	"tls-cert": "FILE", "tls-key": "FILE", "log-level": "LEVEL",
 	"limit-header": "NAME", "remaining-header": "NAME", "reset-header": "NAME",
