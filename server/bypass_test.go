@@ -10,9 +10,9 @@ import (
 	"github.com/admitgo/admit/server/routes"
 )
 
-// bypassSpelling is a spelling of GET (or DELETE) /l/abc, a request to the
-// limited route, that some router in front of or behind a proxy routes to
-// the same handler: each is in the matrix because a real router does so
+// bypassSpelling is a spelling of a request to the limited route, GET (or
+// DELETE) /l/{id}, mostly of /l/abc, that some router in front of or behind
+// a proxy routes to the same handler: each is in the matrix because a real router does so
 // (see internal/testrouter's quirk tests).
 type bypassSpelling struct {
 	name, request string // the request line and any headers, without the final CRLF

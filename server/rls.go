@@ -177,9 +177,9 @@ func logEnv(log *slog.Logger, o rlsOptions) {
 }
 
 // rlsListen listens on the service's address, under --max-conns and
-// --max-conns-per-client, and on
-// the metrics' address; the service listener's connections are counted in
-// admit.server.connections as listener rls.
+// --max-conns-per-client, and on the metrics' address; the service
+// listener's connections are counted in admit.server.connections as
+// listener rls.
 func rlsListen(ctx context.Context, o rlsOptions, tel *telemetry) (ln, mln net.Listener, err error) {
 	var lc net.ListenConfig
 	if ln, err = lc.Listen(ctx, "tcp", o.Listen); err != nil {

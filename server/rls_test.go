@@ -376,6 +376,13 @@ func TestRLSMaxConnsPerClient(t *testing.T) {
 	s := startRLS(t, rlsTestConfig, "--max-conns-per-client", "1")
 	first := dialFrom(t, "127.0.0.2", s.addr) // the one connection 127.0.0.2 may keep
 	defer first.Close()
+	// The listener places a connection when its server goroutine first
+	// asks for it, and grpc-go sends its SETTINGS frame after that: read
+	// it, so that the next connection cannot take first's place.
+	first.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(first, make([]byte, 9)); err != nil {
+		t.Fatalf("the client's first connection: %v; want it served", err)
+	}
 	extra := dialFrom(t, "127.0.0.2", s.addr)
 	defer extra.Close()
 	extra.SetReadDeadline(time.Now().Add(5 * time.Second))

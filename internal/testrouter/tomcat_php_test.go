@@ -138,18 +138,24 @@ func TestNginxDecodeFlaskQuirks(t *testing.T) {
 			t.Errorf("%s: nginx sent %q, want %q", target, s.Raw, sent)
 		}
 	}
-	// Nor does Werkzeug resolve a dot segment its decoding ends a path
-	// with: /l%2F. is /l/., an id of ".".
-	r.Reset(t)
-	if status, body := send(t, r, "GET /l%252F. HTTP/1.1"); status != http.StatusOK || body != "limited .\n" {
-		t.Errorf("/l%%252F. answered %d %q, want the limited handler for the id \".\"", status, body)
-	}
-	if n := r.Hits(t); n != 1 {
-		t.Errorf("/l%%252F.: limited handler ran %d times, want 1", n)
-	}
 	// nginx resolved the dot segments before Werkzeug's decoding made
 	// these, and Werkzeug resolves none.
 	saw(t, r, missesLimited(t, r, http.StatusNotFound, "GET /l/%252e%252e/l/abc HTTP/1.1"), "GET", "/l/../l/abc")
+	// Nor does it at a path's end: /l%2F. and /l%2F.. reach the route with
+	// the ids "." and "..".
+	for _, id := range []string{".", ".."} {
+		target := "/l%252F" + id
+		r.Reset(t)
+		if status, body := send(t, r, "GET "+target+" HTTP/1.1"); status != http.StatusOK || body != "limited "+id+"\n" {
+			t.Errorf("%s: %s answered %d %q, want the limited handler for the id %q", r.Kind, target, status, body, id)
+		}
+		if n := r.Hits(t); n != 1 {
+			t.Errorf("%s: %s: limited handler ran %d times, want 1", r.Kind, target, n)
+		}
+		if s := r.Last(t); s.Raw != "/l%2F"+id {
+			t.Errorf("%s: %s: nginx sent %q, want %q", r.Kind, target, s.Raw, "/l%2F"+id)
+		}
+	}
 	// A decoded CR LF ends nginx's request line to Flask early: Werkzeug
 	// takes "GET /l/abc" for an HTTP/0.9 request, answers with a bare body,
 	// and reads the rest of the client's path as headers, which ProxyFix
