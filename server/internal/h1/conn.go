@@ -149,6 +149,8 @@ func (c *conn) next(first bool) (h head, w *response, ok, waiting bool, err erro
 		case d > 0:
 			c.idleDeadline(c.lastEnd.Add(d), d)
 		case !c.ownDeadline || !c.readAt.IsZero():
+			// No idle timeout: no deadline, set only when the connection
+			// holds another (a header deadline, a watch's, a handler's).
 			c.setReadDeadline(time.Time{})
 		}
 		if _, err := c.br.Peek(1); err != nil {

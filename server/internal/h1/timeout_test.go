@@ -152,6 +152,9 @@ func TestIdleDeadlineStands(t *testing.T) {
 		{"shorter than the slack", time.Minute, 30, watchAfter / 3, -1, 2},
 		// 6 s of traffic under a 1 s slack: about 7, and 3 for the watch.
 		{"longer than the slack", 8 * time.Second, 40, 150 * time.Millisecond, 20, 12},
+		// The first head's header deadline (10 s) falls after the idle
+		// one, by more than the slack: it must not stand.
+		{"idle timeout shorter than the header's", 2 * time.Second, 1, 0, -1, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
