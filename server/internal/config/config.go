@@ -295,9 +295,6 @@ func ParseWith(name string, opts []Option, args []string, getenv func(string) st
 			return Config{}, fmt.Errorf("admit: %s %q: %w", from, c.AdminTokenFile, err)
 		}
 	}
-	if err := checkStoreFail(&c, set); err != nil {
-		return Config{}, err
-	}
 	for _, only := range []struct {
 		name string
 		kind storeurl.Kind
@@ -312,10 +309,16 @@ func ParseWith(name string, opts []Option, args []string, getenv func(string) st
 	return c, nil
 }
 
-// Finish reads the config file, if any, and puts its routes before those of
-// --route, so that a conflict is reported on the flag; with --demo and no
-// routes at all, the demo routes apply.
+// Finish checks that --store-fail and --replicas fit together, reads the
+// config file, if any, and puts its routes before those of --route, so that
+// a conflict is reported on the flag; with --demo and no routes at all, the
+// demo routes apply.
 func (c *Config) Finish(set *OptionSet) error {
+	// The route checks below divide budgets by --replicas: the pair must
+	// be whole before them.
+	if err := checkStoreFail(c, set); err != nil {
+		return err
+	}
 	file := ""
 	if c.ConfigFile != "" {
 		from, _ := set.From("config")

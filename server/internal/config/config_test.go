@@ -388,6 +388,10 @@ func TestParseConfigErrors(t *testing.T) {
 		{"store fail with memory", []string{"--store-fail", "open"}, nil, `admit: --store-fail is set but the store is memory: it applies to a shared store only`},
 		{"store fail bad", []string{"--store", "redis://cache", "--store-fail", "opne"}, nil, `admit: --store-fail "opne": want closed, open or local`},
 		{"store fail local without replicas", []string{"--store", "redis://cache", "--store-fail", "local"}, nil, `admit: --store-fail needs --replicas (ADMIT_REPLICAS): how many replicas share the store, so that each admits its share while it is down`},
+		// The route checks divide by --replicas: before this case they
+		// ran first and panicked on the documented mistake.
+		{"store fail local without replicas with a route", []string{"--route", "link=GET /l/{id}", "--store", "redis://cache", "--store-fail", "local"}, nil, `admit: --store-fail needs --replicas (ADMIT_REPLICAS): how many replicas share the store, so that each admits its share while it is down`},
+		{"store fail local without replicas with a postgres route", nil, map[string]string{"ADMIT_ROUTE": "webhook=POST /hooks/github", "ADMIT_STORE": "postgres://db/test", "ADMIT_STORE_FAIL": "local"}, `admit: ADMIT_STORE_FAIL needs --replicas (ADMIT_REPLICAS): how many replicas share the store, so that each admits its share while it is down`},
 		{"replicas without local", []string{"--store", "redis://cache", "--replicas", "2"}, nil, `admit: --replicas is set but --store-fail is closed: it applies to --store-fail local only`},
 		{"replicas zero", []string{"--store", "redis://cache", "--store-fail", "local", "--replicas", "0"}, nil, `admit: --replicas "0": must be at least 1`},
 		{"store prefix with memory", []string{"--store-prefix", "x:"}, nil, `admit: --store-prefix is set but the store is memory: it applies to a redis store only`},
@@ -667,4 +671,42 @@ routes:
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %q", err, want)
 	}
+}
+
+// FuzzWholeConfig feeds flags, environment variables and a config file
+// together, as a deployment sets them: whatever the mix, Parse must never
+// panic, and every error must be admit's own words, not a runtime's.
+func FuzzWholeConfig(f *testing.F) {
+	// Seeds: args one per line, the environment as NAME=value lines, and
+	// the file's text (none when empty).
+	f.Add("--route\nlink=GET /l/{id}\n--store\nredis://cache\n--store-fail\nlocal", "", "")
+	f.Add("", "ADMIT_ROUTE=webhook=POST /hooks/github\nADMIT_STORE=postgres://db/test\nADMIT_STORE_FAIL=local", "")
+	f.Add("--store\nredis://cache\n--store-fail\nlocal\n--replicas\n3", "", "budgets:\n  link:\n    burst: 1\nroutes:\n  - group: link\n    pattern: GET /l/{id}\n    cost: 2\n")
+	f.Add("--store\npostgres://db/test", "ADMIT_STORE_FAIL=local\nADMIT_REPLICAS=2", "budgets:\n  webhook:\n    algorithm: fixed_window\n    limit: 1\n")
+	f.Add("--demo", "ADMIT_TRUSTED_PROXY=10.0.0.0/8", "routes:\n  - group: health\n    pattern: GET /healthz\n")
+	f.Add("--route\nlink=GET /l/{id}", "", "budgets:\n  link:\n    key: path:id\n")
+	f.Add("--route\n=", "ADMIT_LISTEN=[::1]:", "not: [yaml")
+	f.Fuzz(func(t *testing.T, args, env, file string) {
+		var argv []string
+		if args != "" {
+			argv = strings.Split(args, "\n")
+		}
+		vars := map[string]string{"ADMIT_UPSTREAM": app}
+		for line := range strings.SplitSeq(env, "\n") {
+			if k, v, ok := strings.Cut(line, "="); ok && strings.HasPrefix(k, "ADMIT_") && k != "ADMIT_CONFIG" {
+				vars[k] = v
+			}
+		}
+		if file != "" {
+			path := filepath.Join(t.TempDir(), "admit.yaml")
+			if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			argv = append(argv, "--config", path)
+		}
+		_, err := Parse(argv, func(k string) string { return vars[k] }, io.Discard)
+		if err != nil && !errors.Is(err, ErrVersion) && !errors.Is(err, flag.ErrHelp) && !strings.HasPrefix(err.Error(), "admit: ") {
+			t.Errorf("error not in admit's words: %v", err)
+		}
+	})
 }
