@@ -8,9 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/server/internal/config"
@@ -172,14 +170,17 @@ func TestValidateAppliesStoreRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	var dialed atomic.Int32
+	// The listener reports every connection it takes, in the order the
+	// kernel queued them: any dial validate made before it returned comes
+	// before the test's own last one.
+	accepted := make(chan string, 64)
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			dialed.Add(1)
+			accepted <- c.RemoteAddr().String()
 			c.Close()
 		}
 	}()
@@ -217,8 +218,19 @@ func TestValidateAppliesStoreRules(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(50 * time.Millisecond) // a dial in flight would be accepted by now
-	if n := dialed.Load(); n != 0 {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	dialed := 0
+	for a := range accepted {
+		if a == c.LocalAddr().String() {
+			break
+		}
+		dialed++
+	}
+	if n := dialed; n != 0 {
 		t.Errorf("validate connected to the store %d times, want never", n)
 	}
 }
