@@ -299,7 +299,7 @@ var schedules = []struct {
 	{"early answer, bytes at once", schedule{method: "POST", body: "a=1", answer: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", stray: evil, when: atOnce, early: true}, true},
 	// Nothing stray: the connection is reused.
 	{"clean", schedule{method: "GET", answer: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"}, false},
-	{"clean 204 with length 0", schedule{method: "GET", answer: "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n", stray: evil, when: whileIdle}, true},
+	{"204 with length 0, bytes while idle", schedule{method: "GET", answer: "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n", stray: evil, when: whileIdle}, true},
 }
 
 // TestStraysReachNoOtherClient plays each schedule through the direct path
