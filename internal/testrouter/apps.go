@@ -46,6 +46,12 @@ func appCommand(t testing.TB, kind Kind) func(port int) *exec.Cmd {
 			cmd.Dir = dir
 			return cmd
 		}
+	case WSGIRef:
+		return func(port int) *exec.Cmd {
+			cmd := exec.Command(python, "-I", "-u", "-B", "app.py", strconv.Itoa(port))
+			cmd.Dir = filepath.Join(src, "wsgiref")
+			return cmd
+		}
 	case Express:
 		node, err := exec.LookPath("node")
 		if err == nil {

@@ -72,7 +72,7 @@
 // Sinatra need Debian's ruby-actionpack and ruby-sinatra, run by Debian's
 // puma (/usr/bin/puma, on /usr/bin/ruby) with Ruby's gem and Rack
 // environment variables cleared. The kinds with nginx in front need nginx
-// as well as what their app needs.
+// as well as what their app needs. WSGIRef needs only Debian's python3.
 //
 // Runs on Unix systems only.
 package testrouter

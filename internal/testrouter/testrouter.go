@@ -83,6 +83,15 @@ const (
 	// nginx sends, and what follows it in the client's path reaches Flask
 	// as headers. The counters live in the Flask app.
 	NginxDecodeFlask Kind = "nginx-uri-flask"
+	// WSGIRef is a plain WSGI app on the standard library's
+	// wsgiref.simple_server, kept alive between requests, which answers
+	// HEAD as GET, so that wsgiref sends the body; for HEAD /page/<any>
+	// the body is an attacker's page that looks like an HTTP answer, sent
+	// after the head once the next request comes on the connection (or
+	// it closes). It is not among Kinds: its routing is the plain split
+	// of a decoded path, of no interest to the spelling matrices, and it
+	// serves tests of what a proxy reads from an upstream connection.
+	WSGIRef Kind = "wsgiref"
 )
 
 // Kinds returns every Kind, for tests that run against each of them.
@@ -150,7 +159,7 @@ type Seen struct {
 // when what the kind needs is missing.
 func Start(t testing.TB, kind Kind) *Router {
 	t.Helper()
-	if !slices.Contains(Kinds(), kind) {
+	if !slices.Contains(Kinds(), kind) && kind != WSGIRef {
 		t.Fatalf("testrouter: unknown kind %q; want one of %v", kind, Kinds())
 	}
 	r := &Router{

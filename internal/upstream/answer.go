@@ -9,9 +9,10 @@ import (
 
 // answer copies the answer whose head h roundTrip read on c to w: the
 // header, the body, the trailers. c goes back to the pool when the body was
-// read to its framed end, the upstream keeps the connection, nothing more
-// came on it and the client did not go away (stop reports that the
-// interrupt never ran); otherwise it is closed.
+// read to its framed end, the upstream keeps the connection, the answer
+// leaves it fit for another request (unfit), nothing more came on it and
+// the client did not go away (stop reports that the interrupt never ran);
+// otherwise it is closed.
 func (d *Direct) answer(w http.ResponseWriter, r *http.Request, c *conn, x *exchange, h *head, stop func() bool) error {
 	announced, err := announcedTrailers(h)
 	if err != nil {
@@ -40,7 +41,8 @@ func (d *Direct) answer(w http.ResponseWriter, r *http.Request, c *conn, x *exch
 	if err == nil && b.chunks != nil {
 		trailers, err = b.trailers(x.br.Size(), &x.spill, x.fields[:0])
 	}
-	if stop() && err == nil && !h.close && !b.toClose && x.br.Buffered() == 0 {
+	if stop() && err == nil && !h.close && !b.toClose && x.br.Buffered() == 0 &&
+		unfit(r.Method, h.status, h.length, h.chunked) == "" {
 		x.br.Reset(nil)
 		d.pool.put(c)
 	} else {

@@ -26,29 +26,35 @@ func TestDirectIdleClosedByUpstream(t *testing.T) {
 				}
 				// The upstream hung up after answering, without saying
 				// so; wait until the close reached this side.
-				waitClosed(t, d)
+				waitReadable(t, d)
 			}
 		})
 	}
 }
 
-// waitClosed waits until the idle connection of d sees its peer's close.
-func waitClosed(t *testing.T, d *Direct) {
+// waitReadable waits until each idle connection of d has a byte to read or
+// its peer's close, without reading: the pool's own peek sees the same.
+func waitReadable(t testing.TB, d *Direct) {
 	t.Helper()
 	d.pool.mu.Lock()
 	idle := append([]*conn(nil), d.pool.idle...)
 	d.pool.mu.Unlock()
 	for _, c := range idle {
-		// A peek that waits: EOF once the close arrives. It reads
-		// nothing, so the pool's own peek sees the same.
-		rc, err := c.nc.(*net.TCPConn).SyscallConn()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b [1]byte
-		_ = rc.Read(func(fd uintptr) bool {
-			n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-			return n == 0 && err == nil
-		})
+		waitPeek(t, c.nc)
 	}
+}
+
+// waitPeek waits until nc has a byte to read or its peer's close, without
+// reading: a peek that waits, on the runtime's poller.
+func waitPeek(t testing.TB, nc net.Conn) {
+	t.Helper()
+	rc, err := nc.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b [1]byte
+	_ = rc.Read(func(fd uintptr) bool {
+		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		return err != syscall.EAGAIN
+	})
 }

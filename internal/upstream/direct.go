@@ -63,7 +63,7 @@ func (c *Client) Direct(target *url.URL, skip func(name string) bool) *Direct {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		addr = net.JoinHostPort(target.Hostname(), "80")
 	}
-	dial := c.Transport.DialContext
+	dial := c.dial
 	if dial == nil {
 		dial = (&net.Dialer{}).DialContext
 	}
@@ -187,10 +187,10 @@ func (d *Direct) roundTrip(w http.ResponseWriter, c *conn, x *exchange, method s
 	}
 	x.br.Reset(c.nc)
 	limit := d.maxHead
-	for informational := false; ; informational = true {
+	for informational := 0; ; informational++ {
 		s, err := readBlock(x.br, limit, &x.spill)
 		if err != nil {
-			if !informational && x.br.Buffered() == 0 && (err == io.EOF || isReset(err)) {
+			if informational == 0 && x.br.Buffered() == 0 && (err == io.EOF || isReset(err)) {
 				return head{}, nothingBackError{err}
 			}
 			return head{}, err
@@ -205,6 +205,8 @@ func (d *Direct) roundTrip(w http.ResponseWriter, c *conn, x *exchange, method s
 			return h, errSwitched
 		case h.status >= 200:
 			return h, nil
+		case informational == maxInformational:
+			return h, errInformational
 		}
 		limit -= len(s)
 		relay1xx(w, &h)

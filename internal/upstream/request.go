@@ -86,6 +86,11 @@ func (d *Direct) appendRequest(b []byte, r *http.Request, extra []Field) ([]byte
 	case r.Method == "POST" || r.Method == "PUT" || r.Method == "PATCH":
 		b = append(b, "Content-Length: 0\r\n"...)
 	}
+	// The connection carries no request after a HEAD (see unfit): say
+	// so, as net/http's Transport does for a request with Close set.
+	if r.Method == "HEAD" {
+		b = append(b, "Connection: close\r\n"...)
+	}
 	b = append(b, "\r\n"...)
 	if r.ContentLength <= 0 {
 		return b, nil

@@ -1,6 +1,8 @@
 package upstream
 
 import (
+	"context"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -30,22 +32,27 @@ func Standard() *http.Transport {
 }
 
 // Client is the transport admit forwards with. As an http.RoundTripper it
-// is its Transport; Direct gives a proxy the direct path to a plain-HTTP
+// is its Transport, with the rules of RoundTrip on which connections carry
+// another request; Direct gives a proxy the direct path to a plain-HTTP
 // upstream, which shares the Transport's dialer, idle limits and response
 // header bound. It is safe for concurrent use.
 type Client struct {
 	*http.Transport
+	dial func(ctx context.Context, network, addr string) (net.Conn, error) // the Transport's, unwatched
 
 	mu      sync.Mutex // guards directs
 	directs []*Direct
 }
 
 // Transport returns the client admit forwards with: a Standard transport,
-// its response heads bounded by MaxResponseHeaderBytes.
+// its response heads bounded by MaxResponseHeaderBytes, its connections
+// watched (see watched).
 func Transport() *Client {
 	t := Standard()
 	t.MaxResponseHeaderBytes = MaxResponseHeaderBytes
-	return &Client{Transport: t}
+	c := &Client{Transport: t, dial: t.DialContext}
+	t.DialContext = watchDial(c.dial)
+	return c
 }
 
 // track keeps d, so that CloseIdleConnections reaches its pool.
