@@ -7,6 +7,7 @@ type spelling struct {
 	method, path string // path escaped, canonical apart from the folding
 	how          string // what was mapped and folded, for explain; empty for the request as sent
 	override     bool   // method comes from a method override
+	unnamed      string // the request's method, which no route on the path names: method is another (see unnamed)
 	lower        bool   // path is lower-cased: look it up in the folded mux
 	cased        string // with lower, path before it was lower-cased, for the wildcards' values
 }
