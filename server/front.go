@@ -121,6 +121,11 @@ func (f *front) match(w http.ResponseWriter, r *http.Request, found []routes.Mat
 		if overrides, err = overrideMethods(c.Header); err != nil {
 			return nil, nil, err
 		}
+		for _, m := range overrides {
+			if !slices.Contains(f.methods, m) {
+				return nil, nil, errMethodNotServed // the app would run the request as m
+			}
+		}
 	}
 	matched, err := f.table.Match(w, c, overrides, found)
 	if err != nil || len(matched) == 0 {

@@ -179,3 +179,15 @@ func TestExplainSaysWhyAMethodIsLimited(t *testing.T) {
 		t.Errorf("output lacks %q:\n%s", want, out)
 	}
 }
+
+// TestOverrideToAnUnservedMethod refuses a method override that names a
+// method admit does not forward, as the request line naming it would be.
+func TestOverrideToAnUnservedMethod(t *testing.T) {
+	r := policyApp(t, newRecorder(t), methodsPolicy, "--method-override")
+	if got := sendFrom(t, r, "127.0.1.1", "POST", "/l/x", "X-HTTP-Method-Override: TRACE"); got != http.StatusNotImplemented {
+		t.Errorf("POST overridden to TRACE: got %d, want 501", got)
+	}
+	if got := sendFrom(t, r, "127.0.1.2", "POST", "/l/x", "X-HTTP-Method-Override: PUT"); got != http.StatusOK {
+		t.Errorf("POST overridden to PUT: got %d, want 200", got)
+	}
+}
