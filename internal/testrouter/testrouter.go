@@ -89,8 +89,8 @@ const (
 	// and a @csrf_exempt one for every method. It serves the routes of
 	// the package documentation but DELETE /l/<id>, and /w/<id>, the
 	// limited handler too, @csrf_exempt; the hits count both. It is not
-	// among Kinds: its views run for methods no route of the bypass
-	// matrices names.
+	// among Kinds yet: the tests over Kinds spell out each kind's own
+	// readings, and Django's are not among them.
 	Django Kind = "django"
 )
 
