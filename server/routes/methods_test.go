@@ -95,3 +95,37 @@ func TestUnnamedMethodsBesideACatchAll(t *testing.T) {
 		}
 	}
 }
+
+// TestUnnamedMethodsBesideAWiderRoute: a route naming the method on a
+// wider path (POST /{rest...}) does not say how the app dispatches the
+// method on this one, so the request is held to the routes on its own path
+// too; a route naming it on the same path, or a narrower one, does.
+func TestUnnamedMethodsBesideAWiderRoute(t *testing.T) {
+	table, err := New([]string{"POST /{rest...}", "GET /l/{id}", "GET /p/{id}", "POST /p/{x}", "POST /q/special", "GET /q/{id}"}, Matching{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		method, target string
+		want           []int
+	}{
+		{"GET", "/l/abc", []int{1}},
+		{"POST", "/l/abc", []int{0, 1}},
+		{"POST", "/other", []int{0}},
+		{"POST", "/p/abc", []int{3}},
+		{"GET", "/p/abc", []int{2}},
+		{"POST", "/q/special", []int{4}}, // a POST handler as narrow as the GET one
+		{"POST", "/q/abc", []int{0, 5}},
+	} {
+		u, _ := url.ParseRequestURI(tc.target)
+		r := &http.Request{Method: tc.method, URL: u, RequestURI: tc.target, Host: "example.com"}
+		var got []int
+		for _, m := range table.matchAll(r, nil, nil) {
+			got = append(got, m.Route)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s %s: routes %v, want %v", tc.method, tc.target, got, tc.want)
+		}
+	}
+}

@@ -54,6 +54,11 @@ type Table struct {
 	methods []string
 	named   []string
 	strict  []bool
+	parsed  []pattern // per route: its pattern taken apart
+	// direct[i] is set when a request route i matches as it is, under a
+	// method route i names, needs no look-up under another method (see
+	// shadowed).
+	direct []bool
 }
 
 // Matching is how a table finds the routes of a request: the server's
@@ -147,6 +152,10 @@ func New(patterns []string, m Matching) (*Table, error) {
 			t.firsts = append(t.firsts, pt.segs[0])
 		}
 	}
+	t.parsed, t.direct = parsed, make([]bool, len(patterns))
+	for i := range parsed {
+		t.direct[i] = !t.shadowed(i)
+	}
 	t.overlaps = make([]bool, len(patterns))
 	for i := range parsed {
 		for j := range parsed {
@@ -234,7 +243,7 @@ func (t *Table) matchAll(r *http.Request, overrides []string, dst []Match) []Mat
 			return dst
 		}
 		first = find(t.exact, r.Host, spelling{method: r.Method, path: path})
-		if first >= 0 && len(overrides) == 0 && !t.overlaps[first] && t.names(first, r.Method) {
+		if first >= 0 && len(overrides) == 0 && !t.overlaps[first] && t.names(first, r.Method) && t.direct[first] {
 			return append(dst, Match{first, spelling{method: r.Method, path: path}}) // no other spelling finds another route
 		}
 	}
