@@ -45,7 +45,9 @@ type Key struct {
 	IPv4Prefix, IPv6Prefix int
 	// RejectMissing refuses a request without the header (or with an empty
 	// path value): 401 when the header is Authorization, 400 otherwise.
-	// false: such a request is keyed by its client instead.
+	// false: such a request is keyed by its client instead. A CORS
+	// preflight is keyed by its client either way: a browser sends it
+	// without credentials, and refusing it fails the request it precedes.
 	RejectMissing bool
 	// Authenticated says that an earlier layer authenticates the header or
 	// path value, so a client cannot choose it freely.
@@ -160,10 +162,17 @@ func (g *group) keyOf(r *http.Request, header http.Header, client *clientKey) (n
 			return hashKey(v), nil
 		}
 	}
-	if g.keyKind != keyClient && k.RejectMissing {
+	if g.keyKind != keyClient && k.RejectMissing && !preflight(r, header) {
 		return netip.Prefix{}, errMissingKey
 	}
 	return g.widen(client.of(g.set, r)), nil
+}
+
+// preflight reports a CORS preflight (Fetch: an OPTIONS with Origin and
+// Access-Control-Request-Method), which a browser sends without the
+// credentials a group may key by.
+func preflight(r *http.Request, header http.Header) bool {
+	return r != nil && r.Method == http.MethodOptions && header.Get("Origin") != "" && header.Get("Access-Control-Request-Method") != ""
 }
 
 // KeyOf returns the key request r is counted under in group g, as text: the

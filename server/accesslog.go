@@ -106,15 +106,15 @@ func (a *accessLog) hook(door func() *admit.Door) func(*http.Request, admit.Grou
 	}
 }
 
-// malformed logs a request the front refused with 400 before any route
-// matched: its method and reason, nothing of what it held.
-func (a *accessLog) malformed(r *http.Request, reason string) {
+// malformed logs a request the front refused with status before any
+// route matched: its method and reason, nothing of what it held.
+func (a *accessLog) malformed(r *http.Request, reason string, status int) {
 	suppressed, ok := a.front.sample(true, a.now())
 	if !ok {
 		return
 	}
 	a.write(suppressed, slog.String("method", clip(r.Method)), slog.String("outcome", "malformed"),
-		slog.String("reason", reason), slog.Int("status", http.StatusBadRequest))
+		slog.String("reason", reason), slog.Int("status", status))
 }
 
 // keyText is a key as the log writes it: a client's prefix, or "global",

@@ -24,7 +24,7 @@ import (
 
 // explainOptions are the server's settings that explain reads, with their
 // environment variables, so that it runs against the server's configuration.
-var explainOptions = config.Pick(config.Options, "demo", "route", "trusted-proxy", "config", "escaped-slashes", "route-folding", "method-override", "upstream-profile", "allow-spellings", "store", "store-fail", "replicas")
+var explainOptions = config.Pick(config.Options, "demo", "route", "trusted-proxy", "config", "escaped-slashes", "route-folding", "method-override", "methods", "upstream-profile", "allow-spellings", "store", "store-fail", "replicas")
 
 // explain is the explain subcommand: it prints the group a request would be
 // admitted under, its client key, and how the key was derived. It sends
@@ -88,7 +88,8 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 	p, err := f.plan(req)
 	if err != nil {
 		fmt.Fprintf(out, "request  %s %s (host %s)\n", req.Method, req.RequestURI, req.Host)
-		fmt.Fprintf(out, "refused  400 Bad Request: %v; admit answers it before routing, and it never reaches the upstream\n", err)
+		status := refusalStatus(err)
+		fmt.Fprintf(out, "refused  %d %s: %v; admit answers it before routing, and it never reaches the upstream\n", status, http.StatusText(status), err)
 		return nil
 	}
 	printExplanation(out, req, p, explained{routes: f.routes, door: door, async: c.Async}, resolver.Explain(p.req))

@@ -33,7 +33,8 @@ type front struct {
 	door      *admit.Door
 	rest      http.Handler // the proxy, unlimited
 	canon     canon.Options
-	overrides bool // read method override headers as further methods to match
+	overrides bool     // read method override headers as further methods to match
+	methods   []string // the methods forwarded (--methods); any other is refused with 501
 	// matchedHost drops a trusted proxy's X-Forwarded-Host when a route
 	// names a host, so that the upstream is told the host admit matched
 	// (see the proxy's rewrite): fronts pass a client's X-Forwarded-Host on
@@ -101,6 +102,9 @@ func (f *front) match(w http.ResponseWriter, r *http.Request, found []routes.Mat
 	if err != nil {
 		return nil, nil, err
 	}
+	if !slices.Contains(f.methods, c.Method) {
+		return nil, nil, errMethodNotServed
+	}
 	// A key header's underscore spelling would reach a CGI or WSGI app as
 	// the header itself, a value admit never keyed by; it is dropped, as
 	// nginx drops every header with an underscore by default.
@@ -116,6 +120,11 @@ func (f *front) match(w http.ResponseWriter, r *http.Request, found []routes.Mat
 	if f.overrides {
 		if overrides, err = overrideMethods(c.Header); err != nil {
 			return nil, nil, err
+		}
+		for _, m := range overrides {
+			if !slices.Contains(f.methods, m) {
+				return nil, nil, errMethodNotServed // the app would run the request as m
+			}
 		}
 	}
 	matched, err := f.table.Match(w, c, overrides, found)
@@ -153,19 +162,35 @@ func withHeader(c, r *http.Request, h http.Header) *http.Request {
 	return c
 }
 
-// refuse answers 400 to a request admit cannot read one way, and closes an
-// HTTP/1 connection after it. An HTTP/2 connection stays: net/http would
-// turn Connection: close into a GOAWAY for every stream on it, which a
-// balancer may multiplex for many clients.
+// refuse answers a request admit cannot read one way with 400, or one under
+// a method it does not forward with 501, and closes an HTTP/1 connection
+// after it. An HTTP/2 connection stays: net/http would turn Connection:
+// close into a GOAWAY for every stream on it, which a balancer may
+// multiplex for many clients.
 func (f *front) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	reason := f.malformed.add(err)
+	status := refusalStatus(err)
 	if f.access != nil {
-		f.access.malformed(r, reason)
+		f.access.malformed(r, reason, status)
 	}
 	if r.ProtoMajor == 1 {
 		w.Header()["Connection"] = closeValue
 	}
-	http.Error(w, "Bad Request: "+err.Error(), http.StatusBadRequest)
+	http.Error(w, http.StatusText(status)+": "+err.Error(), status)
+}
+
+// errMethodNotServed refuses a method outside --methods, TRACE and others
+// that an app's view may run unasked, with 501: RFC 9110 answers a method
+// a server does not implement for any resource so, while 405 would claim
+// to know, in its Allow header, what the target resource allows.
+var errMethodNotServed = errors.New("the method is not one admit forwards (--methods); TRACE and CONNECT never are")
+
+// refusalStatus is the status a request refused before routing gets.
+func refusalStatus(err error) int {
+	if errors.Is(err, errMethodNotServed) {
+		return http.StatusNotImplemented
+	}
+	return http.StatusBadRequest
 }
 
 // keySpellings returns the headers the door's groups are keyed by.
@@ -289,6 +314,7 @@ var malformedReasons = [...]struct {
 	{canon.ErrTarget, "target"},
 	{canon.ErrMethod, "method"},
 	{canon.ErrConnect, "connect"},
+	{errMethodNotServed, "method_not_served"},
 	{errAmbiguousOverride, "method_override"},
 	{routes.ErrFormBody, "form_body"},
 	{canon.ErrPathParameter, canon.PathParameter.String()},
@@ -300,7 +326,8 @@ var malformedReasons = [...]struct {
 }
 
 // malformedCounts counts the requests refused for having no canonical
-// form, or an ambiguous method override, by reason.
+// form, an ambiguous method override or a method admit does not forward,
+// by reason.
 type malformedCounts struct {
 	n [len(malformedReasons)]atomic.Int64 // indexed like malformedReasons
 }
@@ -319,7 +346,7 @@ func (m *malformedCounts) add(err error) string {
 // register reports the counts as admit.server.malformed.
 func (m *malformedCounts) register(meter metric.Meter) (metric.Registration, error) {
 	c, err := meter.Int64ObservableCounter("admit.server.malformed",
-		metric.WithDescription("Requests refused with 400 before routing because they have no canonical form or an ambiguous method override, by reason."),
+		metric.WithDescription("Requests refused before routing because they have no canonical form or an ambiguous method override (400), or a method admit does not forward (501), by reason."),
 		metric.WithUnit("{request}"))
 	if err != nil {
 		return nil, err

@@ -138,7 +138,10 @@ func newFront(cfg config.Config, door *admit.Door, rest http.Handler, access *ac
 		return nil, err
 	}
 	f := &front{table: table, rest: rest, canon: canon.Options{Slashes: cfg.EscapedSlashes, Allow: cfg.AllowSpellings}, overrides: cfg.MethodOverride,
-		malformed: malformed, access: access, door: door, matchedHost: namesAHost(cfg.Routes)}
+		methods: cfg.Methods, malformed: malformed, access: access, door: door, matchedHost: namesAHost(cfg.Routes)}
+	if f.methods == nil { // a configuration not parsed: the default
+		f.methods = strings.Split(config.DefaultMethods, ",")
+	}
 	for _, r := range list {
 		next, overflow := handlers(r)
 		rt := admit.Route{Groups: r.Groups, Cost: r.Cost, Overflow: overflow}

@@ -52,6 +52,15 @@ func appCommand(t testing.TB, kind Kind) func(port int) *exec.Cmd {
 			cmd.Dir = filepath.Join(src, "wsgiref")
 			return cmd
 		}
+	case Django:
+		if err := djangoReady(); err != nil {
+			t.Fatalf("testrouter: %v; the Django kind needs Debian's Django: apt-get install python3-django", err)
+		}
+		return func(port int) *exec.Cmd {
+			cmd := exec.Command(python, "-I", "-u", "-B", "app.py", strconv.Itoa(port)) // as Flask
+			cmd.Dir = filepath.Join(src, "django")
+			return cmd
+		}
 	case Express:
 		node, err := exec.LookPath("node")
 		if err == nil {
@@ -128,6 +137,16 @@ var flaskReady = sync.OnceValue(func() error {
 	out, err := exec.Command(python, "-I", "-c", "import flask, werkzeug.middleware.proxy_fix").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%s cannot import flask (%v): %s", python, err, bytes.TrimSpace(out))
+	}
+	return nil
+})
+
+// djangoReady checks once per test binary that Debian's Python imports
+// Django.
+var djangoReady = sync.OnceValue(func() error {
+	out, err := exec.Command(python, "-I", "-c", "import django").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s cannot import django (%v): %s", python, err, bytes.TrimSpace(out))
 	}
 	return nil
 })

@@ -57,7 +57,8 @@
 //
 // What each kind needs is never skipped when missing: the test fails and
 // says what to install. Flask needs Debian's python3-flask (run by
-// /usr/bin/python3, never another Python on PATH), Express needs node and
+// /usr/bin/python3, never another Python on PATH), Django Debian's
+// python3-django, run so too, Express needs node and
 // npm (the first Start runs npm ci into express/node_modules), NginxGo and
 // NginxFront need Debian's nginx (/usr/sbin/nginx), the HAProxy fronts need
 // Debian's haproxy (/usr/sbin/haproxy), and the Go apps need the go

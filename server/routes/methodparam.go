@@ -45,7 +45,7 @@ var ErrFormBody = errors.New("the form body, which may name the method the app r
 // refuses the request. A body read is handed on unchanged in r.Body.
 func (t *Table) Match(w http.ResponseWriter, r *http.Request, overrides []string, dst []Match) ([]Match, error) {
 	matched := t.matchAll(r, overrides, dst)
-	if !t.overridable(r, overrides, len(matched)) {
+	if !t.overridable(r, overrides, direct(matched)) {
 		return matched, nil
 	}
 	params, err := paramMethods(w, r, t.maps, t.others)
@@ -61,14 +61,27 @@ func (t *Table) Match(w http.ResponseWriter, r *http.Request, overrides []string
 // overridable reports whether a "_method" parameter could take r, a POST
 // matching n routes under overrides, to another route: r carries a query or
 // a body the profile reads, and some route matches a spelling of r under a
-// method of t.others that none matches under r's own methods.
+// method of t.others that none matches under r's own methods. Routes
+// matched only because no route names POST (see unnamed) do not count:
+// they leave out strict routes, which a _method reaches all the same.
 func (t *Table) overridable(r *http.Request, overrides []string, n int) bool {
 	query := t.maps&mapQueryMethod != 0 && r.URL.RawQuery != ""
 	body := t.maps&mapBodyMethod != 0 && r.Body != nil && r.Body != http.NoBody
 	if r.Method != http.MethodPost || len(t.others) == 0 || !query && !body {
 		return false
 	}
-	return len(t.matchAll(r, appendNew(slices.Clip(overrides), t.others...), nil)) > n
+	return direct(t.matchAll(r, appendNew(slices.Clip(overrides), t.others...), nil)) > n
+}
+
+// direct counts the routes of ms matched under a method of the request's.
+func direct(ms []Match) int {
+	n := 0
+	for _, m := range ms {
+		if m.sp.unnamed == "" {
+			n++
+		}
+	}
+	return n
 }
 
 // appendNew appends to list the methods of more it does not hold yet.

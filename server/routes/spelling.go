@@ -1,12 +1,16 @@
 package routes
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // spelling is one form of a request the table looks up.
 type spelling struct {
 	method, path string // path escaped, canonical apart from the folding
 	how          string // what was mapped and folded, for explain; empty for the request as sent
 	override     bool   // method comes from a method override
+	unnamed      string // the request's method, which no route on the path names: method is another (see unnamed)
 	lower        bool   // path is lower-cased: look it up in the folded mux
 	cased        string // with lower, path before it was lower-cased, for the wildcards' values
 }
@@ -60,4 +64,33 @@ func toggleSlash(path string) (string, string) {
 		return path[:len(path)-1], slashRemoved
 	}
 	return path + "/", slashAdded
+}
+
+// lookUp appends to dst the routes that the spellings of vs under as's
+// method match, and that dst does not hold yet, each with as's flags.
+// first is the route that the first variant, as it is, matches under that
+// method, when known; -1 otherwise.
+func (t *Table) lookUp(host string, vs []variant, as spelling, first int, dst []Match) []Match {
+	for j := range vs {
+		v := vs[(j+1)%len(vs)] // the variants, then the path as it is
+		if !t.mayMatch(v.path) {
+			continue
+		}
+		list, count := t.spellings(as.method, v.path)
+		for k, sp := range list[:count] {
+			sp.override, sp.unnamed = as.override, as.unnamed
+			sp.how = join(v.how, sp.how)
+			idx := first
+			if first < 0 || k > 0 {
+				idx = find(t.treeFor(sp), host, sp)
+			}
+			if idx < 0 || as.unnamed != "" && t.strict[idx] {
+				continue
+			}
+			if !slices.ContainsFunc(dst, func(m Match) bool { return m.Route == idx }) {
+				dst = append(dst, Match{idx, sp})
+			}
+		}
+	}
+	return dst
 }

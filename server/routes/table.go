@@ -48,6 +48,17 @@ type Table struct {
 	// case and the trailing slash. nil when some route's is not a literal.
 	firsts []string
 	wilds  [][]wildcard // per route: its named wildcards
+	// methods are the routes' methods, per route ("" for none); named are
+	// those of the routes not strict, each once; strict is Matching.Strict
+	// for every route. See unnamed.
+	methods []string
+	named   []string
+	strict  []bool
+	parsed  []pattern // per route: its pattern taken apart
+	// direct[i] is set when a request route i matches as it is, under a
+	// method route i names, needs no look-up under another method (see
+	// shadowed).
+	direct []bool
 }
 
 // Matching is how a table finds the routes of a request: the server's
@@ -58,6 +69,10 @@ type Matching struct {
 	Profile Profile       // the framework's further spellings
 	Allow   canon.Classes // the spellings let through the canonical form
 	Slashes canon.Slashes // what the canonical form does with an escaped slash
+	// Strict marks, by route index, the routes whose handlers the app runs
+	// for the route's own method alone, so that a request under a method
+	// no route names is not held to them (see unnamed); nil: none.
+	Strict []bool
 }
 
 // A ConflictError is New's refusal of a pattern that ServeMux refuses
@@ -114,9 +129,15 @@ func New(patterns []string, m Matching) (*Table, error) {
 	}
 	parsed := make([]pattern, len(patterns))
 	t.wilds = make([][]wildcard, len(patterns))
+	t.methods, t.strict = make([]string, len(patterns)), make([]bool, len(patterns))
+	copy(t.strict, m.Strict)
 	for i, p := range patterns {
 		parsed[i] = parsePattern(p)
 		t.wilds[i] = wildcards(p)
+		t.methods[i] = parsed[i].method
+		if m := parsed[i].method; m != "" && !t.strict[i] && !slices.Contains(t.named, m) {
+			t.named = append(t.named, m)
+		}
 		if m := parsed[i].method; m != "" && m != http.MethodPost && !slices.Contains(t.others, m) {
 			t.others = append(t.others, m)
 		}
@@ -130,6 +151,10 @@ func New(patterns []string, m Matching) (*Table, error) {
 		if !slices.Contains(t.firsts, pt.segs[0]) {
 			t.firsts = append(t.firsts, pt.segs[0])
 		}
+	}
+	t.parsed, t.direct = parsed, make([]bool, len(patterns))
+	for i := range parsed {
+		t.direct[i] = !t.shadowed(i)
 	}
 	t.overlaps = make([]bool, len(patterns))
 	for i := range parsed {
@@ -171,10 +196,13 @@ func patternForms(p string) (exact, folded string) {
 // sent: "" for the request as it is.
 func (m Match) How() string {
 	sp := m.sp
-	if !sp.override {
-		return sp.how
+	switch {
+	case sp.override:
+		return join(sp.how, "as "+sp.method+" (a method override)")
+	case sp.unnamed != "":
+		return join(sp.how, "as "+sp.method+" (no route names "+sp.unnamed+" on this path, and an app may run a view for any method)")
 	}
-	return join(sp.how, "as "+sp.method+" (a method override)")
+	return sp.how
 }
 
 // Match is a route a spelling of a request matched.
@@ -197,9 +225,11 @@ const (
 // each, in the order the spellings are tried: under r's method, then under
 // each method of overrides (at most MaxOverrides), the variants that the
 // upstream's framework maps r's path to (see variants), then the path as
-// it is, each as it is and then folded. The variants come first so that a
-// route they match keys by the wildcards' values as the framework reads
-// them. It allocates only to map, to fold, or for a path with variants.
+// it is, each as it is and then folded; then, for each of those methods
+// that no route it matched names, under every method the routes name (see
+// unnamed). The variants come first so that a route they match keys by
+// the wildcards' values as the framework reads them. It allocates only to
+// map, to fold, or for a path with variants.
 func (t *Table) matchAll(r *http.Request, overrides []string, dst []Match) []Match {
 	path := r.URL.EscapedPath()
 	// Room for the path alone, the common case: a buffer for all 18
@@ -213,8 +243,16 @@ func (t *Table) matchAll(r *http.Request, overrides []string, dst []Match) []Mat
 			return dst
 		}
 		first = find(t.exact, r.Host, spelling{method: r.Method, path: path})
-		if first >= 0 && len(overrides) == 0 && !t.overlaps[first] {
+		if first >= 0 && len(overrides) == 0 && !t.overlaps[first] && t.names(first, r.Method) && t.direct[first] {
 			return append(dst, Match{first, spelling{method: r.Method, path: path}}) // no other spelling finds another route
+		}
+	}
+	start := len(dst)
+	for i := -1; i < len(overrides); i++ {
+		if i < 0 {
+			dst = t.lookUp(r.Host, vs, spelling{method: r.Method}, first, dst)
+		} else {
+			dst = t.lookUp(r.Host, vs, spelling{method: overrides[i], override: true}, -1, dst)
 		}
 	}
 	for i := -1; i < len(overrides); i++ {
@@ -222,24 +260,7 @@ func (t *Table) matchAll(r *http.Request, overrides []string, dst []Match) []Mat
 		if i >= 0 {
 			method = overrides[i]
 		}
-		for j := range vs {
-			v := vs[(j+1)%len(vs)] // the variants, then the path as it is
-			if !t.mayMatch(v.path) {
-				continue
-			}
-			list, count := t.spellings(method, v.path)
-			for k, sp := range list[:count] {
-				sp.override = i >= 0
-				sp.how = join(v.how, sp.how)
-				idx := first
-				if first < 0 || i >= 0 || k > 0 {
-					idx = find(t.treeFor(sp), r.Host, sp)
-				}
-				if idx >= 0 && !slices.ContainsFunc(dst, func(m Match) bool { return m.Route == idx }) {
-					dst = append(dst, Match{idx, sp})
-				}
-			}
-		}
+		dst = t.unnamed(r.Host, vs, method, start, dst)
 	}
 	return dst
 }

@@ -48,6 +48,7 @@ type Config struct {
 	EscapedSlashes    canon.Slashes                 // what to do with %2F, %5C and \ in paths
 	RouteFolding      bool                          // also match lower-cased paths and a toggled trailing slash
 	MethodOverride    bool                          // forward method override headers and match their methods
+	Methods           []string                      // the methods admit forwards; any other is refused with 501
 	UpstreamProfile   routes.Profile                //  how the upstream's framework routes; the file's upstream_profile unless given
 	AllowSpellings    canon.Classes                 // spellings let through rather than refused; the file's allow_spellings unless given
 	Store             storeurl.Store                // where per-client tokens are decided
@@ -97,9 +98,13 @@ type Config struct {
 type Route struct {
 	Groups  []admit.Group
 	Pattern string
-	Cost    int    // 0: 1
-	from    string // where it was given, for errors: --route "...", or the file's line and index
-	inFile  bool   // from the config file, whose name from leaves out
+	Cost    int // 0: 1
+	// StrictMethods says the app runs the route's handler for the route's
+	// method alone, so that a request under a method no route names is not
+	// held to it.
+	StrictMethods bool
+	from          string // where it was given, for errors: --route "...", or the file's line and index
+	inFile        bool   // from the config file, whose name from leaves out
 }
 
 // String returns the route as --route takes it, quoted:
@@ -155,6 +160,9 @@ var Options = []Option{
 	{Name: "method-override", Def: "false", Usage: "forward X-HTTP-Method-Override, X-HTTP-Method and X-Method-Override, and limit a request as each method they name too; by default they are removed",
 		Set:     func(c *Config, v string) (err error) { c.MethodOverride, err = ParseBool(v); return err },
 		running: func(c Config) any { return c.MethodOverride }},
+	{Name: "methods", arg: "METHODS", Def: DefaultMethods, Usage: "the methods admit forwards, comma or space separated; any other is refused with 501, and TRACE and CONNECT always are",
+		Set:     func(c *Config, v string) (err error) { c.Methods, err = parseMethods(v); return err },
+		running: func(c Config) any { return c.Methods }},
 	{Name: "upstream-profile", arg: "PROFILE", Def: "generic", Usage: "how the app's framework maps a request to a handler, so that admit limits every spelling it routes to a limited handler: servlet (path parameters, with --allow-spellings path_parameter; _method), rails (format suffixes, _method in forms), rack (_method in forms), php (front controllers, _method), express (_method), or generic, every one of them",
 		Set: func(c *Config, v string) (err error) { c.UpstreamProfile, err = routes.ParseProfile(v); return err }},
 	{Name: "allow-spellings", arg: "CLASSES", Def: "none", Usage: "spellings to let through rather than refuse with 400, comma separated: path_parameter (; and %3B), encoded_percent (%25), control (escaped control characters), non_ascii (raw bytes above 0x7F, escapes that are not UTF-8), encoded_delimiter (%3F and %23), host (a Host that is not one host and port)",

@@ -145,6 +145,10 @@ func (c *Config) readRoutes(list *yaml.Node) error {
 			FieldGroup:   func(g *yaml.Node) error { return readGroups(g, where+".group", &r.Groups) },
 			FieldPattern: scalar(where+".pattern", func(v string) error { r.Pattern = v; return nil }),
 			"cost":       scalar(where+".cost", func(v string) (err error) { r.Cost, err = parseFileCount(v); return err }),
+			"strict_methods": scalar(where+".strict_methods", func(v string) (err error) {
+				r.StrictMethods, err = ParseBool(v)
+				return err
+			}),
 		})
 		switch {
 		case err != nil:

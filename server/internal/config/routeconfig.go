@@ -98,9 +98,18 @@ func claimsGRPCHealth(pattern string) bool {
 // several routes is limited by all of theirs (see the server's combined).
 const MaxStacked = 8
 
-// matching returns how the configuration's route table matches.
-func (c *Config) matching() routes.Matching {
-	return routes.Matching{Fold: c.RouteFolding, Profile: c.UpstreamProfile, Allow: c.AllowSpellings, Slashes: c.EscapedSlashes}
+// matching returns how the configuration's table of list matches.
+func (c *Config) matching(list []Route) routes.Matching {
+	m := routes.Matching{Fold: c.RouteFolding, Profile: c.UpstreamProfile, Allow: c.AllowSpellings, Slashes: c.EscapedSlashes}
+	for i, r := range list {
+		if r.StrictMethods {
+			if m.Strict == nil {
+				m.Strict = make([]bool, len(list))
+			}
+			m.Strict[i] = true
+		}
+	}
+	return m
 }
 
 // RouteTable returns the table of list, a configuration's routes.
@@ -109,7 +118,7 @@ func (c *Config) RouteTable(list []Route) (*routes.Table, error) {
 	for i, r := range list {
 		patterns[i] = r.Pattern
 	}
-	t, err := routes.New(patterns, c.matching())
+	t, err := routes.New(patterns, c.matching(list))
 	var conflict *routes.ConflictError
 	switch {
 	case errors.As(err, &conflict) && conflict.Folded:

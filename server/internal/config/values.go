@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -245,3 +246,29 @@ func parsePrefixBits(v string, most int) (int, error) {
 
 // ClientIPv6Bits is the prefix an IPv6 client is keyed by at the narrowest.
 const ClientIPv6Bits = 64
+
+// DefaultMethods are the methods admit forwards unless --methods says: those
+// of RFC 9110 and PATCH, but TRACE, which echoes the request back with its
+// cookies, and CONNECT, which a reverse proxy does not serve.
+const DefaultMethods = "GET,HEAD,POST,PUT,PATCH,DELETE,OPTIONS"
+
+// parseMethods reads the methods admit forwards: upper-case tokens, comma
+// or space separated, never TRACE or CONNECT.
+func parseMethods(v string) ([]string, error) {
+	var ms []string
+	for _, m := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+		switch {
+		case m == http.MethodTrace || m == http.MethodConnect:
+			return nil, fmt.Errorf("%s is never forwarded: TRACE echoes the request back, with its cookies, and CONNECT opens a tunnel", m)
+		case !canon.IsToken(m) || canon.Method(m) != nil:
+			return nil, fmt.Errorf("%q is not a method: want upper-case tokens such as GET,POST", m)
+		}
+		if !slices.Contains(ms, m) {
+			ms = append(ms, m)
+		}
+	}
+	if len(ms) == 0 {
+		return nil, errors.New("want at least one method, such as " + DefaultMethods)
+	}
+	return ms, nil
+}
