@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -314,4 +316,23 @@ func FuzzUpgradeHeaders(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestUpgradeDocsNameTheUpgradeHeaders keeps docs/operators.md
+// ("Upgrades") naming every upgrade header admit removes.
+func TestUpgradeDocsNameTheUpgradeHeaders(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "docs", "operators.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n### Upgrades\n")
+	if !ok {
+		t.Fatal(`docs/operators.md has no "### Upgrades" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n#")
+	for _, name := range upgradeHeaders {
+		if !strings.Contains(strings.ToLower(section), "`"+strings.ToLower(name)+"`") {
+			t.Errorf("docs/operators.md, Upgrades: %s is not named", name)
+		}
+	}
 }
