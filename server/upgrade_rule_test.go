@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -288,8 +289,8 @@ func FuzzUpgradeHeaders(f *testing.F) {
 		servers[i] = startConfig(f, cfg).s.handler
 	}
 	f.Fuzz(func(t *testing.T, up1, up2, conn, settings, path string) {
-		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, " \r\n") {
-			return
+		if _, err := url.ParseRequestURI(path); err != nil || !strings.HasPrefix(path, "/") || strings.ContainsAny(path, " \r\n") {
+			return // a request line no client sends
 		}
 		for _, h := range servers {
 			req := httptest.NewRequest("GET", "http://a"+path, nil)
