@@ -38,13 +38,20 @@ var (
 	// than the one admit routed (Express's method-override, Rails, Laravel);
 	// admit removes them unless --method-override is set.
 	methodOverrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"}
+	// upgradeHeaders carry the parameters of an upgrade admit never
+	// forwards: HTTP2-Settings is the first SETTINGS of the HTTP/2
+	// connection an h2c upgrade asks for (RFC 7540 section 3.2.1), and no
+	// allowlist may name h2c. admit removes them wherever they stand, named
+	// in Connection or not. Upgrade and Connection themselves are
+	// hop-by-hop, written afresh for an allowed protocol (upgrade.go).
+	upgradeHeaders = []string{"Http2-Settings"}
 )
 
 // managedHeaders holds every managed name, canonical, for the underscore
 // check.
 var managedHeaders = func() map[string]bool {
 	m := make(map[string]bool)
-	for _, list := range [][]string{forwardingHeaders, clientHeaders, routingHeaders, methodOverrideHeaders} {
+	for _, list := range [][]string{forwardingHeaders, clientHeaders, routingHeaders, methodOverrideHeaders, upgradeHeaders} {
 		for _, name := range list {
 			m[http.CanonicalHeaderKey(name)] = true
 		}
@@ -53,7 +60,7 @@ var managedHeaders = func() map[string]bool {
 }()
 
 // stripHeaders removes from h the managed headers a client may not send
-// through: the client-address and routing headers, the method overrides
+// through: the client-address, routing and upgrade headers, the method overrides
 // unless keepOverrides, and every header whose name equals a managed one once
 // underscores are read as hyphens. CGI and WSGI servers (Werkzeug,
 // gunicorn, PHP) map X_Forwarded_For and X-Forwarded-For to one variable,
@@ -64,6 +71,9 @@ func stripHeaders(h http.Header, keepOverrides bool) {
 		delete(h, name)
 	}
 	for _, name := range routingHeaders {
+		delete(h, name)
+	}
+	for _, name := range upgradeHeaders {
 		delete(h, name)
 	}
 	if !keepOverrides {

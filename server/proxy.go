@@ -24,6 +24,7 @@ type forwarder struct {
 	resolver *clientip.Resolver
 	// keepOverrides forwards method override headers (--method-override).
 	keepOverrides bool
+	upgrades      upgrades // the protocols a request may switch to
 	log           *slog.Logger
 	failures      rate.Sometimes // throttles the log of upstream failures
 }
@@ -51,6 +52,11 @@ type proxy struct {
 //     proxy's X-Forwarded-Host, so the request's Host, which routes
 //     matched, is sent.
 //
+// It carries an Upgrade only for a protocol of upgrades, and no
+// HTTP2-Settings (upgrade.go); a 101 that does not switch to the protocol
+// asked for, as that protocol must answer, gets the client a 502 and both
+// connections are closed.
+//
 // An upstream that cannot be reached or fails mid-answer gets the client a
 // plain 502 that names nothing internal; the cause is logged, at most once
 // every 10 seconds.
@@ -60,14 +66,15 @@ type proxy struct {
 // the rest (upgrades, streamed or large bodies, Expect) and every request
 // to an https target go through httputil.ReverseProxy and net/http's
 // Transport.
-func newProxy(target *url.URL, resolver *clientip.Resolver, keepOverrides bool, transport http.RoundTripper, log *slog.Logger) http.Handler {
-	f := &forwarder{target: target, resolver: resolver, keepOverrides: keepOverrides, log: log,
+func newProxy(target *url.URL, resolver *clientip.Resolver, keepOverrides bool, allowed upgrades, transport http.RoundTripper, log *slog.Logger) http.Handler {
+	f := &forwarder{target: target, resolver: resolver, keepOverrides: keepOverrides, upgrades: allowed, log: log,
 		failures: rate.Sometimes{Interval: 10 * time.Second}}
 	p := &proxy{f: f, reverse: &httputil.ReverseProxy{
-		Rewrite:      f.rewrite,
-		Transport:    transport,
-		BufferPool:   upstream.BufferPool(),
-		ErrorHandler: f.fail,
+		Rewrite:        f.rewrite,
+		Transport:      transport,
+		BufferPool:     upstream.BufferPool(),
+		ModifyResponse: checkSwitch,
+		ErrorHandler:   f.fail,
 		// The proxy's own log lines can name the client; keep them at Debug.
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}}
@@ -100,6 +107,7 @@ func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(f.target)
 	h := pr.Out.Header
 	stripHeaders(h, f.keepOverrides)
+	setUpgrade(h, f.upgrades.protocol(pr.In.Header))
 	xff, host, proto := f.forwarded(pr.In)
 	if xff != "" {
 		h["X-Forwarded-For"] = []string{xff}
@@ -113,10 +121,10 @@ func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 func (f *forwarder) skip(name string) bool { return stripped(name, f.keepOverrides) }
 
 // strippedNames and overrideNames are stripHeaders' lists as sets.
-var strippedNames, overrideNames = nameSet(clientHeaders, routingHeaders), nameSet(methodOverrideHeaders)
+var strippedNames, overrideNames = nameSet(clientHeaders, routingHeaders, upgradeHeaders), nameSet(methodOverrideHeaders)
 
-// stripped reports whether stripHeaders removes the header name: a client
-// or routing header, a method override unless keepOverrides, or a managed
+// stripped reports whether stripHeaders removes the header name: a client,
+// routing or upgrade header, a method override unless keepOverrides, or a managed
 // name spelled with underscores.
 func stripped(name string, keepOverrides bool) bool {
 	if strippedNames[name] || (!keepOverrides && overrideNames[name]) {
@@ -225,6 +233,11 @@ func (f *forwarder) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if errors.Is(err, errSwitch) {
+		// The client may have sent bytes of the protocol it asked for
+		// after its request; none of them may be read as a request.
+		w.Header().Set("Connection", "close")
+	}
 	w.WriteHeader(http.StatusBadGateway)
 	io.WriteString(w, "bad gateway\n")
 }

@@ -164,7 +164,7 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *ser
 	if s.health, err = s.upstreamHealth(target, transport); err != nil {
 		return nil, err
 	}
-	s.proxy = newProxy(target, s.resolver, cfg.MethodOverride, transport, log)
+	s.proxy = newProxy(target, s.resolver, cfg.MethodOverride, cfg.Upgrades, transport, log)
 	g, err := s.build(cfg, nil)
 	if err != nil {
 		return nil, err

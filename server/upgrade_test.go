@@ -49,7 +49,7 @@ routes:
 budgets:
   link: {inflight: 1, hold_timeout: %s}
 `, hold))
-	r := start(t, "--upstream", echoUpgrader(t), "--config", cfg)
+	r := start(t, "--upstream", echoUpgrader(t), "--config", cfg, "--upgrade", "echo")
 	addr := strings.TrimPrefix(r.url, "http://")
 
 	c := dialFrom(t, "127.0.0.2", addr)

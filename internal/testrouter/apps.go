@@ -83,6 +83,8 @@ func appCommand(t testing.TB, kind Kind) func(port int) *exec.Cmd {
 		return tomcatCommand(t, src)
 	case PHP:
 		return phpCommand(t, src)
+	case Hypercorn:
+		return hypercornCommand(t, src)
 	default:
 		bin, err := goBuilds[kind]()
 		if err != nil {

@@ -55,6 +55,11 @@
 //	front := testrouter.StartFront(t, testrouter.NginxFront, admitAddr)
 //	get(front.URL+"/l/abc", "X-Forwarded-For: 1.2.3.4") // keyed as the client, not 1.2.3.4
 //
+// [SwitchingKinds] are servers that switch to HTTP/2 on Upgrade: h2c
+// (hypercorn, and nghttpx in front of the Go app), for tests that hold an
+// upgrade's tunnel to what admit forwards; they serve the routes above
+// but are not among [Kinds].
+//
 // What each kind needs is never skipped when missing: the test fails and
 // says what to install. Flask needs Debian's python3-flask (run by
 // /usr/bin/python3, never another Python on PATH), Django Debian's
@@ -73,7 +78,9 @@
 // Sinatra need Debian's ruby-actionpack and ruby-sinatra, run by Debian's
 // puma (/usr/bin/puma, on /usr/bin/ruby) with Ruby's gem and Rack
 // environment variables cleared. The kinds with nginx in front need nginx
-// as well as what their app needs. WSGIRef needs only Debian's python3.
+// as well as what their app needs. WSGIRef needs only Debian's python3;
+// Hypercorn needs Debian's python3-hypercorn, and NghttpxGo Debian's
+// nghttp2-proxy (/usr/sbin/nghttpx) and the go command.
 //
 // Runs on Unix systems only.
 package testrouter

@@ -172,8 +172,8 @@ type Seen struct {
 // when what the kind needs is missing.
 func Start(t testing.TB, kind Kind) *Router {
 	t.Helper()
-	if !slices.Contains(Kinds(), kind) && !slices.Contains(outsideKinds, kind) {
-		t.Fatalf("testrouter: unknown kind %q; want one of %v", kind, Kinds())
+	if !slices.Contains(Kinds(), kind) && !slices.Contains(SwitchingKinds(), kind) && !slices.Contains(outsideKinds, kind) {
+		t.Fatalf("testrouter: unknown kind %q; want one of %v, %v or %v", kind, Kinds(), SwitchingKinds(), outsideKinds)
 	}
 	r := &Router{
 		Kind: kind,
@@ -191,6 +191,9 @@ func Start(t testing.TB, kind Kind) *Router {
 	if fronted {
 		app = front.app
 	}
+	if kind == NghttpxGo {
+		app = NginxGo // the Go app, which nginx fronts too
+	}
 	p, port := serve(t, r.client, dir, string(app), appCommand(t, app), 0)
 	r.procs = append(r.procs, p)
 	r.control = baseURL(port)
@@ -198,6 +201,11 @@ func Start(t testing.TB, kind Kind) *Router {
 	if fronted {
 		nginx, port := serve(t, r.client, dir, "nginx", nginxCommand(t, kind, dir, port), p.cmd.Process.Pid)
 		r.procs = append(r.procs, nginx)
+		r.URL = baseURL(port)
+	}
+	if kind == NghttpxGo {
+		nghttpx, port := serve(t, r.client, dir, "nghttpx", nghttpxCommand(t, dir, port), p.cmd.Process.Pid)
+		r.procs = append(r.procs, nghttpx)
 		r.URL = baseURL(port)
 	}
 	return r

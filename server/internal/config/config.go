@@ -51,6 +51,7 @@ type Config struct {
 	Methods           []string                      // the methods admit forwards; any other is refused with 501
 	UpstreamProfile   routes.Profile                //  how the upstream's framework routes; the file's upstream_profile unless given
 	AllowSpellings    canon.Classes                 // spellings let through rather than refused; the file's allow_spellings unless given
+	Upgrades          []string                      // protocols a request may switch to, lower-case; empty: none; the file's upgrades unless given
 	Store             storeurl.Store                // where per-client tokens are decided
 	StorePrefix       string                        // Redis key prefix; empty: the store's default
 	StoreTable        string                        // PostgreSQL table, may be schema-qualified; empty: the store's default
@@ -84,6 +85,9 @@ type Config struct {
 	// a flag or variable gives them; nil when the file does not.
 	fileProfile *routes.Profile
 	fileAllow   *canon.Classes
+	// The file's upgrades, which apply unless a flag or variable gives
+	// them; nil when the file does not.
+	fileUpgrades *[]string
 
 	file        string              // the config file as errors name it: --config "admit.yaml"
 	budgetLines map[admit.Group]int // the line of each group under the file's budgets
@@ -167,6 +171,9 @@ var Options = []Option{
 		Set: func(c *Config, v string) (err error) { c.UpstreamProfile, err = routes.ParseProfile(v); return err }},
 	{Name: "allow-spellings", arg: "CLASSES", Def: "none", Usage: "spellings to let through rather than refuse with 400, comma separated: path_parameter (; and %3B), encoded_percent (%25), control (escaped control characters), non_ascii (raw bytes above 0x7F, escapes that are not UTF-8), encoded_delimiter (%3F and %23), host (a Host that is not one host and port)",
 		Set: func(c *Config, v string) (err error) { c.AllowSpellings, err = canon.ParseClasses(v); return err }},
+	{Name: "upgrade", arg: "PROTOCOLS", Def: DefaultUpgrades, multi: true, Usage: "protocols a request may switch to with Upgrade, comma separated; repeatable; none for no upgrade; any other Upgrade is removed and the request forwarded as a plain one; h2c may not be allowed",
+		Set:     func(c *Config, v string) error { return parseUpgrades(&c.Upgrades, v) },
+		running: func(c Config) any { return c.Upgrades }},
 	{Name: "store", arg: "STORE", Def: "memory", Usage: "memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://... (rediss for TLS): where token decisions are shared",
 		Set:     func(c *Config, v string) (err error) { c.Store, err = storeurl.Parse(v); return err },
 		running: func(c Config) any { return c.Store }},
@@ -341,6 +348,9 @@ func (c *Config) Finish(set *OptionSet) error {
 	}
 	if _, given := set.From("allow-spellings"); !given && c.fileAllow != nil {
 		c.AllowSpellings = *c.fileAllow
+	}
+	if _, given := set.From("upgrade"); !given && c.fileUpgrades != nil {
+		c.Upgrades = *c.fileUpgrades
 	}
 	for _, r := range c.flagRoutes {
 		if err := c.addRoute(r); err != nil {

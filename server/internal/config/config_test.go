@@ -53,6 +53,7 @@ func defaults() Config {
 		MetricsListen:     "127.0.0.1:9464",
 		DrainTimeout:      25 * time.Second,
 		LogFormat:         "text",
+		Upgrades:          []string{"websocket"},
 	}
 }
 
@@ -403,7 +404,7 @@ func TestParseConfigErrors(t *testing.T) {
 
 		{"config file missing", []string{"--config", "testdata/missing.yaml"}, nil, `admit: --config "testdata/missing.yaml": no such file or directory`},
 		{"config unknown budget field", []string{"--config", "testdata/unknown-field.yaml"}, nil, `admit: --config "testdata/unknown-field.yaml": line 3: budgets.link: unknown field "brust" (want algorithm, burst, charge_on_failure, hold_timeout, inflight, ipv4_prefix, ipv6_prefix, key, key_authenticated, like, limit, max_body_bytes, max_clients, on_missing, per_client, rate, read_timeout, shared_burst, shared_rate, sync, sync_interval, window)`},
-		{"config unknown top-level field", nil, map[string]string{"ADMIT_CONFIG": "testdata/unknown-top-level.yaml"}, `admit: ADMIT_CONFIG "testdata/unknown-top-level.yaml": line 1: the file: unknown field "listen" (want allow_spellings, budgets, routes, upstream_profile)`},
+		{"config unknown top-level field", nil, map[string]string{"ADMIT_CONFIG": "testdata/unknown-top-level.yaml"}, `admit: ADMIT_CONFIG "testdata/unknown-top-level.yaml": line 1: the file: unknown field "listen" (want allow_spellings, budgets, routes, upgrades, upstream_profile)`},
 		{"config group of its own without amounts", []string{"--config", "testdata/unknown-group.yaml"}, nil, `admit: --config "testdata/unknown-group.yaml": line 2: budgets.admin: a group of its own needs its rate and burst (or algorithm: fixed-window with a limit and window), or like: webhook, link or health`},
 		{"config unknown route group", []string{"--config", "testdata/unknown-route-group.yaml"}, nil, `admit: --config "testdata/unknown-route-group.yaml": line 2: routes[0]: unknown group "admin" (want webhook, link, health, or a group the config file's budgets name)`},
 		{"config bad route pattern", []string{"--config", "testdata/bad-route-pattern.yaml"}, nil, `admit: --config "testdata/bad-route-pattern.yaml": line 2: routes[0] "GET /l/{id": segment "{id" has no closing '}': a wildcard is a whole segment, such as {id} or {rest...}`},

@@ -65,6 +65,7 @@ func (c *Config) readFile(path string) error {
 			return err
 		}),
 		"allow_spellings": c.readAllowSpellings,
+		fieldUpgrades:     c.readUpgrades,
 	})
 	if err == nil && budgets != nil {
 		err = c.readBudgets(budgets)
