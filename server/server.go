@@ -307,7 +307,7 @@ func (s *server) metricsServer(errorLog *log.Logger) *http.Server {
 	mux.Handle("GET /admit/status", &statusPage{s: s, gather: s.tel.gatherer, now: s.clock})
 	s.adminRoutes(mux)
 	return &http.Server{
-		Handler:           mux,
+		Handler:           s.tel.opsHandler("metrics", s.cfg.AdminHosts, mux),
 		ReadHeaderTimeout: metricsReadHeaderTimeout,
 		ReadTimeout:       metricsReadTimeout,
 		WriteTimeout:      metricsWriteTimeout,

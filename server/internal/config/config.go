@@ -72,6 +72,7 @@ type Config struct {
 	ConfigFile        string                        // the YAML file read, if any
 	AdminTokenFile    string                        // the file adminToken was read from; empty: admin writes are off
 	AdminToken        string                        // the bearer token admin writes need; never logged
+	AdminHosts        []string                      // names the metrics listener answers to beyond addresses and localhost; opshost.ParseNames's form
 	AllowNoRoutes     bool                          // validate only: a configuration without routes passes
 	Stderr            io.Writer                     // where --access-log - writes; nil: os.Stderr
 	Budgets           map[admit.Group]admit.Budget  // the config file's, field by field; nil when it gives none
@@ -225,6 +226,9 @@ var Options = []Option{
 	{Name: "admin-token-file", arg: "FILE", Usage: "file holding the bearer token that reading and resetting a client on the metrics listener (GET and DELETE /admit/groups/GROUP/clients/KEY) require; read again on reload; without it resets are refused and client reads are answered to loopback peers only",
 		Set:     func(c *Config, v string) error { c.AdminTokenFile = v; return nil },
 		running: func(c Config) any { return c.AdminTokenFile }},
+	{Name: "admin-host", arg: "NAMES", multi: true, Usage: "names the metrics listener answers to besides an IP address, localhost and names under .localhost, comma or space separated; repeatable; a request with any other Host is refused with 421, so that a web page cannot reach it by DNS rebinding",
+		Set:     func(c *Config, v string) error { return appendHosts(&c.AdminHosts, v) },
+		running: func(c Config) any { return c.AdminHosts }},
 	{Name: "version", Def: "false", NoEnv: true, Usage: "print the version and exit",
 		Set: func(c *Config, v string) error { return nil }},
 }

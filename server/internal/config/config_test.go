@@ -208,6 +208,12 @@ func TestParseConfig(t *testing.T) {
 		}},
 
 		{"metrics listen flag", []string{"--metrics-listen", ":0"}, nil, func(c *Config) { c.MetricsListen = ":0" }},
+		{"admin hosts repeated", []string{"--admin-host", "Admit.Internal.", "--admin-host", "a.example,b.example"}, nil, func(c *Config) {
+			c.AdminHosts = []string{"admit.internal", "a.example", "b.example"}
+		}},
+		{"admin hosts env", nil, map[string]string{"ADMIT_ADMIN_HOST": "ops.example ops2.example"}, func(c *Config) {
+			c.AdminHosts = []string{"ops.example", "ops2.example"}
+		}},
 		{"metrics listen env", nil, map[string]string{"ADMIT_METRICS_LISTEN": "0.0.0.0:9100"}, func(c *Config) { c.MetricsListen = "0.0.0.0:9100" }},
 		{"metrics listen flag over env", []string{"--metrics-listen", "[::1]:9464"}, map[string]string{"ADMIT_METRICS_LISTEN": ":9100"}, func(c *Config) {
 			c.MetricsListen = "[::1]:9464"
@@ -344,6 +350,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"listen without port", []string{"--listen", "localhost"}, nil, `admit: --listen "localhost": missing port in address`},
 		{"listen bad port", []string{"--listen", ":http"}, nil, `admit: --listen ":http": port must be a number from 0 to 65535`},
 		{"listen port too large env", nil, map[string]string{"ADMIT_LISTEN": ":70000"}, `admit: ADMIT_LISTEN ":70000": port must be a number from 0 to 65535`},
+		{"admin host with port", []string{"--admin-host", "admit.internal:9464"}, nil, `admit: --admin-host "admit.internal:9464": want host names such as admit.internal, without scheme or port, comma or space separated`},
+		{"admin host one of two bad", nil, map[string]string{"ADMIT_ADMIN_HOST": "ops.example,http://x"}, `admit: ADMIT_ADMIN_HOST "ops.example,http://x": "http://x": want host names*`},
 		{"metrics listen bad", []string{"--metrics-listen", "9464"}, nil, `admit: --metrics-listen "9464": missing port in address`},
 
 		{"upstream missing", nil, map[string]string{"ADMIT_UPSTREAM": ""}, `admit: --upstream (or ADMIT_UPSTREAM) is required unless --demo is set`},

@@ -15,6 +15,7 @@ import (
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
 	"github.com/admitgo/admit/internal/canon"
+	"github.com/admitgo/admit/server/internal/opshost"
 	"github.com/admitgo/admit/server/storeurl"
 )
 
@@ -42,6 +43,13 @@ func ParseAddr(v string) (string, error) {
 		return "", errors.New("port must be a number from 0 to 65535")
 	}
 	return v, nil
+}
+
+// appendHosts adds the names of --admin-host to list.
+func appendHosts(list *[]string, v string) error {
+	names, err := opshost.ParseNames(v)
+	*list = append(*list, names...)
+	return err
 }
 
 func parseUpstream(v string) (*url.URL, error) {
