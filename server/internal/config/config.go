@@ -63,6 +63,7 @@ type Config struct {
 	MetricsPerClient  int                           // open connections on the metrics listener per client key; 0: no cap
 	TLSCert, TLSKey   string                        // both set or both empty
 	H2C               bool                          // serve cleartext HTTP/2 with prior knowledge too; never with TLS
+	HTTPEngine        Engine                        // what serves the listeners and forwards upstream
 	DrainDelay        time.Duration                 // how long health reports draining before the listener closes
 	DrainTimeout      time.Duration                 // how long in-flight requests may run after SIGTERM; > 0
 	LogFormat         string                        // "text" or "json"
@@ -202,6 +203,9 @@ var Options = []Option{
 	{Name: "h2c", Def: "false", Usage: "also serve cleartext HTTP/2 with prior knowledge on the proxy's listener, for gRPC clients and probes without TLS (Kubernetes gRPC probes, grpc-health-probe); not with --tls-cert, which serves HTTP/2 over TLS",
 		Set:     func(c *Config, v string) (err error) { c.H2C, err = ParseBool(v); return err },
 		running: func(c Config) any { return c.H2C }},
+	{Name: "http-engine", arg: "ENGINE", Def: "admit", Usage: "what serves the listeners and forwards to the upstream: admit (its own HTTP/1.1 engine for plain requests on a cleartext listener, and its direct path to a plain-HTTP upstream, each handing the rest to net/http) or net/http (net/http's server and Transport alone: the way back should admit's own read something wrongly)",
+		Set:     func(c *Config, v string) (err error) { c.HTTPEngine, err = parseEngine(v); return err },
+		running: func(c Config) any { return c.HTTPEngine }},
 	{Name: "drain-delay", arg: "DURATION", Def: "0s", Usage: "after SIGTERM, how long health reports draining while new connections are still served, so load balancers notice first",
 		Set:     func(c *Config, v string) (err error) { c.DrainDelay, err = parseDuration(v, false); return err },
 		running: func(c Config) any { return c.DrainDelay }},

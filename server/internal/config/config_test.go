@@ -211,6 +211,7 @@ func TestParseConfig(t *testing.T) {
 		{"admin hosts repeated", []string{"--admin-host", "Admit.Internal.", "--admin-host", "a.example,b.example"}, nil, func(c *Config) {
 			c.AdminHosts = []string{"admit.internal", "a.example", "b.example"}
 		}},
+		{"http engine env", nil, map[string]string{"ADMIT_HTTP_ENGINE": "net/http"}, func(c *Config) { c.HTTPEngine = EngineNetHTTP }},
 		{"admin hosts env", nil, map[string]string{"ADMIT_ADMIN_HOST": "ops.example ops2.example"}, func(c *Config) {
 			c.AdminHosts = []string{"ops.example", "ops2.example"}
 		}},
@@ -352,6 +353,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"listen port too large env", nil, map[string]string{"ADMIT_LISTEN": ":70000"}, `admit: ADMIT_LISTEN ":70000": port must be a number from 0 to 65535`},
 		{"admin host with port", []string{"--admin-host", "admit.internal:9464"}, nil, `admit: --admin-host "admit.internal:9464": want host names such as admit.internal, without scheme or port, comma or space separated`},
 		{"admin host one of two bad", nil, map[string]string{"ADMIT_ADMIN_HOST": "ops.example,http://x"}, `admit: ADMIT_ADMIN_HOST "ops.example,http://x": "http://x": want host names*`},
+		{"http engine unknown", []string{"--http-engine", "h2"}, nil, `admit: --http-engine "h2": want admit or net/http`},
 		{"metrics listen bad", []string{"--metrics-listen", "9464"}, nil, `admit: --metrics-listen "9464": missing port in address`},
 
 		{"upstream missing", nil, map[string]string{"ADMIT_UPSTREAM": ""}, `admit: --upstream (or ADMIT_UPSTREAM) is required unless --demo is set`},

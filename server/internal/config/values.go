@@ -120,6 +120,28 @@ func checkStoreFail(c *Config, set *OptionSet) error {
 	return nil
 }
 
+// Engine is what serves the proxy's listeners and forwards its requests
+// upstream (--http-engine).
+type Engine string
+
+const (
+	// EngineAdmit serves plain HTTP/1.1 requests on a cleartext listener
+	// with admit's own engine and forwards to a plain-HTTP upstream over
+	// its direct path; each hands what it does not take to net/http.
+	EngineAdmit Engine = "admit"
+	// EngineNetHTTP serves with net/http's Server and forwards with its
+	// Transport alone.
+	EngineNetHTTP Engine = "net/http"
+)
+
+func parseEngine(v string) (Engine, error) {
+	switch e := Engine(v); e {
+	case EngineAdmit, EngineNetHTTP:
+		return e, nil
+	}
+	return "", errors.New("want admit or net/http")
+}
+
 // parseDuration reads a duration that must be positive, or with positive
 // false, not negative.
 func parseDuration(v string, positive bool) (time.Duration, error) {
