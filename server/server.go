@@ -245,7 +245,7 @@ func (s *server) serve(ctx context.Context) error {
 		}
 	})
 	s.log.Info("admit: serving", "addr", s.ln.Addr().String(), "metrics_addr", s.metricsLn.Addr().String(),
-		"tls", s.tlsCert != nil, "h2c", s.cfg.H2C, "http_engine", s.cfg.HTTPEngine, "proxy_protocol", len(s.cfg.ProxyProtocolFrom) > 0)
+		"tls", s.tlsCert != nil, "h2c", s.cfg.H2C, config.FieldEngine, s.cfg.HTTPEngine, "proxy_protocol", len(s.cfg.ProxyProtocolFrom) > 0)
 
 	var err error
 wait:

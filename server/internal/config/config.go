@@ -85,6 +85,10 @@ type Config struct {
 	// a flag or variable gives them; nil when the file does not.
 	fileProfile *routes.Profile
 	fileAllow   *canon.Classes
+	// The file's admin_hosts and http_engine, which apply unless a flag or
+	// variable gives them; nil when the file does not.
+	fileHosts  *[]string
+	fileEngine *Engine
 
 	file        string              // the config file as errors name it: --config "admit.yaml"
 	budgetLines map[admit.Group]int // the line of each group under the file's budgets
@@ -338,6 +342,12 @@ func (c *Config) Finish(set *OptionSet) error {
 	}
 	if _, given := set.From("allow-spellings"); !given && c.fileAllow != nil {
 		c.AllowSpellings = *c.fileAllow
+	}
+	if _, given := set.From("admin-host"); !given && c.fileHosts != nil {
+		c.AdminHosts = *c.fileHosts
+	}
+	if _, given := set.From("http-engine"); !given && c.fileEngine != nil {
+		c.HTTPEngine = *c.fileEngine
 	}
 	for _, r := range c.flagRoutes {
 		if err := c.addRoute(r); err != nil {
