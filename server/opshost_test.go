@@ -5,6 +5,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"connectrpc.com/grpchealth"
+
+	"github.com/admitgo/admit/server/internal/opshost"
 )
 
 // opsRoutes are the routes of the proxy's metrics listener, and a path and
@@ -94,5 +98,22 @@ func TestRLSOpsListenerHost(t *testing.T) {
 	}
 	if got := metricValue(s.scrape(t), `admit_server_misdirected_total{admit_server_listener="metrics"`); got != len(routes) {
 		t.Errorf("admit_server_misdirected_total: got %d, want %d", got, len(routes))
+	}
+}
+
+// TestOpsServersAreGuarded: the Host check stands in front of the whole
+// mux of every operations listener, so that a route added later is
+// guarded too.
+func TestOpsServersAreGuarded(t *testing.T) {
+	tel, err := newTelemetry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.close()
+	s := &server{tel: tel, health: grpchealth.NewStaticChecker()}
+	for name, srv := range map[string]*http.Server{"proxy's metrics": s.metricsServer(nil), "admit rls's metrics": rlsMetricsServer(tel, nil)} {
+		if _, ok := srv.Handler.(*opshost.Handler); !ok {
+			t.Errorf("%s listener: handler %T, want *opshost.Handler", name, srv.Handler)
+		}
 	}
 }
