@@ -1,6 +1,9 @@
 package server
 
 import (
+	"bufio"
+	"io"
+	"net"
 	"net/http"
 	"testing"
 
@@ -36,5 +39,52 @@ func TestHTTPEngine(t *testing.T) {
 				t.Errorf("GET /x: got %d %q, want 200 /x", resp.StatusCode, body)
 			}
 		})
+	}
+}
+
+// oneAnswerUpstream answers every request with answer, then closes the
+// connection.
+func oneAnswerUpstream(t *testing.T, answer string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					line, err := br.ReadString('\n')
+					if err != nil {
+						return
+					}
+					if line == "\r\n" {
+						io.WriteString(c, answer)
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// TestEngineDifferences pins what docs/operators.md ("The engine switch")
+// says differs: a response head the direct path refuses is a 502 under
+// admit, where net/http's Transport reads it its own way.
+func TestEngineDifferences(t *testing.T) {
+	up := oneAnswerUpstream(t, "HTTP/1.1 200 OK\r\nX-Folded: a\r\n b\r\nContent-Length: 2\r\n\r\nok")
+	for engine, want := range map[string]int{"admit": http.StatusBadGateway, "net/http": http.StatusOK} {
+		r := start(t, "--upstream", up, "--http-engine", engine)
+		if resp, body := r.do(t, "GET", "/x", ""); resp.StatusCode != want {
+			t.Errorf("%s: a folded response header: got %d %q (X-Folded %q), want %d", engine, resp.StatusCode, body, resp.Header.Get("X-Folded"), want)
+		}
 	}
 }
