@@ -17,7 +17,7 @@
 // Every other Host, an empty one included, is answered 421 Misdirected
 // Request (RFC 9110, section 15.5.20: the server does not answer for that
 // name) before any handler runs. The check is an allowlist of spellings:
-// a host name matches only in lower-case ASCII letters, digits, '-' and
-// '_' labels, so a name that folds to an allowed one under Unicode rules
-// is refused.
+// a host name matches only when its labels are ASCII letters, in either
+// case, digits, '-' and '_', so a name that folds to an allowed one under
+// Unicode's rules (a KELVIN SIGN for a k) is refused.
 package opshost
