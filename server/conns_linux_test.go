@@ -37,7 +37,7 @@ func metricsGet(t *testing.T, from, addr, path string) (status int, body string,
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(testTimeout))
-	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"); err != nil {
+	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"); err != nil {
 		return 0, "", false
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
@@ -77,7 +77,7 @@ func flood(t *testing.T, addr string, n int, from func(i int) string) []net.Conn
 					return
 				}
 				c.SetDeadline(time.Now().Add(testTimeout))
-				_, err = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n")
+				_, err = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
 				var resp *http.Response
 				if err == nil {
 					resp, err = http.ReadResponse(bufio.NewReader(c), nil)

@@ -28,6 +28,9 @@
 // and answers GET /admit/groups and GET /admit/groups/{group}/clients/{key},
 // which show what each group holds, and DELETE of the latter, which resets
 // one client's bucket and needs the bearer token of --admin-token-file.
+// It answers only a request whose Host is one of its own names (an IP
+// address, localhost, a name under .localhost or one of --admin-host), so
+// that a web page cannot reach it through DNS rebinding.
 // --access-log writes a JSON line per decided request.
 //
 // Flags, their environment variables and the config file are described by

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,11 +37,20 @@ func start(t *testing.T, args ...string) *running {
 	return startConfig(t, serverConfig(t, args...))
 }
 
+// testEngine names the environment variable that gives every server the
+// tests start through serverConfig the --http-engine it holds, unless the
+// test gives its own: scripts/test runs the server's suites once with
+// net/http too.
+const testEngine = "ADMIT_TEST_HTTP_ENGINE"
+
 // serverConfig reads args as a command line on free loopback ports, with an empty
-// environment.
+// environment (and the --http-engine of ADMIT_TEST_HTTP_ENGINE).
 func serverConfig(t testing.TB, args ...string) config.Config {
 	t.Helper()
 	args = append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, args...)
+	if e := os.Getenv(testEngine); e != "" {
+		args = append([]string{"--http-engine", e}, args...)
+	}
 	cfg, err := config.Parse(args, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)

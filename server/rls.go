@@ -115,7 +115,7 @@ func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *
 		return err
 	}
 	srv, hs := newRLSServer(svc, tlsConfig)
-	msrv := rlsMetricsServer(tel)
+	msrv := rlsMetricsServer(tel, o.AdminHosts)
 	errs := make(chan error, 2)
 	go func() { errs <- srv.Serve(ln) }()
 	go func() { errs <- msrv.Serve(mln) }()
@@ -203,12 +203,12 @@ func rlsListen(ctx context.Context, o rlsOptions, tel *telemetry) (ln, mln net.L
 }
 
 // rlsMetricsServer serves /metrics and /healthz with the proxy's metrics
-// bounds.
-func rlsMetricsServer(tel *telemetry) *http.Server {
+// bounds, to its own names and those of --admin-host only.
+func rlsMetricsServer(tel *telemetry, adminHosts []string) *http.Server {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", tel.handler)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
-	return &http.Server{Handler: mux, ReadHeaderTimeout: metricsReadHeaderTimeout, ReadTimeout: metricsReadTimeout,
+	return &http.Server{Handler: tel.opsHandler("metrics", adminHosts, mux), ReadHeaderTimeout: metricsReadHeaderTimeout, ReadTimeout: metricsReadTimeout,
 		WriteTimeout: metricsWriteTimeout, IdleTimeout: metricsIdleTimeout, MaxHeaderBytes: maxHeaderBytes}
 }
 

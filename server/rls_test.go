@@ -349,6 +349,24 @@ func (s *rlsServer) scrape(t *testing.T) string {
 	return string(b)
 }
 
+// TestRLSAdminHostRefused: a name that is not one stops admit rls, in
+// the words of the flag or variable that gave it.
+func TestRLSAdminHostRefused(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--admin-host", "rls.internal:9464"}, nil, `admit rls: --admin-host "rls.internal:9464": want host names`},
+		{nil, map[string]string{"ADMIT_RLS_ADMIN_HOST": "ok.example *.example"}, `admit rls: ADMIT_RLS_ADMIN_HOST "ok.example *.example": "*.example": want host names`},
+	} {
+		_, err := parseRLSFlags(append([]string{"--config", "x.yaml"}, tc.args...), func(k string) string { return tc.env[k] }, io.Discard)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%v %v: got %v, want %s...", tc.args, tc.env, err, tc.want)
+		}
+	}
+}
+
 // TestRLSMaxConns closes a connection past --max-conns on arrival, and
 // counts it, while the connection within the cap keeps being served.
 func TestRLSMaxConns(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/admitgo/admit/rls"
 	"github.com/admitgo/admit/server/internal/config"
+	"github.com/admitgo/admit/server/internal/opshost"
 	"github.com/admitgo/admit/server/storeurl"
 )
 
@@ -30,6 +31,7 @@ type rlsOptions struct {
 	LimitHeader, RemainingHdr string
 	ResetHeader               string
 	LogLevel                  slog.Level
+	AdminHosts                []string      // names the metrics listener answers to beyond addresses and localhost
 	fromEnv, referenceEnv     []string      // variables read, and the reference's set but not read
 	watchEvery                time.Duration // tests shorten it
 	ready                     func(grpcAddr, metricsAddr string)
@@ -61,6 +63,9 @@ func parseRLSFlags(args []string, getenv func(string) string, out io.Writer) (rl
 	fs.StringVar(&o.RemainingHdr, "remaining-header", rls.DefaultHeaders.Remaining, "name of the remaining header (LIMIT_REMAINING_HEADER)")
 	fs.StringVar(&o.ResetHeader, "reset-header", rls.DefaultHeaders.Reset, "name of the reset header (LIMIT_RESET_HEADER)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
+	var adminHosts []string
+	fs.Func("admin-host", "names the metrics listener answers to besides an IP address, localhost and names under .localhost, comma or space separated; repeatable; a request with any other Host is refused with 421, so that a web page cannot reach it by DNS rebinding",
+		func(v string) error { adminHosts = append(adminHosts, v); return nil })
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -97,6 +102,13 @@ func parseRLSFlags(args []string, getenv func(string) string, out io.Writer) (rl
 	}
 	if o.LogLevel, err = config.ParseLogLevel(*level); err != nil {
 		return o, fmt.Errorf("admit rls: %s %q: %w", from("log-level"), *level, err)
+	}
+	for _, v := range adminHosts {
+		names, err := opshost.ParseNames(v)
+		if err != nil {
+			return o, fmt.Errorf("admit rls: %s %q: %w", from("admin-host"), v, err)
+		}
+		o.AdminHosts = append(o.AdminHosts, names...)
 	}
 	return o, nil
 }
@@ -171,7 +183,7 @@ func (o rlsOptions) headers() rls.Headers {
 var rlsPlaceholders = map[string]string{
 	"config": "FILE|DIR", "listen": "ADDR", "metrics-listen": "ADDR", "max-conns": "N", "max-conns-per-client": "N",
 	"store": "STORE", "store-table": "TABLE", "store-prefix": "PREFIX", "store-fail": "POLICY",
-	"tls-cert": "FILE", "tls-key": "FILE", "log-level": "LEVEL",
+	"tls-cert": "FILE", "tls-key": "FILE", "log-level": "LEVEL", "admin-host": "NAMES",
 	"limit-header": "NAME", "remaining-header": "NAME", "reset-header": "NAME",
 }
 

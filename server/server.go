@@ -24,9 +24,7 @@ import (
 	"github.com/admitgo/admit/clientip"
 	"github.com/admitgo/admit/health"
 	"github.com/admitgo/admit/internal/meter"
-	"github.com/admitgo/admit/internal/upstream"
 	"github.com/admitgo/admit/server/internal/config"
-	"github.com/admitgo/admit/server/internal/h1"
 	"github.com/admitgo/admit/server/listener"
 	"github.com/admitgo/admit/server/storeurl"
 )
@@ -157,10 +155,7 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *ser
 		return nil, fmt.Errorf("admit: %w", err)
 	}
 
-	transport := cfg.Transport
-	if transport == nil {
-		transport = upstream.Transport()
-	}
+	transport := upstreamTransport(cfg)
 	if s.health, err = s.upstreamHealth(target, transport); err != nil {
 		return nil, err
 	}
@@ -223,10 +218,7 @@ func (s *server) registerMetrics() (err error) {
 func (s *server) serve(ctx context.Context) error {
 	errorLog := slog.NewLogLogger(s.log.Handler(), slog.LevelDebug) // its lines name clients
 	srv := s.proxyServer(errorLog)
-	var engine *h1.Server
-	if s.tlsCert == nil {
-		engine = &h1.Server{HTTP: srv}
-	}
+	engine := s.h1Engine(srv)
 	msrv := s.metricsServer(errorLog)
 
 	var wg sync.WaitGroup
@@ -235,10 +227,13 @@ func (s *server) serve(ctx context.Context) error {
 	failed := make(chan error, 2)
 	wg.Go(func() {
 		var err error
-		if engine != nil {
+		switch {
+		case engine != nil:
 			err = engine.Serve(s.ln)
-		} else {
+		case s.tlsCert != nil:
 			err = srv.ServeTLS(s.ln, "", "")
+		default:
+			err = srv.Serve(s.ln)
 		}
 		if !errors.Is(err, http.ErrServerClosed) {
 			failed <- fmt.Errorf("admit: serving: %w", err)
@@ -250,7 +245,7 @@ func (s *server) serve(ctx context.Context) error {
 		}
 	})
 	s.log.Info("admit: serving", "addr", s.ln.Addr().String(), "metrics_addr", s.metricsLn.Addr().String(),
-		"tls", s.tlsCert != nil, "h2c", s.cfg.H2C, "proxy_protocol", len(s.cfg.ProxyProtocolFrom) > 0)
+		"tls", s.tlsCert != nil, "h2c", s.cfg.H2C, config.FieldEngine, s.cfg.HTTPEngine, "proxy_protocol", len(s.cfg.ProxyProtocolFrom) > 0)
 
 	var err error
 wait:
@@ -307,7 +302,7 @@ func (s *server) metricsServer(errorLog *log.Logger) *http.Server {
 	mux.Handle("GET /admit/status", &statusPage{s: s, gather: s.tel.gatherer, now: s.clock})
 	s.adminRoutes(mux)
 	return &http.Server{
-		Handler:           mux,
+		Handler:           s.tel.opsHandler("metrics", s.cfg.AdminHosts, mux),
 		ReadHeaderTimeout: metricsReadHeaderTimeout,
 		ReadTimeout:       metricsReadTimeout,
 		WriteTimeout:      metricsWriteTimeout,

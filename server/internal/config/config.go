@@ -65,6 +65,7 @@ type Config struct {
 	MetricsPerClient  int                           // open connections on the metrics listener per client key; 0: no cap
 	TLSCert, TLSKey   string                        // both set or both empty
 	H2C               bool                          // serve cleartext HTTP/2 with prior knowledge too; never with TLS
+	HTTPEngine        Engine                        // what serves the listeners and forwards upstream
 	DrainDelay        time.Duration                 // how long health reports draining before the listener closes
 	DrainTimeout      time.Duration                 // how long in-flight requests may run after SIGTERM; > 0
 	LogFormat         string                        // "text" or "json"
@@ -74,6 +75,7 @@ type Config struct {
 	ConfigFile        string                        // the YAML file read, if any
 	AdminTokenFile    string                        // the file adminToken was read from; empty: admin writes are off
 	AdminToken        string                        // the bearer token admin writes need; never logged
+	AdminHosts        []string                      // names the metrics listener answers to beyond addresses and localhost; opshost.ParseNames's form
 	AllowNoRoutes     bool                          // validate only: a configuration without routes passes
 	Stderr            io.Writer                     // where --access-log - writes; nil: os.Stderr
 	Budgets           map[admit.Group]admit.Budget  // the config file's, field by field; nil when it gives none
@@ -85,9 +87,11 @@ type Config struct {
 	// a flag or variable gives them; nil when the file does not.
 	fileProfile *routes.Profile
 	fileAllow   *canon.Classes
-	// The file's upgrades, which apply unless a flag or variable gives
-	// them; nil when the file does not.
+	// The file's upgrades, admin_hosts and http_engine, which apply unless
+	// a flag or variable gives them; nil when the file does not.
 	fileUpgrades *[]string
+	fileHosts    *[]string
+	fileEngine   *Engine
 
 	file        string              // the config file as errors name it: --config "admit.yaml"
 	budgetLines map[admit.Group]int // the line of each group under the file's budgets
@@ -216,6 +220,9 @@ var Options = []Option{
 	{Name: "h2c", Def: "false", Usage: "also serve cleartext HTTP/2 with prior knowledge on the proxy's listener, for gRPC clients and probes without TLS (Kubernetes gRPC probes, grpc-health-probe); not with --tls-cert, which serves HTTP/2 over TLS",
 		Set:     func(c *Config, v string) (err error) { c.H2C, err = ParseBool(v); return err },
 		running: func(c Config) any { return c.H2C }},
+	{Name: "http-engine", arg: "ENGINE", Def: "admit", Usage: "what serves the listeners and forwards to the upstream: admit (its own HTTP/1.1 engine for plain requests on a cleartext listener, and its direct path to a plain-HTTP upstream, each handing the rest to net/http) or net/http (net/http's server and Transport alone: the way back should admit's own read something wrongly)",
+		Set:     func(c *Config, v string) (err error) { c.HTTPEngine, err = parseEngine(v); return err },
+		running: func(c Config) any { return c.HTTPEngine }},
 	{Name: "drain-delay", arg: "DURATION", Def: "0s", Usage: "after SIGTERM, how long health reports draining while new connections are still served, so load balancers notice first",
 		Set:     func(c *Config, v string) (err error) { c.DrainDelay, err = parseDuration(v, false); return err },
 		running: func(c Config) any { return c.DrainDelay }},
@@ -240,6 +247,9 @@ var Options = []Option{
 	{Name: "admin-token-file", arg: "FILE", Usage: "file holding the bearer token that reading and resetting a client on the metrics listener (GET and DELETE /admit/groups/GROUP/clients/KEY) require; read again on reload; without it resets are refused and client reads are answered to loopback peers only",
 		Set:     func(c *Config, v string) error { c.AdminTokenFile = v; return nil },
 		running: func(c Config) any { return c.AdminTokenFile }},
+	{Name: "admin-host", arg: "NAMES", multi: true, Usage: "names the metrics listener answers to besides an IP address, localhost and names under .localhost, comma or space separated; repeatable; a request with any other Host is refused with 421, so that a web page cannot reach it by DNS rebinding",
+		Set:     func(c *Config, v string) error { return appendHosts(&c.AdminHosts, v) },
+		running: func(c Config) any { return c.AdminHosts }},
 	{Name: "version", Def: "false", NoEnv: true, Usage: "print the version and exit",
 		Set: func(c *Config, v string) error { return nil }},
 }
@@ -351,6 +361,12 @@ func (c *Config) Finish(set *OptionSet) error {
 	}
 	if _, given := set.From("upgrade"); !given && c.fileUpgrades != nil {
 		c.Upgrades = *c.fileUpgrades
+	}
+	if _, given := set.From("admin-host"); !given && c.fileHosts != nil {
+		c.AdminHosts = *c.fileHosts
+	}
+	if _, given := set.From("http-engine"); !given && c.fileEngine != nil {
+		c.HTTPEngine = *c.fileEngine
 	}
 	for _, r := range c.flagRoutes {
 		if err := c.addRoute(r); err != nil {

@@ -209,6 +209,13 @@ func TestParseConfig(t *testing.T) {
 		}},
 
 		{"metrics listen flag", []string{"--metrics-listen", ":0"}, nil, func(c *Config) { c.MetricsListen = ":0" }},
+		{"admin hosts repeated", []string{"--admin-host", "Admit.Internal.", "--admin-host", "a.example,b.example"}, nil, func(c *Config) {
+			c.AdminHosts = []string{"admit.internal", "a.example", "b.example"}
+		}},
+		{"http engine env", nil, map[string]string{"ADMIT_HTTP_ENGINE": "net/http"}, func(c *Config) { c.HTTPEngine = EngineNetHTTP }},
+		{"admin hosts env", nil, map[string]string{"ADMIT_ADMIN_HOST": "ops.example ops2.example"}, func(c *Config) {
+			c.AdminHosts = []string{"ops.example", "ops2.example"}
+		}},
 		{"metrics listen env", nil, map[string]string{"ADMIT_METRICS_LISTEN": "0.0.0.0:9100"}, func(c *Config) { c.MetricsListen = "0.0.0.0:9100" }},
 		{"metrics listen flag over env", []string{"--metrics-listen", "[::1]:9464"}, map[string]string{"ADMIT_METRICS_LISTEN": ":9100"}, func(c *Config) {
 			c.MetricsListen = "[::1]:9464"
@@ -345,6 +352,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{"listen without port", []string{"--listen", "localhost"}, nil, `admit: --listen "localhost": missing port in address`},
 		{"listen bad port", []string{"--listen", ":http"}, nil, `admit: --listen ":http": port must be a number from 0 to 65535`},
 		{"listen port too large env", nil, map[string]string{"ADMIT_LISTEN": ":70000"}, `admit: ADMIT_LISTEN ":70000": port must be a number from 0 to 65535`},
+		{"admin host with port", []string{"--admin-host", "admit.internal:9464"}, nil, `admit: --admin-host "admit.internal:9464": want host names such as admit.internal, without scheme or port, comma or space separated`},
+		{"admin host one of two bad", nil, map[string]string{"ADMIT_ADMIN_HOST": "ops.example,http://x"}, `admit: ADMIT_ADMIN_HOST "ops.example,http://x": "http://x": want host names*`},
+		{"http engine unknown", []string{"--http-engine", "h2"}, nil, `admit: --http-engine "h2": want admit or net/http`},
 		{"metrics listen bad", []string{"--metrics-listen", "9464"}, nil, `admit: --metrics-listen "9464": missing port in address`},
 
 		{"upstream missing", nil, map[string]string{"ADMIT_UPSTREAM": ""}, `admit: --upstream (or ADMIT_UPSTREAM) is required unless --demo is set`},
@@ -404,7 +414,7 @@ func TestParseConfigErrors(t *testing.T) {
 
 		{"config file missing", []string{"--config", "testdata/missing.yaml"}, nil, `admit: --config "testdata/missing.yaml": no such file or directory`},
 		{"config unknown budget field", []string{"--config", "testdata/unknown-field.yaml"}, nil, `admit: --config "testdata/unknown-field.yaml": line 3: budgets.link: unknown field "brust" (want algorithm, burst, charge_on_failure, hold_timeout, inflight, ipv4_prefix, ipv6_prefix, key, key_authenticated, like, limit, max_body_bytes, max_clients, on_missing, per_client, rate, read_timeout, shared_burst, shared_rate, sync, sync_interval, window)`},
-		{"config unknown top-level field", nil, map[string]string{"ADMIT_CONFIG": "testdata/unknown-top-level.yaml"}, `admit: ADMIT_CONFIG "testdata/unknown-top-level.yaml": line 1: the file: unknown field "listen" (want allow_spellings, budgets, routes, upgrades, upstream_profile)`},
+		{"config unknown top-level field", nil, map[string]string{"ADMIT_CONFIG": "testdata/unknown-top-level.yaml"}, `admit: ADMIT_CONFIG "testdata/unknown-top-level.yaml": line 1: the file: unknown field "listen" (want admin_hosts, allow_spellings, budgets, http_engine, routes, upgrades, upstream_profile)`},
 		{"config group of its own without amounts", []string{"--config", "testdata/unknown-group.yaml"}, nil, `admit: --config "testdata/unknown-group.yaml": line 2: budgets.admin: a group of its own needs its rate and burst (or algorithm: fixed-window with a limit and window), or like: webhook, link or health`},
 		{"config unknown route group", []string{"--config", "testdata/unknown-route-group.yaml"}, nil, `admit: --config "testdata/unknown-route-group.yaml": line 2: routes[0]: unknown group "admin" (want webhook, link, health, or a group the config file's budgets name)`},
 		{"config bad route pattern", []string{"--config", "testdata/bad-route-pattern.yaml"}, nil, `admit: --config "testdata/bad-route-pattern.yaml": line 2: routes[0] "GET /l/{id": segment "{id" has no closing '}': a wildcard is a whole segment, such as {id} or {rest...}`},
@@ -710,4 +720,30 @@ func FuzzWholeConfig(f *testing.F) {
 			t.Errorf("error not in admit's words: %v", err)
 		}
 	})
+}
+
+// TestFileOpsSettings: the file's admin_hosts and http_engine apply unless
+// a flag or variable gives them, and a bad one names its line and field.
+func TestFileOpsSettings(t *testing.T) {
+	path := writeConfig(t, "admin_hosts: [Admit.Internal., \"a.example b.example\"]\nhttp_engine: net/http\n")
+	c := mustParse(t, []string{"--config", path})
+	if got := strings.Join(c.AdminHosts, " "); got != "admit.internal a.example b.example" || c.HTTPEngine != EngineNetHTTP {
+		t.Errorf("from the file: got hosts %q, engine %q; want admit.internal a.example b.example, net/http", got, c.HTTPEngine)
+	}
+	c, err := parse(t, []string{"--config", path, "--http-engine", "admit"}, map[string]string{"ADMIT_ADMIN_HOST": "ops.example"})
+	if err != nil || strings.Join(c.AdminHosts, " ") != "ops.example" || c.HTTPEngine != EngineAdmit {
+		t.Errorf("flag and variable over the file: got hosts %q, engine %q, %v; want ops.example, admit", c.AdminHosts, c.HTTPEngine, err)
+	}
+	c = mustParse(t, []string{"--config", writeConfig(t, "admin_hosts: ops.example\n")})
+	if strings.Join(c.AdminHosts, " ") != "ops.example" || c.HTTPEngine != EngineAdmit {
+		t.Errorf("one name, engine left out: got hosts %q, engine %q; want ops.example, admit", c.AdminHosts, c.HTTPEngine)
+	}
+	for yaml, want := range map[string]string{
+		"admin_hosts: [ok.example, \"admit.internal:9464\"]\n": `line 1: admin_hosts[1]: "admit.internal:9464": want host names`,
+		"http_engine: h2\n": `line 1: http_engine: want admit or net/http`,
+	} {
+		if _, err := parse(t, []string{"--config", writeConfig(t, yaml)}, nil); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want an error containing %s", yaml, err, want)
+		}
+	}
 }

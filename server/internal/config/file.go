@@ -23,6 +23,7 @@ const (
 	fieldBudgets = "budgets"
 	FieldGroup   = "group"
 	FieldPattern = "pattern"
+	FieldEngine  = "http_engine"
 )
 
 // readFile reads the YAML config file at path: its routes come before those
@@ -66,6 +67,12 @@ func (c *Config) readFile(path string) error {
 		}),
 		"allow_spellings": c.readAllowSpellings,
 		fieldUpgrades:     c.readUpgrades,
+		"admin_hosts":     c.readAdminHosts,
+		FieldEngine: scalar(FieldEngine, func(v string) error {
+			e, err := parseEngine(v)
+			c.fileEngine = &e
+			return err
+		}),
 	})
 	if err == nil && budgets != nil {
 		err = c.readBudgets(budgets)
@@ -130,6 +137,33 @@ func (c *Config) readAllowSpellings(n *yaml.Node) error {
 		}
 	}
 	c.fileAllow = &allow
+	return nil
+}
+
+// readAdminHosts reads the names the metrics listener answers to: a list
+// of names, or one string of them as --admin-host takes it.
+func (c *Config) readAdminHosts(n *yaml.Node) error {
+	items := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		items = n.Content
+	}
+	hosts := []string{}
+	for i, item := range items {
+		where := "admin_hosts"
+		if n.Kind == yaml.SequenceNode {
+			where = fmt.Sprintf("admin_hosts[%d]", i)
+		}
+		err := scalar(where, func(v string) error {
+			if err := appendHosts(&hosts, v); err != nil {
+				return fmt.Errorf("%q: %w", v, err)
+			}
+			return nil
+		})(item)
+		if err != nil {
+			return err
+		}
+	}
+	c.fileHosts = &hosts
 	return nil
 }
 

@@ -23,7 +23,7 @@ func TestFileKeysSpelledOnce(t *testing.T) {
 	for _, f := range budgetFields {
 		keys = append(keys, f.key)
 	}
-	keys = append(keys, []string{FieldRoutes, fieldBudgets, FieldGroup, FieldPattern, "cost", "strict_methods", "upstream_profile", "allow_spellings", fieldUpgrades}...)
+	keys = append(keys, []string{FieldRoutes, fieldBudgets, FieldGroup, FieldPattern, "cost", "strict_methods", "upstream_profile", "allow_spellings", fieldUpgrades, "admin_hosts", FieldEngine}...)
 	in := make(map[string]map[string]bool)
 	for _, dir := range []string{"../..", "../../../cmd"} { // the server, with its packages, and the binary
 		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {

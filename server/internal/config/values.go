@@ -16,6 +16,7 @@ import (
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
 	"github.com/admitgo/admit/internal/canon"
+	"github.com/admitgo/admit/server/internal/opshost"
 	"github.com/admitgo/admit/server/storeurl"
 )
 
@@ -43,6 +44,13 @@ func ParseAddr(v string) (string, error) {
 		return "", errors.New("port must be a number from 0 to 65535")
 	}
 	return v, nil
+}
+
+// appendHosts adds the names of --admin-host to list.
+func appendHosts(list *[]string, v string) error {
+	names, err := opshost.ParseNames(v)
+	*list = append(*list, names...)
+	return err
 }
 
 func parseUpstream(v string) (*url.URL, error) {
@@ -111,6 +119,28 @@ func checkStoreFail(c *Config, set *OptionSet) error {
 		return fmt.Errorf("admit: %s is set but --store-fail is %s: it applies to --store-fail local only", replicas, c.StoreFail)
 	}
 	return nil
+}
+
+// Engine is what serves the proxy's listeners and forwards its requests
+// upstream (--http-engine).
+type Engine string
+
+const (
+	// EngineAdmit serves plain HTTP/1.1 requests on a cleartext listener
+	// with admit's own engine and forwards to a plain-HTTP upstream over
+	// its direct path; each hands what it does not take to net/http.
+	EngineAdmit Engine = "admit"
+	// EngineNetHTTP serves with net/http's Server and forwards with its
+	// Transport alone.
+	EngineNetHTTP Engine = "net/http"
+)
+
+func parseEngine(v string) (Engine, error) {
+	switch e := Engine(v); e {
+	case EngineAdmit, EngineNetHTTP:
+		return e, nil
+	}
+	return "", errors.New("want admit or net/http")
 }
 
 // parseDuration reads a duration that must be positive, or with positive

@@ -21,5 +21,6 @@
 // the client reads: status, fields, body, trailers, framing, reuse); its
 // ResponseWriter has no Hijack, CloseNotify or ReadFrom, which no handler
 // of the proxy's uses on such a request. Once handed over, the connection
-// goes on with net/http.
+// goes on with net/http. --http-engine net/http leaves every connection
+// to net/http, should the engine read something wrongly.
 package h1
