@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
 	"github.com/admitgo/admit/internal/canon"
@@ -245,3 +247,16 @@ func parsePrefixBits(v string, most int) (int, error) {
 
 // ClientIPv6Bits is the prefix an IPv6 client is keyed by at the narrowest.
 const ClientIPv6Bits = 64
+
+// appendHeaderNames appends the header names of a comma-separated list to
+// dst, canonical, as net/http keys a request's headers.
+func appendHeaderNames(dst *[]string, v string) error {
+	for _, e := range strings.Split(v, ",") {
+		e = strings.TrimSpace(e)
+		if !httpguts.ValidHeaderFieldName(e) {
+			return fmt.Errorf("%q is not a header name", e)
+		}
+		*dst = append(*dst, http.CanonicalHeaderKey(e))
+	}
+	return nil
+}
