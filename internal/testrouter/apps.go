@@ -64,8 +64,8 @@ func appCommand(t testing.TB, kind Kind) func(port int) *exec.Cmd {
 		}
 	case Rails, Sinatra:
 		return rackCommand(t, src, kind)
-	case Tomcat:
-		return tomcatCommand(t, src)
+	case Tomcat, TomcatValves:
+		return tomcatCommand(t, src, kind == TomcatValves)
 	case PHP:
 		return phpCommand(t, src)
 	default:

@@ -63,7 +63,7 @@
 // Debian's haproxy (/usr/sbin/haproxy), and the Go apps need the go
 // command, which builds them once per test binary into .bin beside this
 // file, and, for Gorilla, the module proxy or a module cache holding
-// gorilla/mux. Tomcat needs Debian's tomcat10 (Catalina from
+// gorilla/mux. Tomcat and TomcatValves need Debian's tomcat10 (Catalina from
 // /usr/share/tomcat10, run with a private CATALINA_BASE, never the system
 // service), the java it depends on, and javac (Debian's
 // default-jdk-headless), which compiles the servlet into .bin beside this

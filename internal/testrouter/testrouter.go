@@ -83,6 +83,15 @@ const (
 	// nginx sends, and what follows it in the client's path reaches Flask
 	// as headers. The counters live in the Flask app.
 	NginxDecodeFlask Kind = "nginx-uri-flask"
+	// TomcatValves is the Tomcat app with RemoteIpValve and SSLValve on
+	// its Engine, as a servlet container behind a TLS-terminating proxy is
+	// configured: from any loopback or private peer (RemoteIpValve's
+	// default internalProxies) it believes X-Forwarded-For, -Proto, -Host
+	// and -Port, and SSLValve's ssl_client_cert, ssl_cipher and
+	// ssl_session_id, which set the request's certificate, cipher suite
+	// and session id. [Seen.Facts] reports what it believed. It routes as
+	// Tomcat does, so it is not among Kinds.
+	TomcatValves Kind = "tomcat-valves"
 )
 
 // Kinds returns every Kind, for tests that run against each of them.
@@ -143,6 +152,11 @@ type Seen struct {
 	RemoteAddr string
 	Scheme     string
 	Host       string
+	// Facts are what the Tomcat kinds believe of the connection: "secure"
+	// (request.isSecure), "server_name", "server_port", and, when set, "client_cert" (the
+	// subject of the request's certificate), "cipher_suite" and
+	// "ssl_session_id". Nil for the other kinds.
+	Facts map[string]string
 }
 
 // Start runs one upstream app of kind on a free loopback port, returns once
@@ -150,8 +164,8 @@ type Seen struct {
 // when what the kind needs is missing.
 func Start(t testing.TB, kind Kind) *Router {
 	t.Helper()
-	if !slices.Contains(Kinds(), kind) {
-		t.Fatalf("testrouter: unknown kind %q; want one of %v", kind, Kinds())
+	if !slices.Contains(Kinds(), kind) && kind != TomcatValves {
+		t.Fatalf("testrouter: unknown kind %q; want one of %v or %s", kind, Kinds(), TomcatValves)
 	}
 	r := &Router{
 		Kind: kind,
@@ -219,6 +233,7 @@ func (r *Router) Last(t testing.TB) Seen {
 		RemoteAddr: v.RemoteAddr,
 		Scheme:     v.Scheme,
 		Host:       v.Host,
+		Facts:      v.Facts,
 	}
 	for name, value := range v.Headers {
 		s.Header.Set(name, value)

@@ -25,12 +25,19 @@ const tomcatServerXML = `<?xml version="1.0" encoding="UTF-8"?>
 <Server port="-1">
   <Service name="Catalina">
     <Connector port="%d" address="127.0.0.1" protocol="HTTP/1.1"/>
-    <Engine name="Catalina" defaultHost="localhost">
+    <Engine name="Catalina" defaultHost="localhost">%s
       <Host name="localhost" appBase="webapps" unpackWARs="false" autoDeploy="false"/>
     </Engine>
   </Service>
 </Server>
 `
+
+// tomcatValves are the TomcatValves kind's: RemoteIpValve with its
+// defaults (X-Forwarded-For and -Proto from loopback and private peers) and
+// the host and port headers, and SSLValve with its defaults.
+const tomcatValves = `
+      <Valve className="org.apache.catalina.valves.RemoteIpValve" hostHeader="X-Forwarded-Host" portHeader="X-Forwarded-Port"/>
+      <Valve className="org.apache.catalina.valves.SSLValve"/>`
 
 // tomcatJVMFlags keep a JVM of the harness small and quick to start on a
 // small machine: the C1 compiler only, the serial collector, the JDK's
@@ -44,8 +51,8 @@ var javaEnv = []string{"JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS",
 
 // tomcatCommand readies the Tomcat app (fails t when Tomcat or a JDK is
 // missing) in a CATALINA_BASE of its own and returns the command that runs
-// Catalina in the foreground on a port.
-func tomcatCommand(t testing.TB, src string) func(port int) *exec.Cmd {
+// Catalina in the foreground on a port, with tomcatValves when valves.
+func tomcatCommand(t testing.TB, src string, valves bool) func(port int) *exec.Cmd {
 	t.Helper()
 	java, err := exec.LookPath("java")
 	if err == nil {
@@ -81,8 +88,12 @@ func tomcatCommand(t testing.TB, src string) func(port int) *exec.Cmd {
 		}
 	}
 	serverXML := filepath.Join(base, "conf", "server.xml")
+	engineValves := ""
+	if valves {
+		engineValves = tomcatValves
+	}
 	return func(port int) *exec.Cmd {
-		if err := os.WriteFile(serverXML, fmt.Appendf(nil, tomcatServerXML, port), 0o644); err != nil {
+		if err := os.WriteFile(serverXML, fmt.Appendf(nil, tomcatServerXML, port, engineValves), 0o644); err != nil {
 			t.Fatalf("testrouter: %v", err)
 		}
 		args := slices.Concat(tomcatJVMFlags, []string{
