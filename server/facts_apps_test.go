@@ -107,3 +107,46 @@ func TestTomcatValvesBelieveNoForgedFacts(t *testing.T) {
 		})
 	}
 }
+
+// TestTornadoXheadersBelieveNoForgedFacts runs Tornado with xheaders,
+// which believes X-Scheme and X-Real-Ip from any peer. Sent to Tornado
+// directly, they make the request https from another address; sent
+// through admit, over either path, it is http from admit's client.
+func TestTornadoXheadersBelieveNoForgedFacts(t *testing.T) {
+	up := testrouter.Start(t, testrouter.Tornado)
+	forged := []string{"X-Scheme: https", "X-Real-Ip: 203.0.113.9"}
+	get := func(base string) testrouter.Seen {
+		t.Helper()
+		req, err := http.NewRequest("GET", base+"/u/x", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range forged {
+			name, value, _ := strings.Cut(h, ": ")
+			req.Header.Set(name, value)
+		}
+		resp, err := (&http.Client{Timeout: testTimeout}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s/u/x: got %d, want 200", base, resp.StatusCode)
+		}
+		return up.Last(t)
+	}
+	if s := get(up.URL); s.Scheme != "https" || s.RemoteAddr != "203.0.113.9" {
+		t.Fatalf("Tornado without admit: scheme %s, address %s, want https and 203.0.113.9: xheaders does not read the headers", s.Scheme, s.RemoteAddr)
+	}
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			cfg := serverConfig(t, "--upstream", up.URL, "--route", "link=GET /l/{id}")
+			cfg.Transport = tr.new()
+			r := startConfig(t, cfg)
+			if s := get(r.url); s.Scheme != "http" || s.RemoteAddr != "127.0.0.1" {
+				t.Errorf("through admit: scheme %s, address %s, want http and 127.0.0.1", s.Scheme, s.RemoteAddr)
+			}
+		})
+	}
+}

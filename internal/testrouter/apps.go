@@ -64,6 +64,15 @@ func appCommand(t testing.TB, kind Kind) func(port int) *exec.Cmd {
 		}
 	case Rails, Sinatra:
 		return rackCommand(t, src, kind)
+	case Tornado:
+		if err := tornadoReady(); err != nil {
+			t.Fatalf("testrouter: %v; the Tornado kind needs Debian's Tornado: apt-get install python3-tornado", err)
+		}
+		return func(port int) *exec.Cmd {
+			cmd := exec.Command(python, "-I", "-u", "-B", "app.py", strconv.Itoa(port))
+			cmd.Dir = filepath.Join(src, "tornado")
+			return cmd
+		}
 	case Tomcat, TomcatValves:
 		return tomcatCommand(t, src, kind == TomcatValves)
 	case PHP:
@@ -122,6 +131,16 @@ var flaskReady = sync.OnceValue(func() error {
 	out, err := exec.Command(python, "-I", "-c", "import flask, werkzeug.middleware.proxy_fix").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%s cannot import flask (%v): %s", python, err, bytes.TrimSpace(out))
+	}
+	return nil
+})
+
+// tornadoReady checks once per test binary that Debian's Python imports
+// Tornado.
+var tornadoReady = sync.OnceValue(func() error {
+	out, err := exec.Command(python, "-I", "-c", "import tornado.web").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s cannot import tornado (%v): %s", python, err, bytes.TrimSpace(out))
 	}
 	return nil
 })

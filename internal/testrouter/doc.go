@@ -56,8 +56,9 @@
 //	get(front.URL+"/l/abc", "X-Forwarded-For: 1.2.3.4") // keyed as the client, not 1.2.3.4
 //
 // What each kind needs is never skipped when missing: the test fails and
-// says what to install. Flask needs Debian's python3-flask (run by
-// /usr/bin/python3, never another Python on PATH), Express needs node and
+// says what to install. Flask needs Debian's python3-flask and Tornado
+// Debian's python3-tornado (both run by /usr/bin/python3, never another
+// Python on PATH), Express needs node and
 // npm (the first Start runs npm ci into express/node_modules), NginxGo and
 // NginxFront need Debian's nginx (/usr/sbin/nginx), the HAProxy fronts need
 // Debian's haproxy (/usr/sbin/haproxy), and the Go apps need the go

@@ -92,7 +92,18 @@ const (
 	// and session id. [Seen.Facts] reports what it believed. It routes as
 	// Tomcat does, so it is not among Kinds.
 	TomcatValves Kind = "tomcat-valves"
+	// Tornado is a Tornado app on Tornado's own server with xheaders=True,
+	// as Tornado's documentation runs it behind a proxy: from any peer it
+	// believes X-Real-Ip (or the last X-Forwarded-For element) as the
+	// client's address and X-Scheme (or X-Forwarded-Proto) as the scheme,
+	// which Seen's RemoteAddr and Scheme report. It serves the routes, but
+	// it is not among Kinds.
+	Tornado Kind = "tornado"
 )
+
+// factKinds are the kinds Start runs beside Kinds, for tests of what an app
+// believes of the connection rather than how it routes.
+var factKinds = []Kind{TomcatValves, Tornado}
 
 // Kinds returns every Kind, for tests that run against each of them.
 func Kinds() []Kind {
@@ -147,7 +158,7 @@ type Seen struct {
 	Header http.Header
 	// RemoteAddr, Scheme and Host are the client address, scheme and host
 	// the app believes in. For Flask they are what ProxyFix computed from
-	// the X-Forwarded headers; for the others the peer's address, "http",
+	// the X-Forwarded headers, for Tornado what xheaders did; for the others the peer's address, "http",
 	// and the Host header.
 	RemoteAddr string
 	Scheme     string
@@ -164,8 +175,8 @@ type Seen struct {
 // when what the kind needs is missing.
 func Start(t testing.TB, kind Kind) *Router {
 	t.Helper()
-	if !slices.Contains(Kinds(), kind) && kind != TomcatValves {
-		t.Fatalf("testrouter: unknown kind %q; want one of %v or %s", kind, Kinds(), TomcatValves)
+	if !slices.Contains(Kinds(), kind) && !slices.Contains(factKinds, kind) {
+		t.Fatalf("testrouter: unknown kind %q; want one of %v or %v", kind, Kinds(), factKinds)
 	}
 	r := &Router{
 		Kind: kind,
