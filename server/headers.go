@@ -184,13 +184,14 @@ func checkPassHeaders(names []string) error {
 
 // factIndex is factTable ready for the proxy's per-header check, which the
 // direct path runs for every header of every request: an exact-name map
-// and the prefixes, longest first, all folded (lower case, '_' as '-'), and
-// the first bytes any pattern starts with, so that most headers (Accept,
-// Content-Type, User-Agent) are passed over after one look.
+// and the prefixes by first byte, longest first, all folded (lower case,
+// '_' as '-'), and the pairs of bytes any pattern starts with, so that most
+// headers (Accept, Cookie, Sec-Fetch-Mode, User-Agent) are passed over
+// after one look.
 type factIndex struct {
 	exact    map[string]*factRow
-	prefixes []factPrefix // longest first, so the most specific row wins
-	first    [256]bool
+	prefixes [256][]factPrefix // by first byte, longest first, so the most specific row wins
+	starts   [1 << 16 / 64]uint64
 }
 
 type factPrefix struct {
@@ -205,16 +206,22 @@ func newFactIndex(rows []factRow) *factIndex {
 	for i := range rows {
 		row := &rows[i]
 		folded := foldName(strings.TrimSuffix(row.pattern, "*"))
-		x.first[folded[0]] = true
+		pair := startPair(folded[0], folded[1])
+		x.starts[pair/64] |= 1 << (pair % 64)
 		if strings.HasSuffix(row.pattern, "*") {
-			x.prefixes = append(x.prefixes, factPrefix{folded, row})
+			x.prefixes[folded[0]] = append(x.prefixes[folded[0]], factPrefix{folded, row})
 		} else {
 			x.exact[folded] = row
 		}
 	}
-	slices.SortStableFunc(x.prefixes, func(a, b factPrefix) int { return len(b.folded) - len(a.folded) })
+	for _, ps := range x.prefixes {
+		slices.SortStableFunc(ps, func(a, b factPrefix) int { return len(b.folded) - len(a.folded) })
+	}
 	return x
 }
+
+// startPair numbers the first two bytes of a folded name.
+func startPair(b0, b1 byte) uint { return uint(b0)<<8 | uint(b1) }
 
 // foldedMax is the longest name folded on the stack; a longer one costs an
 // allocation.
@@ -223,7 +230,10 @@ const foldedMax = 128
 // classify returns the row of factTable that header name matches, or nil.
 // It does not allocate for names up to foldedMax bytes.
 func (x *factIndex) classify(name string) *factRow {
-	if name == "" || !x.first[foldByte(name[0])] {
+	if len(name) < 2 {
+		return nil // every pattern is longer
+	}
+	if pair := startPair(foldByte(name[0]), foldByte(name[1])); x.starts[pair/64]&(1<<(pair%64)) == 0 {
 		return nil
 	}
 	var buf [foldedMax]byte
@@ -239,7 +249,7 @@ func (x *factIndex) classify(name string) *factRow {
 	if row, ok := x.exact[string(b)]; ok {
 		return row
 	}
-	for _, p := range x.prefixes {
+	for _, p := range x.prefixes[b[0]] {
 		if len(b) >= len(p.folded) && string(b[:len(p.folded)]) == p.folded {
 			return p.row
 		}
