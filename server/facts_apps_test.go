@@ -150,3 +150,57 @@ func TestTornadoXheadersBelieveNoForgedFacts(t *testing.T) {
 		})
 	}
 }
+
+// TestJettyForwardedCustomizerBelievesNoForgedFacts runs Jetty with a
+// ForwardedRequestCustomizer, which believes X-Proxied-Https, Proxy-Ssl-Id
+// and Proxy-Auth-Cert from any peer. Sent to Jetty directly, they make the
+// request secure, with the client's session id and cipher suite; sent
+// through admit, over either path, none of it.
+func TestJettyForwardedCustomizerBelievesNoForgedFacts(t *testing.T) {
+	up := testrouter.Start(t, testrouter.Jetty)
+	forged := []string{"X-Proxied-Https: on", "Proxy-Ssl-Id: forged-session", "Proxy-Auth-Cert: TLS_AES_128_GCM_SHA256"}
+	get := func(base string) testrouter.Seen {
+		t.Helper()
+		req, err := http.NewRequest("GET", base+"/u/x", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range forged {
+			name, value, _ := strings.Cut(h, ": ")
+			req.Header.Set(name, value)
+		}
+		resp, err := (&http.Client{Timeout: testTimeout}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s/u/x: got %d, want 200", base, resp.StatusCode)
+		}
+		return up.Last(t)
+	}
+	s := get(up.URL)
+	want := map[string]string{"secure": "true", "cipher_suite": "TLS_AES_128_GCM_SHA256", "ssl_session_id": "forged-session"}
+	for k, v := range want {
+		if s.Facts[k] != v {
+			t.Fatalf("Jetty without admit: %s = %q, want %q (facts %v): the customizer does not read the headers", k, s.Facts[k], v, s.Facts)
+		}
+	}
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			cfg := serverConfig(t, "--upstream", up.URL, "--route", "link=GET /l/{id}")
+			cfg.Transport = tr.new()
+			r := startConfig(t, cfg)
+			s := get(r.url)
+			if s.Facts["secure"] != "false" || s.Scheme != "http" {
+				t.Errorf("through admit: secure %s, scheme %s, want false and http", s.Facts["secure"], s.Scheme)
+			}
+			for _, k := range []string{"cipher_suite", "ssl_session_id"} {
+				if v, ok := s.Facts[k]; ok {
+					t.Errorf("through admit: Jetty believes %s = %q, want none", k, v)
+				}
+			}
+		})
+	}
+}

@@ -73,6 +73,8 @@ func appCommand(t testing.TB, kind Kind) func(port int) *exec.Cmd {
 			cmd.Dir = filepath.Join(src, "tornado")
 			return cmd
 		}
+	case Jetty:
+		return jettyCommand(t, src)
 	case Tomcat, TomcatValves:
 		return tomcatCommand(t, src, kind == TomcatValves)
 	case PHP:

@@ -68,7 +68,8 @@
 // /usr/share/tomcat10, run with a private CATALINA_BASE, never the system
 // service), the java it depends on, and javac (Debian's
 // default-jdk-headless), which compiles the servlet into .bin beside this
-// file when its source changed. PHP needs Debian's php-cli (/usr/bin/php)
+// file when its source changed. Jetty needs Debian's libjetty9-java and
+// javac, which compiles the app the same way. PHP needs Debian's php-cli (/usr/bin/php)
 // with php-symfony-routing and php-symfony-http-foundation. Rails and
 // Sinatra need Debian's ruby-actionpack and ruby-sinatra, run by Debian's
 // puma (/usr/bin/puma, on /usr/bin/ruby) with Ruby's gem and Rack

@@ -99,11 +99,19 @@ const (
 	// which Seen's RemoteAddr and Scheme report. It serves the routes, but
 	// it is not among Kinds.
 	Tornado Kind = "tornado"
+	// Jetty is an embedded Jetty 9.4 whose connector has a
+	// ForwardedRequestCustomizer with its defaults, as Jetty's
+	// http-forwarded module sets it up behind a proxy: from any peer it
+	// believes X-Forwarded-* and Forwarded, X-Proxied-Https (the request
+	// becomes secure), Proxy-ssl-id (the TLS session id) and
+	// Proxy-auth-cert (the cipher suite). [Seen.Facts] reports what it
+	// believed. It serves the routes, but it is not among Kinds.
+	Jetty Kind = "jetty"
 )
 
 // factKinds are the kinds Start runs beside Kinds, for tests of what an app
 // believes of the connection rather than how it routes.
-var factKinds = []Kind{TomcatValves, Tornado}
+var factKinds = []Kind{TomcatValves, Tornado, Jetty}
 
 // Kinds returns every Kind, for tests that run against each of them.
 func Kinds() []Kind {
@@ -163,7 +171,7 @@ type Seen struct {
 	RemoteAddr string
 	Scheme     string
 	Host       string
-	// Facts are what the Tomcat kinds believe of the connection: "secure"
+	// Facts are what the Java kinds believe of the connection: "secure"
 	// (request.isSecure), "server_name", "server_port", and, when set, "client_cert" (the
 	// subject of the request's certificate), "cipher_suite" and
 	// "ssl_session_id". Nil for the other kinds.

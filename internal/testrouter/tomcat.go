@@ -123,16 +123,18 @@ var tomcatClasses = sync.OnceValues(func() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return javac(filepath.Join(src, "tomcat", "Router.java"), filepath.Join(src, ".bin", "tomcat"))
+	return javac(filepath.Join(src, "tomcat", "Router.java"), filepath.Join(src, ".bin", "tomcat"),
+		filepath.Join(tomcatHome, "lib", "servlet-api.jar"))
 })
 
-// javac compiles source against Tomcat's servlet API into outDir. javac
+// javac compiles source against classpath (Tomcat's servlet API, or
+// Jetty's jars) into outDir. javac
 // takes seconds, so the classes are kept across test binaries, stamped with
 // the modification time the source had when they were compiled: a source
 // changed since, even during the compile, does not match. Each class is
 // written under a temporary directory and renamed into outDir, so that test
 // binaries compiling at once never see a half-written one.
-func javac(source, outDir string) ([]string, error) {
+func javac(source, outDir, classpath string) ([]string, error) {
 	info, err := os.Stat(source)
 	if err != nil {
 		return nil, err
@@ -145,7 +147,7 @@ func javac(source, outDir string) ([]string, error) {
 	}
 	javacCmd, err := exec.LookPath("javac")
 	if err != nil {
-		return nil, fmt.Errorf("%v; the Tomcat app is compiled with javac: apt-get install default-jdk-headless", err)
+		return nil, fmt.Errorf("%v; the Java apps are compiled with javac: apt-get install default-jdk-headless", err)
 	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, err
@@ -160,10 +162,10 @@ func javac(source, outDir string) ([]string, error) {
 	defer cancel()
 	// Java 11 is the oldest Tomcat 10.1 runs on.
 	cmd := exec.CommandContext(ctx, javacCmd, "--release", "11", "-encoding", "UTF-8",
-		"-classpath", filepath.Join(tomcatHome, "lib", "servlet-api.jar"), "-d", tmp, source)
+		"-classpath", classpath, "-d", tmp, source)
 	cmd.Env = withoutEnv(os.Environ(), javaEnv)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("compile the Tomcat app: javac %s: %v\n%s", source, err, out)
+		return nil, fmt.Errorf("compile the %s app: javac %s: %v\n%s", filepath.Base(filepath.Dir(source)), source, err, out)
 	}
 	built, err := filepath.Glob(filepath.Join(tmp, "*.class"))
 	if err != nil {
@@ -182,7 +184,7 @@ func javac(source, outDir string) ([]string, error) {
 		}
 		to := filepath.Join(outDir, filepath.Base(class))
 		if err := os.Rename(class, to); err != nil {
-			return nil, fmt.Errorf("compile the Tomcat app: %w", err)
+			return nil, fmt.Errorf("compile the %s app: %w", filepath.Base(filepath.Dir(source)), err)
 		}
 		classes = append(classes, to)
 	}

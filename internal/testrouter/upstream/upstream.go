@@ -46,7 +46,7 @@ type Seen struct {
 	// Facts are what a servlet container believes of the connection
 	// (secure, server_name, server_port, client_cert, cipher_suite,
 	// ssl_session_id):
-	// only the Tomcat kinds report them.
+	// only the Java kinds report them.
 	Facts map[string]string `json:"facts,omitempty"`
 }
 
