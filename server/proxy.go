@@ -55,8 +55,9 @@ type proxy struct {
 //
 //   - X-Forwarded-For: the client address the resolver found, alone. The
 //     client's own X-Forwarded-For, Forwarded, X-Real-IP and every other
-//     header factTable names are removed (but those rules keeps), so the
-//     upstream can trust the header as long as only admit reaches it.
+//     header factTable names are removed (but for what --method-override
+//     and --pass-header keep), so the upstream can trust the header as
+//     long as only admit reaches it.
 //   - X-Forwarded-Host and X-Forwarded-Proto: the right-most element of
 //     those a trusted proxy sent, the host canonical, when it is a host
 //     and a scheme; or else the request's Host and the scheme admit served
