@@ -334,10 +334,18 @@ func TestPassHeaderRefused(t *testing.T) {
 		{"X-HTTP-Method-Override", `admit: --pass-header "X-Http-Method-Override": a method override`},
 		{"X Bad", `"X Bad" is not a header name`},
 	} {
-		_, err := runArgs(t, nil, "--upstream", "http://127.0.0.1:1", "--route", "link=GET /l/{id}", "--pass-header", tc.name)
-		var uerr usageError
-		if !errors.As(err, &uerr) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("--pass-header %q: got %v, want a usage error containing %q", tc.name, err, tc.want)
+		for _, command := range [][]string{nil, {"validate"}, {"explain", "--peer", "192.0.2.1:1"}} {
+			args := append(command, "--route", "link=GET /l/{id}", "--pass-header", tc.name)
+			if command == nil || command[0] != "explain" {
+				args = append(args, "--upstream", "http://127.0.0.1:1")
+			} else {
+				args = append(args, "GET", "/l/x")
+			}
+			_, err := runArgs(t, nil, args...)
+			var uerr usageError
+			if !errors.As(err, &uerr) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("admit %v --pass-header %q: got %v, want a usage error containing %q", command, tc.name, err, tc.want)
+			}
 		}
 	}
 }
