@@ -36,6 +36,9 @@ func validate(args []string, getenv func(string) string, out io.Writer) error {
 	if err := c.CheckOffline(); err != nil {
 		return usageError{err}
 	}
+	if err := checkPassHeaders(c.PassHeaders); err != nil {
+		return usageError{err}
+	}
 	st, closeStore, err := c.OfflineStore()
 	if err != nil {
 		return usageError{err}

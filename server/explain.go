@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,7 +26,7 @@ import (
 
 // explainOptions are the server's settings that explain reads, with their
 // environment variables, so that it runs against the server's configuration.
-var explainOptions = config.Pick(config.Options, "demo", "route", "trusted-proxy", "config", "escaped-slashes", "route-folding", "method-override", "methods", "upstream-profile", "allow-spellings", "store", "store-fail", "replicas")
+var explainOptions = config.Pick(config.Options, "demo", "route", "trusted-proxy", "config", "escaped-slashes", "route-folding", "method-override", "methods", "pass-header", "upstream-profile", "allow-spellings", "store", "store-fail", "replicas")
 
 // explain is the explain subcommand: it prints the group a request would be
 // admitted under, its client key, and how the key was derived. It sends
@@ -65,6 +67,15 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 	if err != nil {
 		return usageError{fmt.Errorf("admit explain: %w", err)}
 	}
+	if err := checkPassHeaders(c.PassHeaders); err != nil {
+		return usageError{err}
+	}
+	// The proxy's rules for headers, which explain applies to the
+	// request's; it forwards nothing.
+	fwd := &forwarder{resolver: resolver, headerRules: headerRules{keepOverrides: c.MethodOverride, pass: make(map[string]bool)}}
+	for _, name := range c.PassHeaders {
+		fwd.pass[name] = true
+	}
 	// The store as validate builds it, which never connects: its rules
 	// change what a route may cost.
 	st, closeStore, err := c.OfflineStore()
@@ -92,7 +103,7 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 		fmt.Fprintf(out, "refused  %d %s: %v; admit answers it before routing, and it never reaches the upstream\n", status, http.StatusText(status), err)
 		return nil
 	}
-	printExplanation(out, req, p, explained{routes: f.routes, door: door, async: c.Async}, resolver.Explain(p.req))
+	printExplanation(out, req, p, explained{routes: f.routes, door: door, async: c.Async, fwd: fwd}, resolver.Explain(p.req))
 	return nil
 }
 
@@ -102,6 +113,7 @@ type explained struct {
 	routes []frontRoute // by index in the route table
 	door   *admit.Door
 	async  map[admit.Group]time.Duration
+	fwd    *forwarder // whose header rules apply; nil: none printed
 }
 
 // asyncBound says how far replicas in the async mode may admit beyond the
@@ -162,6 +174,31 @@ var reasons = map[clientip.Reason]string{
 func printExplanation(w io.Writer, req *http.Request, p plan, x explained, e clientip.Explanation) {
 	printPlan(w, req, p, x)
 	printClient(w, req, e)
+	if x.fwd != nil {
+		printFacts(w, req, x.fwd)
+	}
+}
+
+// printFacts writes, in name order, the request's headers that claim a fact
+// about the connection or the routing (factTable), and what the proxy does
+// with each: replaces it with its own, strips it, or forwards it.
+func printFacts(w io.Writer, req *http.Request, f *forwarder) {
+	for _, name := range slices.Sorted(maps.Keys(req.Header)) {
+		row := facts.classify(name)
+		switch {
+		case row == nil:
+		case slices.Contains(writtenHeaders, name):
+			fmt.Fprintf(w, "replace  %s (%s): the upstream gets admit's X-Forwarded-For, -Host and -Proto instead\n", name, row.family)
+		case f.keeps(req, row, name) && row.family == famMethodOverride:
+			fmt.Fprintf(w, "forward  %s (%s): --method-override\n", name, row.family)
+		case f.keeps(req, row, name):
+			fmt.Fprintf(w, "forward  %s (%s): --pass-header, from a trusted proxy\n", name, row.family)
+		case f.pass[name]:
+			fmt.Fprintf(w, "strip    %s (%s): --pass-header forwards it only from a trusted proxy, and the peer is not one\n", name, row.family)
+		default:
+			fmt.Fprintf(w, "strip    %s (%s): a client's claim; read as fact by %s\n", name, row.family, row.readers)
+		}
+	}
 }
 
 // printPlan writes the routes a request matches and the limits it is

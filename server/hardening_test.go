@@ -133,22 +133,19 @@ func TestPathAndHostOverridesStripped(t *testing.T) {
 	}
 }
 
-// TestUpstreamDocsNameEveryManagedHeader keeps docs/operators.md ("What
-// the upstream receives") naming every header admit writes or removes; the
-// method overrides are named where route matching is.
+// TestUpstreamDocsNameEveryManagedHeader keeps docs/operators.md ("Proxy
+// facts") naming every row of factTable, with its family and readers.
 func TestUpstreamDocsNameEveryManagedHeader(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "docs", "operators.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, _ := strings.Cut(string(b), "### What the upstream receives")
+	_, section, _ := strings.Cut(string(b), "### Proxy facts")
 	section, _, _ = strings.Cut(section, "\n#")
-	section = strings.ToLower(section)
-	for _, list := range [][]string{forwardingHeaders, clientHeaders, routingHeaders} {
-		for _, name := range list {
-			if !strings.Contains(section, "`"+strings.ToLower(name)+"`") {
-				t.Errorf("docs/operators.md, What the upstream receives: %s is not named", name)
-			}
+	for _, row := range factTable {
+		line := "| `" + row.family.String() + "` | `" + row.pattern + "` | " + row.readers + " |"
+		if !strings.Contains(section, line) {
+			t.Errorf("docs/operators.md, Proxy facts: want the row\n%s", line)
 		}
 	}
 }

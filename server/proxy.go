@@ -8,6 +8,7 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,11 +23,23 @@ import (
 type forwarder struct {
 	target   *url.URL
 	resolver *clientip.Resolver
-	// keepOverrides forwards method override headers (--method-override).
+	headerRules
+	upgrades upgrades // the protocols a request may switch to
+	log      *slog.Logger
+	failures rate.Sometimes // throttles the log of upstream failures
+}
+
+// headerRules are the exceptions to factTable an operator asked for, and
+// where stripped headers are counted.
+type headerRules struct {
+	// keepOverrides forwards the method override headers, spelled as
+	// methodOverrideHeaders spells them (--method-override).
 	keepOverrides bool
-	upgrades      upgrades // the protocols a request may switch to
-	log           *slog.Logger
-	failures      rate.Sometimes // throttles the log of upstream failures
+	// pass holds the canonical names of --pass-header: forwarded as
+	// spelled when the peer is a trusted proxy, stripped otherwise.
+	pass map[string]bool
+	// stripped counts what is stripped; nil counts nothing.
+	stripped *strippedCounts
 }
 
 // proxy forwards to the upstream: over the direct path when the transport
@@ -42,9 +55,10 @@ type proxy struct {
 // sends carries:
 //
 //   - X-Forwarded-For: the client address the resolver found, alone. The
-//     client's own X-Forwarded-For, Forwarded, X-Real-IP and the other
-//     headers of stripHeaders are removed, so the upstream can trust the
-//     header as long as only admit reaches it.
+//     client's own X-Forwarded-For, Forwarded, X-Real-IP and every other
+//     header factTable names are removed (but for what --method-override
+//     and --pass-header keep), so the upstream can trust the header as
+//     long as only admit reaches it.
 //   - X-Forwarded-Host and X-Forwarded-Proto: the right-most element of
 //     those a trusted proxy sent, the host canonical, when it is a host
 //     and a scheme; or else the request's Host and the scheme admit served
@@ -66,8 +80,8 @@ type proxy struct {
 // the rest (upgrades, streamed or large bodies, Expect) and every request
 // to an https target go through httputil.ReverseProxy and net/http's
 // Transport.
-func newProxy(target *url.URL, resolver *clientip.Resolver, keepOverrides bool, allowed upgrades, transport http.RoundTripper, log *slog.Logger) http.Handler {
-	f := &forwarder{target: target, resolver: resolver, keepOverrides: keepOverrides, upgrades: allowed, log: log,
+func newProxy(target *url.URL, resolver *clientip.Resolver, rules headerRules, allowed upgrades, transport http.RoundTripper, log *slog.Logger) http.Handler {
+	f := &forwarder{target: target, resolver: resolver, headerRules: rules, upgrades: allowed, log: log,
 		failures: rate.Sometimes{Interval: 10 * time.Second}}
 	p := &proxy{f: f, reverse: &httputil.ReverseProxy{
 		Rewrite:        f.rewrite,
@@ -103,10 +117,15 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 	// Rewrite has removed X-Forwarded-For, -Host, -Proto and Forwarded from
-	// pr.Out already; the other managed headers are left to us.
+	// pr.Out already, and the hop-by-hop headers; the other facts are left
+	// to us.
 	pr.SetURL(f.target)
 	h := pr.Out.Header
-	stripHeaders(h, f.keepOverrides)
+	for name := range h {
+		if f.skip(pr.In, name) {
+			delete(h, name)
+		}
+	}
 	setUpgrade(h, f.upgrades.protocol(pr.In.Header))
 	xff, host, proto := f.forwarded(pr.In)
 	if xff != "" {
@@ -116,32 +135,27 @@ func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 	h["X-Forwarded-Proto"] = []string{proto}
 }
 
-// skip reports whether the direct path leaves out a request header: the
-// managed headers stripHeaders removes.
-func (f *forwarder) skip(name string) bool { return stripped(name, f.keepOverrides) }
-
-// strippedNames and overrideNames are stripHeaders' lists as sets.
-var strippedNames, overrideNames = nameSet(clientHeaders, routingHeaders, upgradeHeaders), nameSet(methodOverrideHeaders)
-
-// stripped reports whether stripHeaders removes the header name: a client,
-// routing or upgrade header, a method override unless keepOverrides, or a managed
-// name spelled with underscores.
-func stripped(name string, keepOverrides bool) bool {
-	if strippedNames[name] || (!keepOverrides && overrideNames[name]) {
-		return true
+// skip reports whether request r's header name is left out, and counts it
+// if so: a name factTable matches, unless it is a method override spelled
+// as admit matched it and --method-override is set, or a --pass-header name
+// as spelled from a trusted proxy. Both paths ask it of every header they
+// would forward, so they strip alike.
+func (f *forwarder) skip(r *http.Request, name string) bool {
+	row := facts.classify(name)
+	if row == nil || f.keeps(r, row, name) {
+		return false
 	}
-	return strings.IndexByte(name, '_') >= 0 && managedHeaders[http.CanonicalHeaderKey(strings.ReplaceAll(name, "_", "-"))]
+	f.stripped.add(row.family)
+	return true
 }
 
-// nameSet returns the names of lists as a set.
-func nameSet(lists ...[]string) map[string]bool {
-	m := make(map[string]bool)
-	for _, list := range lists {
-		for _, name := range list {
-			m[name] = true
-		}
+// keeps reports whether request r's header name, which row matches, is
+// forwarded all the same.
+func (f *forwarder) keeps(r *http.Request, row *factRow, name string) bool {
+	if row.family == famMethodOverride && f.keepOverrides && slices.Contains(methodOverrideHeaders, name) {
+		return true
 	}
-	return m
+	return f.pass[name] && f.fromTrustedPeer(r)
 }
 
 // forwarded returns the forwarding headers' values for r: the client

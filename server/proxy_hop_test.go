@@ -54,6 +54,8 @@ func TestProxyPathsSendAlike(t *testing.T) {
 			"Connection: X-Drop", "X-Drop: 1", "X-Original-Url: /admin", "Te: trailers", "User-Agent: ua/1"}},
 		{"POST", "/u/form", []string{"Content-Type: application/x-www-form-urlencoded", "Proxy-Connection: keep-alive"}},
 		{"GET", "/u/plain?q=1", []string{"Keep-Alive: timeout=5"}},
+		{"GET", "/u/facts", append(append([]string{"X_Scheme: https", "Connection: X-Proxied-Https", "X-Proxied-Https: on"},
+			forgedFacts...), ordinaryHeaders...)},
 	}
 	for _, tr := range transports {
 		cfg := serverConfig(t, "--upstream", app.URL, "--route", "link=GET /l/{id}")

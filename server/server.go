@@ -85,6 +85,8 @@ type server struct {
 
 	malformed    malformedCounts
 	malformedReg metric.Registration
+	stripped     strippedCounts // the proxy's stripped facts, by family
+	strippedReg  metric.Registration
 	conns        listener.Counts // the proxy listener's
 	metricsConns listener.Counts // the metrics listener's
 	connsReg     metric.Registration
@@ -111,6 +113,9 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *ser
 		}
 	}()
 	if err := cfg.CheckOffline(); err != nil {
+		return nil, usageError{err}
+	}
+	if err := checkPassHeaders(cfg.PassHeaders); err != nil {
 		return nil, usageError{err}
 	}
 	if limit, ok := openFilesLimit(); ok {
@@ -159,7 +164,11 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *ser
 	if s.health, err = s.upstreamHealth(target, transport); err != nil {
 		return nil, err
 	}
-	s.proxy = newProxy(target, s.resolver, cfg.MethodOverride, cfg.Upgrades, transport, log)
+	rules := headerRules{keepOverrides: cfg.MethodOverride, stripped: &s.stripped, pass: make(map[string]bool)}
+	for _, name := range cfg.PassHeaders {
+		rules.pass[name] = true
+	}
+	s.proxy = newProxy(target, s.resolver, rules, cfg.Upgrades, transport, log)
 	g, err := s.build(cfg, nil)
 	if err != nil {
 		return nil, err
@@ -204,6 +213,9 @@ func (s *server) registerMetrics() (err error) {
 		return fmt.Errorf("admit: metrics: %w", err)
 	}
 	if s.malformedReg, err = s.malformed.register(m); err != nil {
+		return fmt.Errorf("admit: metrics: %w", err)
+	}
+	if s.strippedReg, err = s.stripped.register(m); err != nil {
 		return fmt.Errorf("admit: metrics: %w", err)
 	}
 	if s.connsReg, err = listener.Register(m, map[string]*listener.Counts{"proxy": &s.conns, "metrics": &s.metricsConns}); err != nil {
@@ -352,6 +364,9 @@ func (s *server) close() {
 	}
 	if s.malformedReg != nil {
 		s.malformedReg.Unregister()
+	}
+	if s.strippedReg != nil {
+		s.strippedReg.Unregister()
 	}
 	if s.connsReg != nil {
 		s.connsReg.Unregister()

@@ -79,8 +79,19 @@ func appCommand(t testing.TB, kind Kind) func(port int) *exec.Cmd {
 		}
 	case Rails, Sinatra:
 		return rackCommand(t, src, kind)
-	case Tomcat:
-		return tomcatCommand(t, src)
+	case Tornado:
+		if err := tornadoReady(); err != nil {
+			t.Fatalf("testrouter: %v; the Tornado kind needs Debian's Tornado: apt-get install python3-tornado", err)
+		}
+		return func(port int) *exec.Cmd {
+			cmd := exec.Command(python, "-I", "-u", "-B", "app.py", strconv.Itoa(port))
+			cmd.Dir = filepath.Join(src, "tornado")
+			return cmd
+		}
+	case Jetty:
+		return jettyCommand(t, src)
+	case Tomcat, TomcatValves:
+		return tomcatCommand(t, src, kind == TomcatValves)
 	case PHP:
 		return phpCommand(t, src)
 	case Hypercorn:
@@ -149,6 +160,16 @@ var djangoReady = sync.OnceValue(func() error {
 	out, err := exec.Command(python, "-I", "-c", "import django").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%s cannot import django (%v): %s", python, err, bytes.TrimSpace(out))
+	}
+	return nil
+})
+
+// tornadoReady checks once per test binary that Debian's Python imports
+// Tornado.
+var tornadoReady = sync.OnceValue(func() error {
+	out, err := exec.Command(python, "-I", "-c", "import tornado.web").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s cannot import tornado (%v): %s", python, err, bytes.TrimSpace(out))
 	}
 	return nil
 })

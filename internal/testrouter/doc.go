@@ -61,19 +61,20 @@
 // but are not among [Kinds].
 //
 // What each kind needs is never skipped when missing: the test fails and
-// says what to install. Flask needs Debian's python3-flask (run by
-// /usr/bin/python3, never another Python on PATH), Django Debian's
-// python3-django, run so too, Express needs node and
+// says what to install. Flask needs Debian's python3-flask, Django
+// python3-django and Tornado python3-tornado (all run by /usr/bin/python3,
+// never another Python on PATH), Express needs node and
 // npm (the first Start runs npm ci into express/node_modules), NginxGo and
 // NginxFront need Debian's nginx (/usr/sbin/nginx), the HAProxy fronts need
 // Debian's haproxy (/usr/sbin/haproxy), and the Go apps need the go
 // command, which builds them once per test binary into .bin beside this
 // file, and, for Gorilla, the module proxy or a module cache holding
-// gorilla/mux. Tomcat needs Debian's tomcat10 (Catalina from
+// gorilla/mux. Tomcat and TomcatValves need Debian's tomcat10 (Catalina from
 // /usr/share/tomcat10, run with a private CATALINA_BASE, never the system
 // service), the java it depends on, and javac (Debian's
 // default-jdk-headless), which compiles the servlet into .bin beside this
-// file when its source changed. PHP needs Debian's php-cli (/usr/bin/php)
+// file when its source changed. Jetty needs Debian's libjetty9-java and
+// javac, which compiles the app the same way. PHP needs Debian's php-cli (/usr/bin/php)
 // with php-symfony-routing and php-symfony-http-foundation. Rails and
 // Sinatra need Debian's ruby-actionpack and ruby-sinatra, run by Debian's
 // puma (/usr/bin/puma, on /usr/bin/ruby) with Ruby's gem and Rack

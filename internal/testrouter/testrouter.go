@@ -101,7 +101,35 @@ const (
 	// among Kinds yet: the tests over Kinds spell out each kind's own
 	// readings, and Django's are not among them.
 	Django Kind = "django"
+	// TomcatValves is the Tomcat app with RemoteIpValve and SSLValve on
+	// its Engine, as a servlet container behind a TLS-terminating proxy is
+	// configured: from any loopback or private peer (RemoteIpValve's
+	// default internalProxies) it believes X-Forwarded-For, -Proto, -Host
+	// and -Port, and SSLValve's ssl_client_cert, ssl_cipher and
+	// ssl_session_id, which set the request's certificate, cipher suite
+	// and session id. [Seen.Facts] reports what it believed. It routes as
+	// Tomcat does, so it is not among Kinds.
+	TomcatValves Kind = "tomcat-valves"
+	// Tornado is a Tornado app on Tornado's own server with xheaders=True,
+	// as Tornado's documentation runs it behind a proxy: from any peer it
+	// believes X-Real-Ip (or the last X-Forwarded-For element) as the
+	// client's address and X-Scheme (or X-Forwarded-Proto) as the scheme,
+	// which Seen's RemoteAddr and Scheme report. It serves the routes, but
+	// it is not among Kinds.
+	Tornado Kind = "tornado"
+	// Jetty is an embedded Jetty 9.4 whose connector has a
+	// ForwardedRequestCustomizer with its defaults, as Jetty's
+	// http-forwarded module sets it up behind a proxy: from any peer it
+	// believes X-Forwarded-* and Forwarded, X-Proxied-Https (the request
+	// becomes secure), Proxy-ssl-id (the TLS session id) and
+	// Proxy-auth-cert (the cipher suite). [Seen.Facts] reports what it
+	// believed. It serves the routes, but it is not among Kinds.
+	Jetty Kind = "jetty"
 )
+
+// factKinds are the kinds Start runs beside Kinds, for tests of what an app
+// believes of the connection rather than how it routes.
+var factKinds = []Kind{TomcatValves, Tornado, Jetty}
 
 // Kinds returns every Kind, for tests that run against each of them.
 func Kinds() []Kind {
@@ -160,11 +188,16 @@ type Seen struct {
 	Header http.Header
 	// RemoteAddr, Scheme and Host are the client address, scheme and host
 	// the app believes in. For Flask they are what ProxyFix computed from
-	// the X-Forwarded headers; for the others the peer's address, "http",
+	// the X-Forwarded headers, for Tornado what xheaders did; for the others the peer's address, "http",
 	// and the Host header.
 	RemoteAddr string
 	Scheme     string
 	Host       string
+	// Facts are what the Java kinds believe of the connection: "secure"
+	// (request.isSecure), "server_name", "server_port", and, when set, "client_cert" (the
+	// subject of the request's certificate), "cipher_suite" and
+	// "ssl_session_id". Nil for the other kinds.
+	Facts map[string]string
 }
 
 // Start runs one upstream app of kind on a free loopback port, returns once
@@ -172,8 +205,8 @@ type Seen struct {
 // when what the kind needs is missing.
 func Start(t testing.TB, kind Kind) *Router {
 	t.Helper()
-	if !slices.Contains(Kinds(), kind) && !slices.Contains(SwitchingKinds(), kind) && !slices.Contains(outsideKinds, kind) {
-		t.Fatalf("testrouter: unknown kind %q; want one of %v, %v or %v", kind, Kinds(), SwitchingKinds(), outsideKinds)
+	if !slices.Contains(Kinds(), kind) && !slices.Contains(SwitchingKinds(), kind) && !slices.Contains(outsideKinds, kind) && !slices.Contains(factKinds, kind) {
+		t.Fatalf("testrouter: unknown kind %q; want one of %v, %v, %v or %v", kind, Kinds(), SwitchingKinds(), outsideKinds, factKinds)
 	}
 	r := &Router{
 		Kind: kind,
@@ -249,6 +282,7 @@ func (r *Router) Last(t testing.TB) Seen {
 		RemoteAddr: v.RemoteAddr,
 		Scheme:     v.Scheme,
 		Host:       v.Host,
+		Facts:      v.Facts,
 	}
 	for name, value := range v.Headers {
 		s.Header.Set(name, value)

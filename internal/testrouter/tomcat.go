@@ -25,12 +25,19 @@ const tomcatServerXML = `<?xml version="1.0" encoding="UTF-8"?>
 <Server port="-1">
   <Service name="Catalina">
     <Connector port="%d" address="127.0.0.1" protocol="HTTP/1.1"/>
-    <Engine name="Catalina" defaultHost="localhost">
+    <Engine name="Catalina" defaultHost="localhost">%s
       <Host name="localhost" appBase="webapps" unpackWARs="false" autoDeploy="false"/>
     </Engine>
   </Service>
 </Server>
 `
+
+// tomcatValves are the TomcatValves kind's: RemoteIpValve with its
+// defaults (X-Forwarded-For and -Proto from loopback and private peers) and
+// the host and port headers, and SSLValve with its defaults.
+const tomcatValves = `
+      <Valve className="org.apache.catalina.valves.RemoteIpValve" hostHeader="X-Forwarded-Host" portHeader="X-Forwarded-Port"/>
+      <Valve className="org.apache.catalina.valves.SSLValve"/>`
 
 // tomcatJVMFlags keep a JVM of the harness small and quick to start on a
 // small machine: the C1 compiler only, the serial collector, the JDK's
@@ -44,8 +51,8 @@ var javaEnv = []string{"JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS",
 
 // tomcatCommand readies the Tomcat app (fails t when Tomcat or a JDK is
 // missing) in a CATALINA_BASE of its own and returns the command that runs
-// Catalina in the foreground on a port.
-func tomcatCommand(t testing.TB, src string) func(port int) *exec.Cmd {
+// Catalina in the foreground on a port, with tomcatValves when valves.
+func tomcatCommand(t testing.TB, src string, valves bool) func(port int) *exec.Cmd {
 	t.Helper()
 	java, err := exec.LookPath("java")
 	if err == nil {
@@ -81,8 +88,12 @@ func tomcatCommand(t testing.TB, src string) func(port int) *exec.Cmd {
 		}
 	}
 	serverXML := filepath.Join(base, "conf", "server.xml")
+	engineValves := ""
+	if valves {
+		engineValves = tomcatValves
+	}
 	return func(port int) *exec.Cmd {
-		if err := os.WriteFile(serverXML, fmt.Appendf(nil, tomcatServerXML, port), 0o644); err != nil {
+		if err := os.WriteFile(serverXML, fmt.Appendf(nil, tomcatServerXML, port, engineValves), 0o644); err != nil {
 			t.Fatalf("testrouter: %v", err)
 		}
 		args := slices.Concat(tomcatJVMFlags, []string{
@@ -112,16 +123,18 @@ var tomcatClasses = sync.OnceValues(func() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return javac(filepath.Join(src, "tomcat", "Router.java"), filepath.Join(src, ".bin", "tomcat"))
+	return javac(filepath.Join(src, "tomcat", "Router.java"), filepath.Join(src, ".bin", "tomcat"),
+		filepath.Join(tomcatHome, "lib", "servlet-api.jar"))
 })
 
-// javac compiles source against Tomcat's servlet API into outDir. javac
+// javac compiles source against classpath (Tomcat's servlet API, or
+// Jetty's jars) into outDir. javac
 // takes seconds, so the classes are kept across test binaries, stamped with
 // the modification time the source had when they were compiled: a source
 // changed since, even during the compile, does not match. Each class is
 // written under a temporary directory and renamed into outDir, so that test
 // binaries compiling at once never see a half-written one.
-func javac(source, outDir string) ([]string, error) {
+func javac(source, outDir, classpath string) ([]string, error) {
 	info, err := os.Stat(source)
 	if err != nil {
 		return nil, err
@@ -134,7 +147,7 @@ func javac(source, outDir string) ([]string, error) {
 	}
 	javacCmd, err := exec.LookPath("javac")
 	if err != nil {
-		return nil, fmt.Errorf("%v; the Tomcat app is compiled with javac: apt-get install default-jdk-headless", err)
+		return nil, fmt.Errorf("%v; the Java apps are compiled with javac: apt-get install default-jdk-headless", err)
 	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, err
@@ -149,10 +162,10 @@ func javac(source, outDir string) ([]string, error) {
 	defer cancel()
 	// Java 11 is the oldest Tomcat 10.1 runs on.
 	cmd := exec.CommandContext(ctx, javacCmd, "--release", "11", "-encoding", "UTF-8",
-		"-classpath", filepath.Join(tomcatHome, "lib", "servlet-api.jar"), "-d", tmp, source)
+		"-classpath", classpath, "-d", tmp, source)
 	cmd.Env = withoutEnv(os.Environ(), javaEnv)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("compile the Tomcat app: javac %s: %v\n%s", source, err, out)
+		return nil, fmt.Errorf("compile the %s app: javac %s: %v\n%s", filepath.Base(filepath.Dir(source)), source, err, out)
 	}
 	built, err := filepath.Glob(filepath.Join(tmp, "*.class"))
 	if err != nil {
@@ -171,7 +184,7 @@ func javac(source, outDir string) ([]string, error) {
 		}
 		to := filepath.Join(outDir, filepath.Base(class))
 		if err := os.Rename(class, to); err != nil {
-			return nil, fmt.Errorf("compile the Tomcat app: %w", err)
+			return nil, fmt.Errorf("compile the %s app: %w", filepath.Base(filepath.Dir(source)), err)
 		}
 		classes = append(classes, to)
 	}

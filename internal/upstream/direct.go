@@ -41,17 +41,17 @@ const readBufferSize = 4 << 10
 // safe for concurrent use.
 type Direct struct {
 	target  *url.URL
-	host    string                 // the Host header: the target's
-	skip    func(name string) bool // further request headers not to send; nil: none
-	maxHead int                    // bytes of response heads, 1xx ones included
+	host    string                                  // the Host header: the target's
+	skip    func(r *http.Request, name string) bool // further request headers not to send; nil: none
+	maxHead int                                     // bytes of response heads, 1xx ones included
 	pool    pool
 }
 
 // Direct returns the direct path to target, which skip names request
-// headers to leave out of, or nil when target is not a plain http URL the
+// headers to leave out of (asked last, of a header the path would send), or nil when target is not a plain http URL the
 // direct path can reach (https, which gets HTTP/2 from the Transport, or a
 // URL with user information).
-func (c *Client) Direct(target *url.URL, skip func(name string) bool) *Direct {
+func (c *Client) Direct(target *url.URL, skip func(r *http.Request, name string) bool) *Direct {
 	if target.Scheme != "http" || target.Host == "" || target.User != nil || target.Opaque != "" {
 		return nil
 	}

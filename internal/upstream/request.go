@@ -53,8 +53,8 @@ func (d *Direct) appendRequest(b []byte, r *http.Request, extra []Field) ([]byte
 		b = appendField(b, "User-Agent", ua[0])
 	}
 	for name, values := range h {
-		if hopHeaders[name] || ownHeaders[name] || (d.skip != nil && d.skip(name)) ||
-			(conn != nil && httpguts.HeaderValuesContainsToken(conn, name)) {
+		if hopHeaders[name] || ownHeaders[name] || (conn != nil && httpguts.HeaderValuesContainsToken(conn, name)) ||
+			(d.skip != nil && d.skip(r, name)) {
 			continue
 		}
 		if !httpguts.ValidHeaderFieldName(name) {

@@ -3,6 +3,7 @@ import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
+import java.security.cert.X509Certificate;
 import java.util.Collections;
 
 /**
@@ -135,10 +136,32 @@ public class Router extends HttpServlet {
             + ",\"remote_addr\":" + quote(req.getRemoteAddr())
             + ",\"scheme\":" + quote(req.getScheme())
             + ",\"host\":" + quote(host == null ? req.getServerName() : host)
+            + ",\"facts\":{" + facts(req) + "}"
             + "}";
         synchronized (lock) {
             last = seen;
         }
+    }
+
+    // facts are what the container believes of the connection: set by
+    // the connector, or by RemoteIpValve and SSLValve from headers.
+    private static String facts(HttpServletRequest req) {
+        StringBuilder b = new StringBuilder();
+        b.append("\"secure\":").append(quote(String.valueOf(req.isSecure())));
+        b.append(",\"server_name\":").append(quote(req.getServerName()));
+        b.append(",\"server_port\":").append(quote(String.valueOf(req.getServerPort())));
+        Object certs = req.getAttribute("jakarta.servlet.request.X509Certificate");
+        if (certs instanceof X509Certificate[] && ((X509Certificate[]) certs).length > 0) {
+            String subject = ((X509Certificate[]) certs)[0].getSubjectX500Principal().getName();
+            b.append(",\"client_cert\":").append(quote(subject));
+        }
+        for (String name : new String[] {"cipher_suite", "ssl_session_id"}) {
+            Object v = req.getAttribute("jakarta.servlet.request." + name);
+            if (v != null) {
+                b.append(",").append(quote(name)).append(':').append(quote(String.valueOf(v)));
+            }
+        }
+        return b.toString();
     }
 
     // routedPath is the decoded, normalised path the mapper matched.

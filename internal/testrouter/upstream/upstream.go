@@ -43,6 +43,11 @@ type Seen struct {
 	RemoteAddr string            `json:"remote_addr"`
 	Scheme     string            `json:"scheme"`
 	Host       string            `json:"host"`
+	// Facts are what a servlet container believes of the connection
+	// (secure, server_name, server_port, client_cert, cipher_suite,
+	// ssl_session_id):
+	// only the Java kinds report them.
+	Facts map[string]string `json:"facts,omitempty"`
 }
 
 // State counts the limited handler's runs and remembers the last request.

@@ -43,6 +43,7 @@ type Config struct {
 	Routes            []Route                       // the config file's routes, then those of --route
 	TrustedProxies    []netip.Prefix                // peers whose forwarding headers are believed; never /0
 	ProxyProtocolFrom []netip.Prefix                // peers that must send a PROXY protocol header
+	PassHeaders       []string                      // proxy facts forwarded from trusted proxies, canonical names
 	Shadow            bool                          // count would_* outcomes, reject nothing
 	PolicyHeaders     bool                          // send RateLimit-Policy and RateLimit fields
 	EscapedSlashes    canon.Slashes                 // what to do with %2F, %5C and \ in paths
@@ -150,6 +151,9 @@ var Options = []Option{
 	{Name: "trusted-proxy", arg: "CIDRS", multi: true, oldEnv: []string{"ADMIT_TRUSTED_PROXIES"}, Usage: "proxies whose forwarding headers are believed: CIDRs or addresses, comma or space separated; repeatable; /0 refused",
 		Set:     func(c *Config, v string) error { return appendPrefixes(&c.TrustedProxies, v) },
 		running: func(c Config) any { return c.TrustedProxies }},
+	{Name: "pass-header", arg: "NAMES", multi: true, Usage: "headers that admit strips as proxy facts (docs: Proxy facts) but a trusted proxy in front sets on purpose, such as X-SSL-Client-Cert: forwarded as spelled from a --trusted-proxy peer, stripped from every other; comma separated; repeatable",
+		Set:     func(c *Config, v string) error { return appendHeaderNames(&c.PassHeaders, v) },
+		running: func(c Config) any { return c.PassHeaders }},
 	{Name: "proxy-protocol-from", arg: "CIDRS", multi: true, Usage: "peers that must send a PROXY protocol header: CIDRs or addresses, comma or space separated; repeatable",
 		Set:     func(c *Config, v string) error { return appendPrefixes(&c.ProxyProtocolFrom, v) },
 		running: func(c Config) any { return c.ProxyProtocolFrom }},

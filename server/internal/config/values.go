@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
 	"github.com/admitgo/admit/internal/canon"
@@ -301,4 +303,17 @@ func parseMethods(v string) ([]string, error) {
 		return nil, errors.New("want at least one method, such as " + DefaultMethods)
 	}
 	return ms, nil
+}
+
+// appendHeaderNames appends the header names of a comma-separated list to
+// dst, canonical, as net/http keys a request's headers.
+func appendHeaderNames(dst *[]string, v string) error {
+	for _, e := range strings.Split(v, ",") {
+		e = strings.TrimSpace(e)
+		if !httpguts.ValidHeaderFieldName(e) {
+			return fmt.Errorf("%q is not a header name", e)
+		}
+		*dst = append(*dst, http.CanonicalHeaderKey(e))
+	}
+	return nil
 }
