@@ -162,6 +162,10 @@ func (r *Reader) Close() error { return r.body.Close() }
 // (read whole, not yet, or refused for its size, which is no cut).
 func (r *Reader) Cut() int { return r.cut }
 
+// Done reports whether the body has ended, or failed; until then the read
+// deadline is the rule's.
+func (r *Reader) Done() bool { return r.done }
+
 // Len returns how many bytes have been read.
 func (r *Reader) Len() int64 { return r.n }
 
