@@ -117,7 +117,11 @@ func TestBufferedDripperHoldsNoGroupSlot(t *testing.T) {
 			// The dripper's request has been admitted once a second
 			// request of its own is refused (it holds the client's one
 			// token meanwhile).
+			deadline := time.Now().Add(5 * time.Second)
 			for post(t, "127.0.0.3", srv.URL) == http.StatusOK {
+				if time.Now().After(deadline) {
+					t.Fatal("the dripper's request was not admitted within 5s")
+				}
 			}
 			want := http.StatusServiceUnavailable
 			if buffer {
