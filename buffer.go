@@ -30,7 +30,15 @@ const minBuffer = 512
 // arrived.
 func (h *handler) buffered(w *writer, r *http.Request, tickets []ticket, verdicts []verdict) int {
 	body, full, err := h.readBody(r)
-	if full {
+	switch {
+	case full && h.shadow:
+		// Shadow mode refuses nothing: the rest of the body streams.
+		r.Body = &bufferedBody{bytesReader: body, rest: r.Body, body: r.Body}
+		if verdicts[0].outcome == outcomeOK {
+			verdicts[0].outcome = outcomeGroupConcurrency.would()
+		}
+		return serve
+	case full:
 		h.giveBack(w.ResponseWriter, r, -1, tickets)
 		return refused
 	}
@@ -54,7 +62,9 @@ func (h *handler) buffered(w *writer, r *http.Request, tickets []ticket, verdict
 		}
 		if !g.takeSlot() {
 			if h.shadow {
-				verdicts[i].outcome = outcomeGroupConcurrency.would()
+				if verdicts[i].outcome == outcomeOK {
+					verdicts[i].outcome = outcomeGroupConcurrency.would()
+				}
 				continue
 			}
 			h.giveBack(w.ResponseWriter, r, i, tickets)
@@ -66,7 +76,8 @@ func (h *handler) buffered(w *writer, r *http.Request, tickets []ticket, verdict
 }
 
 // readBody reads r's body into memory, counted on each limit's group while
-// it is read, and returns it; full reports a group's bound reached.
+// it is read, and returns it; full reports a group's bound reached, with
+// what was read until then.
 func (h *handler) readBody(r *http.Request) (body *bytesReader, full bool, err error) {
 	var held int64
 	defer func() {
@@ -81,7 +92,7 @@ func (h *handler) readBody(r *http.Request) (body *bytesReader, full bool, err e
 	buf := make([]byte, 0, max(n, 1))
 	held = h.reserve(int64(cap(buf)))
 	if held == 0 {
-		return nil, true, nil
+		return &bytesReader{}, true, nil
 	}
 	for {
 		if len(buf) == cap(buf) {
@@ -90,7 +101,7 @@ func (h *handler) readBody(r *http.Request) (body *bytesReader, full bool, err e
 				grow = 1
 			}
 			if h.reserve(grow) == 0 {
-				return nil, true, nil
+				return &bytesReader{b: buf}, true, nil
 			}
 			held += grow
 			buf = append(make([]byte, 0, int64(cap(buf))+grow), buf...)
@@ -153,11 +164,20 @@ func (r *bytesReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// bufferedBody is a body read ahead: its bytes, and the request's body,
-// which Close closes.
+// bufferedBody is a body read ahead: its bytes, then the rest when it was
+// not read whole, and the request's body, which Close closes.
 type bufferedBody struct {
 	*bytesReader
+	rest io.Reader // nil: the body was read whole
 	body io.ReadCloser
+}
+
+func (b *bufferedBody) Read(p []byte) (int, error) {
+	n, err := b.bytesReader.Read(p)
+	if err == io.EOF && b.rest != nil {
+		return b.rest.Read(p)
+	}
+	return n, err
 }
 
 func (b *bufferedBody) Close() error { return b.body.Close() }

@@ -31,10 +31,10 @@ var proxyLike = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 })
 
 // slowServer serves a route of the webhook group of budget b.
-func slowServer(t *testing.T, b Budget, buffer bool) (*httptest.Server, func() map[string]int64) {
+func slowServer(t *testing.T, b Budget, buffer, shadow bool) (*httptest.Server, func() map[string]int64) {
 	t.Helper()
 	reader, mp := sdkReader()
-	d, err := New(Config{MeterProvider: mp, Budgets: map[Group]Budget{GroupWebhook: b}})
+	d, err := New(Config{MeterProvider: mp, Budgets: map[Group]Budget{GroupWebhook: b}, Shadow: shadow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func post(t *testing.T, from, url string) int {
 // its client's failure whatever the handler answered (here a proxy's 502):
 // it counts as body_cut and spends the charge-on-failure client's token.
 func TestCutBodyIsTheClientsFailure(t *testing.T) {
-	srv, counts := slowServer(t, slowWebhook(), false)
+	srv, counts := slowServer(t, slowWebhook(), false, false)
 	addr := srv.Listener.Addr().String()
 	start := time.Now()
 	if got := dripStart(t, "127.0.0.3", addr)(); got != http.StatusBadGateway {
@@ -112,7 +112,7 @@ func TestCutBodyIsTheClientsFailure(t *testing.T) {
 func TestBufferedDripperHoldsNoGroupSlot(t *testing.T) {
 	for _, buffer := range []bool{false, true} {
 		t.Run(fmt.Sprintf("buffer=%v", buffer), func(t *testing.T) {
-			srv, counts := slowServer(t, slowWebhook(), buffer)
+			srv, counts := slowServer(t, slowWebhook(), buffer, false)
 			read := dripStart(t, "127.0.0.3", srv.Listener.Addr().String())
 			// The dripper's request has been admitted once a second
 			// request of its own is refused (it holds the client's one
@@ -159,18 +159,30 @@ func waitOutcome(t *testing.T, counts func() map[string]int64, o string, try fun
 // The bodies a buffered group is reading hold no more than its bound,
 // Inflight times MaxBodyBytes: with one slot and a cap of 100 bytes, a
 // dripper that declares 100 holds them all, and a delivery beside it is
-// refused 503 rather than buffered.
+// refused 503 rather than buffered; in shadow mode it is served, and
+// counted as would_group_concurrency.
 func TestBufferBound(t *testing.T) {
-	b := slowWebhook()
-	b.MaxBodyBytes, b.BodyRateGrace = 100, 5*time.Second
-	srv, counts := slowServer(t, b, true)
-	dripStart(t, "127.0.0.3", srv.Listener.Addr().String())
-	from := 10
-	waitOutcome(t, counts, "webhook/group_concurrency", func() {
-		from++ // each from an address of its own, whose token a delivery spends
-		post(t, fmt.Sprintf("127.0.0.%d", from), srv.URL)
-	})
-	if got := counts(); got["webhook/ok"] != 0 {
-		t.Errorf("outcomes: got %v, want no delivery served while the dripper holds the bound", got)
+	for _, shadow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shadow=%v", shadow), func(t *testing.T) {
+			b := slowWebhook()
+			b.MaxBodyBytes, b.BodyRateGrace = 100, 5*time.Second
+			srv, counts := slowServer(t, b, true, shadow)
+			dripStart(t, "127.0.0.3", srv.Listener.Addr().String())
+			outcome, want := "webhook/group_concurrency", http.StatusServiceUnavailable
+			if shadow {
+				outcome, want = "webhook/would_group_concurrency", http.StatusOK
+			}
+			from, last := 10, 0
+			waitOutcome(t, counts, outcome, func() {
+				from++ // each from an address of its own, whose token a delivery spends
+				last = post(t, fmt.Sprintf("127.0.0.%d", from), srv.URL)
+			})
+			if last != want {
+				t.Errorf("the delivery that met the bound: got %d, want %d", last, want)
+			}
+			if got := counts(); got["webhook/ok"] != 0 {
+				t.Errorf("outcomes: got %v, want no delivery served as ok while the dripper holds the bound", got)
+			}
+		})
 	}
 }
