@@ -39,7 +39,7 @@ func (h *handler) buffered(w *writer, r *http.Request, tickets []ticket, verdict
 		}
 		return serve
 	case full:
-		h.giveBack(w.ResponseWriter, r, -1, tickets)
+		h.giveBack(w.ResponseWriter, r, tickets)
 		return refused
 	}
 	if err != nil {
@@ -67,7 +67,10 @@ func (h *handler) buffered(w *writer, r *http.Request, tickets []ticket, verdict
 				}
 				continue
 			}
-			h.giveBack(w.ResponseWriter, r, i, tickets)
+			// Its body is whole, so an overflow handler may serve it
+			// as it serves a request refused at the head.
+			h.cancel(r.Context(), tickets)
+			h.refuse(w.ResponseWriter, r, g, t, verdict{outcome: outcomeGroupConcurrency, retry: 1}, nil)
 			return refused
 		}
 		t.unslotted = false
@@ -131,15 +134,13 @@ func (h *handler) reserve(n int64) int64 {
 	return n
 }
 
-// giveBack undoes the admission of a buffered request and answers it 503
-// as its group's cap does: for limit i, the one that found its group full,
-// or, for i < 0, the first, whose bound on bodies being read was reached.
-// The group slots taken before limit i are freed with the rest.
-func (h *handler) giveBack(w http.ResponseWriter, r *http.Request, i int, tickets []ticket) {
+// giveBack undoes the admission of a buffered request whose body met its
+// first limit's bound on bodies being read, and answers it 503 as the
+// group's cap does.
+func (h *handler) giveBack(w http.ResponseWriter, r *http.Request, tickets []ticket) {
 	h.cancel(r.Context(), tickets)
-	i = max(i, 0)
-	g := h.limits[i]
-	status := h.refused(w.Header(), g, &tickets[i], verdict{outcome: outcomeGroupConcurrency, retry: 1})
+	g := h.limits[0]
+	status := h.refused(w.Header(), g, &tickets[0], verdict{outcome: outcomeGroupConcurrency, retry: 1})
 	writeRefusal(w, r, g, status)
 	h.tell(r, g, outcomeGroupConcurrency, status)
 }
