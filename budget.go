@@ -102,7 +102,8 @@ type Budget struct {
 	// default, 16,384.
 	MaxClients int
 	// ReadTimeout is the deadline for reading the request body, counted from
-	// admission. 0: the default; negative: none (the server's own).
+	// admission, or, with "Expect: 100-continue", from the 100 (see
+	// MinBodyRate). 0: the default; negative: none (the server's own).
 	ReadTimeout time.Duration
 	// MinBodyRate is the least average rate, in bytes a second, at which
 	// the request body must arrive once BodyRateGrace has passed, as

@@ -72,7 +72,8 @@
 // client key.
 //
 // The admitted path allocates nothing for a request without a body, and one
-// http.MaxBytesReader for a request with one.
+// http.MaxBytesReader for a request with one (and, on a route with
+// Route.Buffer, the memory its body arrives into).
 //
 // # Shared stores
 //

@@ -38,7 +38,7 @@ func TestDripAttack(t *testing.T) {
 	}
 	attack := 12 * time.Second
 	if os.Getenv("CI") == "true" {
-		attack = 20 * time.Second
+		attack = 16 * time.Second
 	}
 	bin := build(t)
 	cert, key, roots := selfSigned(t)
