@@ -102,8 +102,23 @@ type Budget struct {
 	// default, 16,384.
 	MaxClients int
 	// ReadTimeout is the deadline for reading the request body, counted from
-	// admission. 0: the default; negative: none (the server's own).
+	// admission, or, with "Expect: 100-continue", from the 100 (see
+	// MinBodyRate). 0: the default; negative: none (the server's own).
 	ReadTimeout time.Duration
+	// MinBodyRate is the least average rate, in bytes a second, at which
+	// the request body must arrive once BodyRateGrace has passed, as
+	// Apache's mod_reqtimeout MinRate: after the grace each MinBodyRate
+	// bytes received buy one more second, so a sender that stalls for a
+	// lost round-trip spends the credit it earned, and one that drips a
+	// byte at a time is cut when the grace ends. The grace and the
+	// ReadTimeout count from admission, or, for a request with
+	// "Expect: 100-continue", from the 100 the server sends when the body
+	// is first read. A body cut for its rate or its deadline, or cut short,
+	// is the client's failure: see [Route]. 0: the default; negative: none.
+	MinBodyRate int64
+	// BodyRateGrace is how long a body may take before MinBodyRate
+	// applies. 0: the default; negative: no grace.
+	BodyRateGrace time.Duration
 	// MaxBodyBytes caps the request body: a longer declared body is answered
 	// 413 at the door, a longer streamed body fails the handler's read with
 	// *http.MaxBytesError. 0: the default; negative: no cap.

@@ -65,7 +65,7 @@ func (d *Door) Decide(ctx context.Context, rt Route, client netip.Prefix, header
 	p := passes.Get().(*pass)
 	ck := clientKey{key: narrow(client), found: true}
 	v.Header = make(http.Header)
-	if i, err := h.admitAll(ctx, nil, header, &ck, p); err != nil {
+	if i, err := h.admitAll(ctx, nil, header, &ck, false, p); err != nil {
 		g := h.limits[i]
 		v.Status, v.Group, v.Outcome = g.keyRefused(err), g.name, outcomeMissingKey.String()
 		passes.Put(p)
@@ -96,7 +96,7 @@ func (d *Door) Decide(ctx context.Context, rt Route, client netip.Prefix, header
 		if once.Swap(true) {
 			return
 		}
-		h.settle(ctx, nil, tickets, verdicts, status)
+		h.settle(ctx, nil, tickets, verdicts, status, 0)
 		passes.Put(p)
 	}, nil
 }

@@ -12,19 +12,30 @@ var defaults = map[Group]Budget{
 	GroupWebhook: {
 		Rate: 50, Burst: 500, SharedRate: 50, SharedBurst: 500, PerClient: 16, Inflight: 64,
 		MaxClients: 16384, ReadTimeout: 10 * time.Second, MaxBodyBytes: 1 << 20,
+		MinBodyRate: 500, BodyRateGrace: 5 * time.Second,
 		HoldTimeout: 30 * time.Second, Charge: ChargeOnFailure,
 	},
 	GroupLink: {
 		Rate: 1, Burst: 20, SharedRate: 1, SharedBurst: 20, PerClient: 2, Inflight: 4,
 		MaxClients: 16384, ReadTimeout: -1, MaxBodyBytes: 64 << 10,
+		MinBodyRate: gentleBodyRate, BodyRateGrace: gentleBodyGrace,
 		HoldTimeout: 10 * time.Second, Charge: ChargeAlways,
 	},
 	GroupHealth: {
 		Rate: 5, Burst: 20, SharedRate: 5, SharedBurst: 20, PerClient: 4, Inflight: 32,
 		MaxClients: 16384, ReadTimeout: -1, MaxBodyBytes: 64 << 10,
+		MinBodyRate: gentleBodyRate, BodyRateGrace: gentleBodyGrace,
 		HoldTimeout: 5 * time.Second, Charge: ChargeAlways,
 	},
 }
+
+// The minimum body rate of every group but the webhook group: gentle
+// enough for a phone on a poor link (100 bytes a second after 10 s), and
+// still a bound on a body that drips a byte at a time.
+const (
+	gentleBodyRate  = 100
+	gentleBodyGrace = 10 * time.Second
+)
 
 // DefaultBudgets returns a new map with the default budget of every built-in
 // group, each field set:
@@ -37,7 +48,9 @@ var defaults = map[Group]Budget{
 // The shared bucket of each group has the same rate and burst as a client's,
 // and each client table holds 16,384 clients. With the webhook group cap of 64,
 // the body cap bounds what webhooks can make the process buffer to 64 MiB; the
-// 10 s read deadline matches how long GitHub waits for a delivery.
+// 10 s read deadline matches how long GitHub waits for a delivery. A
+// webhook body must also arrive at 500 bytes a second on average once 5 s
+// have passed, and every other group's at 100 bytes a second after 10 s.
 func DefaultBudgets() map[Group]Budget {
 	m := make(map[Group]Budget, len(defaults))
 	for g, b := range defaults {
@@ -114,6 +127,8 @@ func (b Budget) resolve(g Group) (Budget, error) {
 	pick(&b.MaxClients, base.MaxClients)
 	pick(&b.ReadTimeout, base.ReadTimeout)
 	pick(&b.MaxBodyBytes, base.MaxBodyBytes)
+	pick(&b.MinBodyRate, base.MinBodyRate)
+	pick(&b.BodyRateGrace, base.BodyRateGrace)
 	pick(&b.HoldTimeout, base.HoldTimeout)
 	pick(&b.Charge, base.Charge)
 	return b, b.validate(g)

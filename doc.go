@@ -64,13 +64,16 @@
 // OpenTelemetry counter admit.door.requests: ok, client_error, server_error
 // (admitted, by the class of the answer), rate_limited, client_concurrency,
 // group_concurrency, cached (served by an overflow handler), store_error,
-// fallback, missing_key (no value to key the request by), or a would_* form. The door also reports admit.door.inflight,
+// fallback, missing_key (no value to key the request by), body_cut (admitted,
+// and its body cut for its rate or deadline, or cut short: the client's
+// failure, whatever it was answered), or a would_* form. The door also reports admit.door.inflight,
 // admit.door.clients and admit.door.evictions. Attributes are the group
 // (admit.door.group) and the outcome (admit.door.outcome) only, never a
 // client key.
 //
 // The admitted path allocates nothing for a request without a body, and one
-// http.MaxBytesReader for a request with one.
+// http.MaxBytesReader for a request with one (and, on a route with
+// Route.Buffer, the memory its body arrives into).
 //
 // # Shared stores
 //

@@ -171,6 +171,22 @@ type Route struct {
 	// Overflow, when set, serves the requests a limit refuses instead of the
 	// 429 or 503, in at most that limit's Inflight slots at once.
 	Overflow http.Handler
+	// Buffer, when set, has the door read a request's whole body, up to
+	// the route's body cap, before the request takes its groups' in-flight
+	// slots, as nginx's proxy_request_buffering does: meanwhile it holds
+	// its client's slot and its tokens, but no slot of a group, so clients
+	// that send their bodies slowly cannot keep the group from others.
+	// The bodies being read are bounded per group to Inflight times
+	// MaxBodyBytes (as many bytes as the group's admitted bodies may
+	// hold); a request that would take them past that is answered 503,
+	// as is one that finds no group slot once its body has arrived. A
+	// body cut meanwhile (see MinBodyRate) is answered 408, or 400 for one
+	// cut short, and one over the cap 413. A route without a body cap
+	// reads nothing ahead. The proxy buffers every route; a handler of
+	// its own that streams its body (a large upload written as it comes)
+	// leaves Buffer off, and then a body that arrives slowly holds the
+	// group's slot until its rate or deadline cuts it.
+	Buffer bool
 }
 
 // Handler returns a handler that admits requests to next under rt. It
@@ -187,6 +203,7 @@ func (d *Door) Handler(rt Route, next http.Handler) (http.Handler, error) {
 		return nil, err
 	}
 	h.next, h.overflow = next, rt.Overflow
+	h.buffer = rt.Buffer && h.maxBody > 0
 	return h, nil
 }
 
@@ -221,7 +238,14 @@ func (d *Door) route(rt Route) (*handler, error) {
 		chosen = chosen && g.budget.Key.chosen()
 		policies = append(policies, g.policy)
 		h.maxBody = strictest(h.maxBody, g.budget.MaxBodyBytes)
-		h.readTimeout = strictest(h.readTimeout, g.budget.ReadTimeout)
+		h.rule.Timeout = strictest(h.rule.Timeout, g.budget.ReadTimeout)
+		if rate := g.budget.MinBodyRate; rate > 0 {
+			h.rule.MinRate = max(h.rule.MinRate, rate)
+			grace := max(g.budget.BodyRateGrace, 0)
+			if h.rule.Grace == 0 || grace < h.rule.Grace {
+				h.rule.Grace = grace
+			}
+		}
 		h.hold = strictest(h.hold, g.budget.HoldTimeout)
 	}
 	if chosen {

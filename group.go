@@ -40,6 +40,7 @@ type group struct {
 
 	inflight atomic.Int64 // admitted and not settled; at most budget.Inflight
 	overflow atomic.Int64 // over budget and served by the overflow handler; at most budget.Inflight
+	buffered atomic.Int64 // bytes held by the bodies of buffered requests still arriving; at most bufferBound
 }
 
 // An engine decides a group's tokens, and with them its caps: the door's own
@@ -150,7 +151,10 @@ type ticket struct {
 	key   netip.Prefix
 	shard uint32
 	cost  int32 // the tokens the request spends
-	taken bool  // holds an in-flight slot of the client and of the group
+	taken bool  // holds an in-flight slot of the client and, unless unslotted, of the group
+	// unslotted marks a request admitted without the group's slot, which
+	// it takes once its body has arrived (Route.Buffer).
+	unslotted bool
 	// held marks a request that holds a token until it settles (charge on
 	// failure): on the door's own bucket at slot, or on the shared store.
 	held bool
@@ -178,8 +182,9 @@ type verdict struct {
 
 // admit runs admission of a request under key, recording it in t: the
 // group cap, quickly, then the engine's exact caps and token check.
-func (g *group) admit(ctx context.Context, key netip.Prefix, cost int32, now int64, t *ticket) verdict {
-	*t = ticket{key: key, shard: g.shardOf(key), cost: cost, slot: -1}
+// With unslotted the request takes no group slot yet (see takeSlotFor).
+func (g *group) admit(ctx context.Context, key netip.Prefix, cost int32, now int64, unslotted bool, t *ticket) verdict {
+	*t = ticket{key: key, shard: g.shardOf(key), cost: cost, slot: -1, unslotted: unslotted}
 	if g.inflight.Load() >= int64(g.budget.Inflight) {
 		return g.refusal(outcomeGroupConcurrency, 1)
 	}
@@ -198,6 +203,12 @@ func (g *group) refusal(o outcome, retry int) verdict {
 // takeSlot takes one of the group's in-flight slots, if one is free.
 func (g *group) takeSlot() bool {
 	return takeUpTo(&g.inflight, int64(g.budget.Inflight))
+}
+
+// takeSlotFor takes the group's slot for a request being admitted, or,
+// for one that takes it once its body has arrived, nothing yet.
+func (g *group) takeSlotFor(t *ticket) bool {
+	return t.unslotted || g.takeSlot()
 }
 
 // takeOverflow takes one of the group's overflow slots, if one is free: the
@@ -227,7 +238,9 @@ func (g *group) releaseLocked(s *shard, t *ticket) {
 		return
 	}
 	t.taken = false
-	g.inflight.Add(-1)
+	if !t.unslotted {
+		g.inflight.Add(-1)
+	}
 	// An entry with requests in flight is never reclaimed, so the slot the
 	// request was admitted through still belongs to its client; a client
 	// admitted through the shared bucket may have gained an entry since.

@@ -3,10 +3,12 @@ package admit
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/admitgo/admit/internal/answer"
+	"github.com/admitgo/admit/internal/bodyrate"
 )
 
 // pooledLimits is how many limits a pass holds without allocating: as
@@ -21,15 +23,17 @@ type handler struct {
 	cost     int32    // what a request spends in each limit
 	next     http.Handler
 	overflow http.Handler
-	// The body cap, read deadline and hold bound a request gets: the
+	// The body cap, body rule and hold bound a request gets: the
 	// strictest of its limits' (0: none).
-	maxBody           int64
-	readTimeout, hold time.Duration
-	headers           bool   // send RateLimit-Policy and RateLimit
-	policy            string // RateLimit-Policy: every limit's
-	shadow            bool
-	now               func() int64
-	decided           func(r *http.Request, g Group, outcome string, status int) // nil: none
+	maxBody int64
+	rule    bodyrate.Rule
+	hold    time.Duration
+	buffer  bool   // read the body before taking the groups' slots (Route.Buffer)
+	headers bool   // send RateLimit-Policy and RateLimit
+	policy  string // RateLimit-Policy: every limit's
+	shadow  bool
+	now     func() int64
+	decided func(r *http.Request, g Group, outcome string, status int) // nil: none
 }
 
 // ServeHTTP reads as the door works: key the request and admit it under
@@ -39,7 +43,8 @@ type handler struct {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := passes.Get().(*pass)
 	var client clientKey
-	if i, err := h.admitAll(r.Context(), r, r.Header, &client, p); err != nil {
+	buffer := h.buffer && hasBody(r)
+	if i, err := h.admitAll(r.Context(), r, r.Header, &client, buffer, p); err != nil {
 		h.refuseKey(w, r, h.limits[i], err)
 		passes.Put(p)
 		return
@@ -64,15 +69,27 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if ww.status != 0 {
 				status = ww.status
 			}
-			h.settle(r.Context(), r, tickets, verdicts, status)
+			h.settle(r.Context(), r, tickets, verdicts, status, ww.cut())
 		}
 	}()
-	if h.prepare(ww, r) {
-		h.next.ServeHTTP(ww, r)
+	if h.prepare(ww, r, &p.body) {
+		next := serve
+		if buffer {
+			next = h.buffered(ww, r, tickets, verdicts)
+		}
+		switch next {
+		case serve:
+			h.next.ServeHTTP(ww, r)
+		case refused: // admission was undone, and the refusal counted
+			settled = true
+			p.w, p.body = writer{}, bodyrate.Reader{}
+			passes.Put(p)
+			return
+		}
 	}
 	settled = true
-	h.settle(r.Context(), r, tickets, verdicts, ww.answered())
-	p.w = writer{}
+	h.settle(r.Context(), r, tickets, verdicts, ww.answered(), ww.cut())
+	p.w, p.body = writer{}, bodyrate.Reader{}
 	passes.Put(p)
 }
 
@@ -82,7 +99,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the error that kept that limit from keying the request, if that is why.
 // r is nil for a request that is not HTTP; header holds the values limits
 // are keyed by.
-func (h *handler) admitAll(ctx context.Context, r *http.Request, header http.Header, client *clientKey, p *pass) (int, error) {
+// With unslotted, the requests take no group slots yet (see buffered).
+func (h *handler) admitAll(ctx context.Context, r *http.Request, header http.Header, client *clientKey, unslotted bool, p *pass) (int, error) {
 	p.size(len(h.limits))
 	tickets, verdicts := p.tickets, p.verdicts
 	now := h.now()
@@ -108,7 +126,7 @@ func (h *handler) admitAll(ctx context.Context, r *http.Request, header http.Hea
 			return i, err
 		}
 		t := &tickets[i]
-		verdicts[i] = g.admit(ctx, key, h.cost, now, t)
+		verdicts[i] = g.admit(ctx, key, h.cost, now, unslotted, t)
 		if verdicts[i].evicted {
 			g.shards[t.shard].counts.evictions.Add(1)
 		}
@@ -138,6 +156,7 @@ type pass struct {
 	ticketsArr  [pooledLimits]ticket
 	verdictsArr [pooledLimits]verdict
 	fields      [refusalFieldsSize]byte // a refusal's header fields, for a server that writes them whole
+	body        bodyrate.Reader         // the body, read under the route's rule
 }
 
 // size readies p's tickets and verdicts for a handler of n limits.
@@ -254,45 +273,41 @@ func (h *handler) tell(r *http.Request, g *group, o outcome, status int) {
 func (h *handler) serveOverflow(w http.ResponseWriter, r *http.Request, g *group) int {
 	ww := &writer{ResponseWriter: w}
 	defer g.overflow.Add(-1)
-	if h.prepare(ww, r) {
+	if h.prepare(ww, r, new(bodyrate.Reader)) {
 		h.overflow.ServeHTTP(ww, r)
 	}
 	return ww.answered()
 }
 
-// prepare applies the route's body deadline and cap and its hold bound. The
-// body deadline covers reading the body only: net/http cancels the request's
-// context when a read deadline passes, so once the body has been read the
-// read deadline moves on to the hold bound (or is lifted), and a handler
-// that acknowledges early keeps its context while it works, up to the
-// bound. It answers 413 itself, and returns false, when the declared body is
-// over the cap; the answer then settles like a handler's 4xx, so it costs a
-// charge-on-failure client its tokens.
-func (h *handler) prepare(w *writer, r *http.Request) bool {
-	hasBody := r.Body != nil && r.Body != http.NoBody
-	if h.hold > 0 || (h.readTimeout > 0 && hasBody) {
+// prepare applies the route's body rule and cap and its hold bound. The
+// body's rule (its deadline and minimum rate, see bodyrate) covers reading
+// the body only: net/http cancels the request's context when a read
+// deadline passes, so once the body has been read the read deadline moves
+// on to the hold bound (or is lifted), and a handler that acknowledges
+// early keeps its context while it works, up to the bound. body is the
+// reader the rule is applied by. It answers 413 itself, and returns false,
+// when the declared body is over the cap; the answer then settles like a
+// handler's 4xx, so it costs a charge-on-failure client its tokens.
+func (h *handler) prepare(w *writer, r *http.Request, body *bodyrate.Reader) bool {
+	withBody := hasBody(r)
+	if h.hold > 0 || (!h.rule.IsZero() && withBody) {
 		if d := findDeadliner(w.ResponseWriter); d != nil {
-			now := time.Now()
 			var hold time.Time
 			if h.hold > 0 {
-				hold = now.Add(h.hold)
+				hold = time.Now().Add(h.hold)
 				_ = d.SetWriteDeadline(hold)
 				w.hold = hold
 			}
 			switch {
-			case h.readTimeout > 0 && hasBody:
-				body := now.Add(h.readTimeout)
-				if !hold.IsZero() && hold.Before(body) {
-					body = hold
-				}
-				_ = d.SetReadDeadline(body)
-				r.Body = &deadlineBody{ReadCloser: r.Body, d: d, after: hold}
+			case !h.rule.IsZero() && withBody:
+				body.Reset(r.Body, d, h.rule, hold, hold, expectsContinue(r), nil)
+				r.Body, w.body = body, body
 			case !hold.IsZero():
 				_ = d.SetReadDeadline(hold)
 			}
 		}
 	}
-	if h.maxBody > 0 && hasBody {
+	if h.maxBody > 0 && withBody {
 		if r.ContentLength > h.maxBody {
 			writeRefusal(w, r, h.limits[0], http.StatusRequestEntityTooLarge)
 			return false
@@ -304,19 +319,41 @@ func (h *handler) prepare(w *writer, r *http.Request) bool {
 	return true
 }
 
+// hasBody reports whether r has a body to read.
+func hasBody(r *http.Request) bool {
+	return r.Body != nil && r.Body != http.NoBody
+}
+
+// expectsContinue reports a request whose client waits for a 100 before
+// it sends its body.
+func expectsContinue(r *http.Request) bool {
+	v, ok := r.Header["Expect"]
+	return ok && len(v) == 1 && strings.EqualFold(v[0], "100-continue")
+}
+
 // settle frees what admission took, last limit first, and counts the
 // request's one outcome on each limit: the outcome admission left pending
 // (a shadow would_* or store_error) if any, otherwise the class of the
-// answer. r is nil for a request that is not HTTP.
-func (h *handler) settle(ctx context.Context, r *http.Request, tickets []ticket, verdicts []verdict, status int) {
+// answer. A request whose body was cut (cut, the status that says why,
+// see bodyrate) failed by its client's doing, whatever the client was
+// answered: it counts as body_cut and settles as that status, a 4xx, so a
+// charge-on-failure client pays for it. r is nil for a request that is not
+// HTTP.
+func (h *handler) settle(ctx context.Context, r *http.Request, tickets []ticket, verdicts []verdict, status, cut int) {
+	charged := status
+	if cut != 0 {
+		charged = cut
+	}
 	for i := len(tickets) - 1; i >= 0; i-- {
 		g, t := h.limits[i], &tickets[i]
 		if t.taken {
-			g.engine.settle(ctx, t, status)
+			g.engine.settle(ctx, t, charged)
 		}
 		o := verdicts[i].outcome
 		if o == outcomeOK {
 			switch {
+			case cut != 0:
+				o = outcomeBodyCut
 			case status >= 500:
 				o = outcomeServerError
 			case status >= 400:

@@ -26,7 +26,7 @@ var (
 	closeValue = []string{"close"}[:1:1]
 	// refusalStatuses are the statuses the door answers itself.
 	refusalStatuses = []int{http.StatusTooManyRequests, http.StatusServiceUnavailable,
-		http.StatusRequestEntityTooLarge, http.StatusBadRequest, http.StatusUnauthorized}
+		http.StatusRequestEntityTooLarge, http.StatusBadRequest, http.StatusUnauthorized, http.StatusRequestTimeout}
 )
 
 // refusalBodies returns a group's bodies for each refusal status, built once

@@ -104,7 +104,7 @@ func (l *local) spendLocked(s *shard, t *ticket, now int64) verdict {
 		v.reset = v.retry // on a refusal, RateLimit's t is Retry-After
 		return v
 	}
-	if !g.takeSlot() {
+	if !g.takeSlotFor(t) {
 		return g.refusal(outcomeGroupConcurrency, 1)
 	}
 	if onFailure {

@@ -110,7 +110,7 @@ func (e *shared) admit(ctx context.Context, t *ticket, now int64) verdict {
 	case int(prior) >= g.budget.PerClient:
 		s.mu.Unlock()
 		return g.refusal(outcomeClientConcurrency, 1)
-	case !g.takeSlot():
+	case !g.takeSlotFor(t):
 		s.mu.Unlock()
 		return g.refusal(outcomeGroupConcurrency, 1)
 	}

@@ -2,10 +2,11 @@ package admit
 
 import (
 	"bufio"
-	"io"
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/admitgo/admit/internal/bodyrate"
 )
 
 // writer records the status a handler answers with, so the door can settle
@@ -14,8 +15,18 @@ import (
 // keep working.
 type writer struct {
 	http.ResponseWriter
-	status int       // 0 until the handler sends a final status
-	hold   time.Time // the hold bound; zero: none
+	status int              // 0 until the handler sends a final status
+	hold   time.Time        // the hold bound; zero: none
+	body   *bodyrate.Reader // the body's reader; nil: the body is read without its rule
+}
+
+// cut returns why the request's body was cut, a 4xx status, or 0 when it
+// was not (see bodyrate.Reader.Cut).
+func (w *writer) cut() int {
+	if w.body == nil {
+		return 0
+	}
+	return w.body.Cut()
 }
 
 // WriteHeader records the first final status; informational 1xx answers other
@@ -97,23 +108,4 @@ func findDeadliner(w http.ResponseWriter) deadliner {
 			return nil
 		}
 	}
-}
-
-// deadlineBody moves the connection's read deadline on once the request body
-// has been read to its end, so the body's deadline bounds the body and
-// nothing after it: to the hold bound, or to none.
-type deadlineBody struct {
-	io.ReadCloser
-	d      deadliner
-	after  time.Time // the hold bound; zero: none
-	lifted bool
-}
-
-func (b *deadlineBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && !b.lifted {
-		b.lifted = true
-		_ = b.d.SetReadDeadline(b.after)
-	}
-	return n, err
 }

@@ -222,7 +222,7 @@ type frontRoute struct {
 // when that is less; and the first route's handler under it.
 func (f *front) combined(matched []routes.Match) (admit.Route, http.Handler) {
 	first := f.routes[matched[0].Route]
-	rt := admit.Route{Cost: first.rt.Cost, Overflow: first.rt.Overflow}
+	rt := admit.Route{Cost: first.rt.Cost, Overflow: first.rt.Overflow, Buffer: first.rt.Buffer}
 	for _, m := range matched {
 		for _, g := range f.routes[m.Route].rt.Groups {
 			if !slices.Contains(rt.Groups, g) { // all of them: dropping one would let this spelling walk around it

@@ -144,7 +144,7 @@ func newFront(cfg config.Config, door *admit.Door, rest http.Handler, access *ac
 	}
 	for _, r := range list {
 		next, overflow := handlers(r)
-		rt := admit.Route{Groups: r.Groups, Cost: r.Cost, Overflow: overflow}
+		rt := admit.Route{Groups: r.Groups, Cost: r.Cost, Overflow: overflow, Buffer: true}
 		h, err := door.Handler(rt, next)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("admit: route %s: %w", r, err)}

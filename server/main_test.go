@@ -177,8 +177,8 @@ func TestValidate(t *testing.T) {
 		t.Fatalf("validate --demo: %v", err)
 	}
 	for _, want := range []string{`route  link=GET /l/{id}: link (token-bucket rate 1/s, burst 20, key peer)`,
-		"group  webhook: {algorithm: token-bucket, rate: 50, burst: 500, shared_rate: 50, shared_burst: 500, key: peer, per_client: 16, inflight: 64, max_clients: 16384, read_timeout: 10s, max_body_bytes: 1048576, hold_timeout: 30s, charge_on_failure: true}\n",
-		"group  link: {algorithm: token-bucket, rate: 1, burst: 20, shared_rate: 1, shared_burst: 20, key: peer, per_client: 2, inflight: 4, max_clients: 16384, read_timeout: 0, max_body_bytes: 65536, hold_timeout: 10s, charge_on_failure: false}\n",
+		"group  webhook: {algorithm: token-bucket, rate: 50, burst: 500, shared_rate: 50, shared_burst: 500, key: peer, per_client: 16, inflight: 64, max_clients: 16384, read_timeout: 10s, max_body_bytes: 1048576, min_body_rate: 500, body_rate_grace: 5s, hold_timeout: 30s, charge_on_failure: true}\n",
+		"group  link: {algorithm: token-bucket, rate: 1, burst: 20, shared_rate: 1, shared_burst: 20, key: peer, per_client: 2, inflight: 4, max_clients: 16384, read_timeout: 0, max_body_bytes: 65536, min_body_rate: 100, body_rate_grace: 10s, hold_timeout: 10s, charge_on_failure: false}\n",
 		"ok\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("validate --demo lacks %q:\n%s", want, out)
@@ -210,7 +210,7 @@ func TestValidateSpellings(t *testing.T) {
 	path := writeConfig(t, `budgets:
   fw: {algorithm: fixed-window, limit: 100, window: 1h}
   open: {like: health, rate: .inf, shared_rate: .inf}
-  api: {rate: 0.5, burst: 3, read_timeout: 0, max_body_bytes: 0, hold_timeout: 1m30s, charge_on_failure: true, key: "header:X-Api-Key", key_authenticated: true, on_missing: reject}
+  api: {rate: 0.5, burst: 3, read_timeout: 0, max_body_bytes: 0, min_body_rate: 100, body_rate_grace: 10s, hold_timeout: 1m30s, charge_on_failure: true, key: "header:X-Api-Key", key_authenticated: true, on_missing: reject}
   wide: {like: link, ipv4_prefix: 24, ipv6_prefix: 48}
 routes:
   - {group: fw, pattern: "GET /a"}
@@ -225,10 +225,10 @@ routes:
 		"route  fw=GET /a: fw (fixed-window limit 100 per 1h, key peer)\n",
 		"route  wide,api=GET /b/{x}: wide (token-bucket rate 1/s, burst 20, key peer), then api (token-bucket rate 0.5/s, burst 3, key header:X-Api-Key), cost 2\n",
 		"route  open=GET /c: open (token-bucket without a rate limit, key peer)\n",
-		"group  fw: {algorithm: fixed-window, limit: 100, window: 1h, shared_burst: 100, key: peer, per_client: 32, inflight: 256, max_clients: 16384, read_timeout: 0, max_body_bytes: 65536, hold_timeout: 10s, charge_on_failure: false}\n",
-		"group  open: {like: health, algorithm: token-bucket, rate: .inf, burst: 20, shared_rate: .inf, shared_burst: 20, key: peer, per_client: 32, inflight: 256, max_clients: 16384, read_timeout: 0, max_body_bytes: 65536, hold_timeout: 5s, charge_on_failure: false}\n",
-		"group  api: {algorithm: token-bucket, rate: 0.5, burst: 3, shared_rate: 0.5, shared_burst: 3, key: header:X-Api-Key, key_authenticated: true, on_missing: reject, per_client: 256, inflight: 256, max_clients: 16384, read_timeout: 0, max_body_bytes: 0, hold_timeout: 1m30s, charge_on_failure: true}\n",
-		"group  wide: {like: link, algorithm: token-bucket, rate: 1, burst: 20, shared_rate: 1, shared_burst: 20, key: peer, ipv4_prefix: 24, ipv6_prefix: 48, per_client: 32, inflight: 256, max_clients: 16384, read_timeout: 0, max_body_bytes: 65536, hold_timeout: 10s, charge_on_failure: false}\n",
+		"group  fw: {algorithm: fixed-window, limit: 100, window: 1h, shared_burst: 100, key: peer, per_client: 32, inflight: 256, max_clients: 16384, read_timeout: 0, max_body_bytes: 65536, min_body_rate: 100, body_rate_grace: 10s, hold_timeout: 10s, charge_on_failure: false}\n",
+		"group  open: {like: health, algorithm: token-bucket, rate: .inf, burst: 20, shared_rate: .inf, shared_burst: 20, key: peer, per_client: 32, inflight: 256, max_clients: 16384, read_timeout: 0, max_body_bytes: 65536, min_body_rate: 100, body_rate_grace: 10s, hold_timeout: 5s, charge_on_failure: false}\n",
+		"group  api: {algorithm: token-bucket, rate: 0.5, burst: 3, shared_rate: 0.5, shared_burst: 3, key: header:X-Api-Key, key_authenticated: true, on_missing: reject, per_client: 256, inflight: 256, max_clients: 16384, read_timeout: 0, max_body_bytes: 0, min_body_rate: 100, body_rate_grace: 10s, hold_timeout: 1m30s, charge_on_failure: true}\n",
+		"group  wide: {like: link, algorithm: token-bucket, rate: 1, burst: 20, shared_rate: 1, shared_burst: 20, key: peer, ipv4_prefix: 24, ipv6_prefix: 48, per_client: 32, inflight: 256, max_clients: 16384, read_timeout: 0, max_body_bytes: 65536, min_body_rate: 100, body_rate_grace: 10s, hold_timeout: 10s, charge_on_failure: false}\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("validate lacks %q:\n%s", want, out)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/internal/bodyrate"
 	"github.com/admitgo/admit/internal/canon"
 )
 
@@ -21,18 +23,22 @@ import (
 // parameters, when the upstream profile says the framework does, and
 // matches the request under each method they name as well.
 
-const (
-	// formScanBytes bounds the form body read for "_method": the default body cap
-	// of the link and webhook groups. A longer body is not read; the
-	// request is then limited under every method a route names.
-	formScanBytes = 64 << 10
-	// formScanTimeout bounds how long reading it may take: the link
-	// group's default body deadline.
-	formScanTimeout = 10 * time.Second
-)
+// formScanBytes bounds the form body read for "_method": the default body
+// cap of the link and webhook groups. A longer body is not read; the
+// request is then limited under every method a route names.
+const formScanBytes = 64 << 10
 
-// ErrFormBody refuses a request whose form body could not be read within
-// formScanTimeout, or broke off.
+// formScanRule bounds how slowly the form body may arrive: the webhook
+// group's default body deadline and minimum rate, the rule every slow
+// body meets at the door, since the group is not known before the body
+// has been read.
+var formScanRule = func() bodyrate.Rule {
+	b := admit.DefaultBudgets()[admit.GroupWebhook]
+	return bodyrate.Rule{Timeout: b.ReadTimeout, MinRate: b.MinBodyRate, Grace: b.BodyRateGrace}
+}()
+
+// ErrFormBody refuses a request whose form body broke formScanRule, or
+// broke off.
 var ErrFormBody = errors.New("the form body, which may name the method the app runs, could not be read")
 
 // Match appends to dst the routes r matches in any spelling, under its
@@ -183,16 +189,19 @@ func mayNameMethod(body []byte) bool {
 	return bytes.Contains(bytes.ToLower(body), []byte("method")) || bytes.ContainsAny(body, `%\`)
 }
 
-// readAtMost reads up to limit bytes of r's body under formScanTimeout and
+// readAtMost reads up to limit bytes of r's body under formScanRule and
 // puts them back in front of the rest. whole: the body ended within them.
 func readAtMost(w http.ResponseWriter, r *http.Request, limit int64) (body []byte, whole bool, err error) {
 	if r.ContentLength > limit {
 		return nil, false, nil
 	}
 	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(formScanTimeout))
-	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
-	body, err = io.ReadAll(io.LimitReader(r.Body, limit+1))
+	expect := strings.EqualFold(r.Header.Get("Expect"), "100-continue")
+	br := bodyrate.NewReader(r.Body, rc, formScanRule, time.Time{}, time.Time{}, expect, nil)
+	body, err = io.ReadAll(io.LimitReader(br, limit+1))
+	if !br.Done() {
+		_ = rc.SetReadDeadline(time.Time{}) // the body goes on after what was read
+	}
 	if err != nil {
 		return nil, false, err
 	}

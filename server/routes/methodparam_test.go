@@ -81,10 +81,12 @@ func bodyLeft(r *http.Request) (string, error) {
 	return string(b), err
 }
 
-// TestFormBodyTimeout: a form body that stops coming is read for at most
-// formScanTimeout, then the request is refused with ErrFormBody, under
-// net/http's server: a client cannot hold the front by sending the body a
-// _method may be in slowly. A body that arrives in time is read.
+// TestFormBodyTimeout: a form body that stops coming is read under
+// formScanRule, the door's rule for the webhook group, and cut when its
+// grace ends with too few bytes; the request is then refused with
+// ErrFormBody, under net/http's server: a client cannot hold the front by
+// sending the body a _method may be in slowly. A body that arrives within
+// the grace is read.
 func TestFormBodyTimeout(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -92,8 +94,9 @@ func TestFormBodyTimeout(t *testing.T) {
 		wantErr error
 		wait    time.Duration // how long paramMethods took
 	}{
-		{"stops coming", 0, ErrFormBody, formScanTimeout},
-		{"slow but in time", formScanTimeout - time.Second, nil, formScanTimeout - time.Second},
+		// 13 bytes buy 26 ms past the 5 s grace at 500 bytes a second.
+		{"stops coming", 0, ErrFormBody, formScanRule.Grace + 26*time.Millisecond},
+		{"slow but in time", formScanRule.Grace - time.Second, nil, formScanRule.Grace - time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

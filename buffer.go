@@ -1,0 +1,184 @@
+package admit
+
+import (
+	"errors"
+	"io"
+	"net/http"
+)
+
+// What buffered did with a request.
+const (
+	serve    = iota // its body has arrived and it holds its groups' slots
+	answered        // the door answered it (408, 400 or 413); it settles as admitted
+	refused         // refused 503; what admission took is given back
+)
+
+// minBuffer is the memory a buffered body starts with, whatever length it
+// declares: a client that declares a megabyte and sends a byte has no more
+// memory set aside for it than it sent, within a factor of two.
+const minBuffer = 512
+
+// buffered reads r's whole body, at most the route's cap, then takes the
+// slots of the groups admission left unslotted (Route.Buffer). While it
+// reads, each limit's group counts the memory the body holds against a
+// bound of its Inflight times its MaxBodyBytes, so the bodies still
+// arriving hold a bounded amount however many clients send them slowly; a
+// body that would pass it is refused 503, as is a request that finds a
+// group full once its body is whole. A body cut by its rule is answered
+// with the status that says why, and one over the cap 413; both settle as
+// admitted, and so are the client's failure. On serve r.Body reads what
+// arrived.
+func (h *handler) buffered(w *writer, r *http.Request, tickets []ticket, verdicts []verdict) int {
+	body, full, err := h.readBody(r)
+	switch {
+	case full && h.shadow:
+		// Shadow mode refuses nothing: the rest of the body streams.
+		r.Body = &bufferedBody{bytesReader: body, rest: r.Body, body: r.Body}
+		if verdicts[0].outcome == outcomeOK {
+			verdicts[0].outcome = outcomeGroupConcurrency.would()
+		}
+		return serve
+	case full:
+		h.giveBack(w.ResponseWriter, r, tickets)
+		return refused
+	}
+	if err != nil {
+		status := w.cut()
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			status = http.StatusRequestEntityTooLarge
+		case status == 0:
+			status = http.StatusBadRequest // read without a rule, and failed
+		}
+		writeRefusal(w, r, h.limits[0], status)
+		return answered
+	}
+	r.Body = &bufferedBody{bytesReader: body, body: r.Body}
+	for i, g := range h.limits {
+		t := &tickets[i]
+		if !t.taken || !t.unslotted {
+			continue // admitted in shadow mode without taking anything
+		}
+		if !g.takeSlot() {
+			if h.shadow {
+				if verdicts[i].outcome == outcomeOK {
+					verdicts[i].outcome = outcomeGroupConcurrency.would()
+				}
+				continue
+			}
+			// Its body is whole, so an overflow handler may serve it
+			// as it serves a request refused at the head.
+			h.cancel(r.Context(), tickets)
+			h.refuse(w.ResponseWriter, r, g, t, verdict{outcome: outcomeGroupConcurrency, retry: 1}, nil)
+			return refused
+		}
+		t.unslotted = false
+	}
+	return serve
+}
+
+// readBody reads r's body into memory, counted on each limit's group while
+// it is read, and returns it; full reports a group's bound reached, with
+// what was read until then.
+func (h *handler) readBody(r *http.Request) (body *bytesReader, full bool, err error) {
+	var held int64
+	defer func() {
+		for _, g := range h.limits {
+			g.buffered.Add(-held)
+		}
+	}()
+	n := minBuffer
+	if r.ContentLength >= 0 {
+		n = int(min(r.ContentLength, minBuffer))
+	}
+	buf := make([]byte, 0, max(n, 1))
+	held = h.reserve(int64(cap(buf)))
+	if held == 0 {
+		return &bytesReader{}, true, nil
+	}
+	for {
+		if len(buf) == cap(buf) {
+			grow := int64(min(2*cap(buf), int(h.maxBody)+1) - cap(buf))
+			if grow <= 0 {
+				grow = 1
+			}
+			if h.reserve(grow) == 0 {
+				return &bytesReader{b: buf}, true, nil
+			}
+			held += grow
+			buf = append(make([]byte, 0, int64(cap(buf))+grow), buf...)
+		}
+		m, err := r.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		switch {
+		case err == io.EOF:
+			return &bytesReader{b: buf}, false, nil
+		case err != nil:
+			return nil, false, err
+		}
+	}
+}
+
+// reserve counts n more bytes on every limit's group, and returns n, or 0,
+// counting nothing, when that would take a group past its bound.
+func (h *handler) reserve(n int64) int64 {
+	for i, g := range h.limits {
+		if g.buffered.Add(n) > g.bufferBound() {
+			for _, g := range h.limits[:i+1] {
+				g.buffered.Add(-n)
+			}
+			return 0
+		}
+	}
+	return n
+}
+
+// giveBack undoes the admission of a buffered request whose body met its
+// first limit's bound on bodies being read, and answers it 503 as the
+// group's cap does.
+func (h *handler) giveBack(w http.ResponseWriter, r *http.Request, tickets []ticket) {
+	h.cancel(r.Context(), tickets)
+	g := h.limits[0]
+	status := h.refused(w.Header(), g, &tickets[0], verdict{outcome: outcomeGroupConcurrency, retry: 1})
+	writeRefusal(w, r, g, status)
+	h.tell(r, g, outcomeGroupConcurrency, status)
+}
+
+// bufferBound is how many bytes the bodies a group's buffered requests are
+// reading may hold at once: as many as its admitted bodies may.
+func (g *group) bufferBound() int64 {
+	return int64(g.budget.Inflight) * g.budget.MaxBodyBytes
+}
+
+// bytesReader reads a buffered body.
+type bytesReader struct {
+	b []byte
+}
+
+func (r *bytesReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.b)
+	r.b = r.b[n:]
+	return n, nil
+}
+
+// bufferedBody is a body read ahead: its bytes, then the rest when it was
+// not read whole, and the request's body, which Close closes.
+type bufferedBody struct {
+	*bytesReader
+	rest io.Reader // nil: the body was read whole
+	body io.ReadCloser
+}
+
+func (b *bufferedBody) Read(p []byte) (int, error) {
+	n, err := b.bytesReader.Read(p)
+	if err == io.EOF && b.rest != nil {
+		return b.rest.Read(p)
+	}
+	return n, err
+}
+
+func (b *bufferedBody) Close() error { return b.body.Close() }
