@@ -247,9 +247,11 @@ func (f *forwarder) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if errors.Is(err, errSwitch) {
+	if errors.Is(err, errSwitch) && r.ProtoMajor == 1 {
 		// The client may have sent bytes of the protocol it asked for
-		// after its request; none of them may be read as a request.
+		// after its request; none of them may be read as a request. An
+		// HTTP/2 connection carries other streams, and asks for no
+		// upgrade: it stays open.
 		w.Header().Set("Connection", "close")
 	}
 	w.WriteHeader(http.StatusBadGateway)

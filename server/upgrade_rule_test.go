@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -338,6 +339,41 @@ func TestUpgradeDocsNameTheUpgradeHeaders(t *testing.T) {
 		name := row.pattern
 		if !strings.Contains(strings.ToLower(section), "`"+strings.ToLower(name)+"`") {
 			t.Errorf("docs/operators.md, Upgrades: %s is not named", name)
+		}
+	}
+}
+
+// TestRefusedSwitchKeepsHTTP2Connection: a refused 101 to a stream of an
+// HTTP/2 connection answers that stream 502 and leaves the connection,
+// which may carry other clients' streams through a balancer, open.
+func TestRefusedSwitchKeepsHTTP2Connection(t *testing.T) {
+	up := newHeadUpstream(t, func(string) string {
+		return "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+	})
+	r := start(t, "--upstream", up.url, "--route", "link=GET /l/{id}", "--h2c")
+	client := h2cClient()
+	for i := range 2 {
+		var reused bool
+		ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{
+			GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused },
+		})
+		// A body of unknown length goes through net/http's Transport,
+		// whose 101 admit refuses as errSwitch.
+		req, err := http.NewRequestWithContext(ctx, "POST", r.url+"/u/x", io.NopCloser(strings.NewReader("x")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.ProtoMajor != 2 || resp.StatusCode != http.StatusBadGateway {
+			t.Fatalf("request %d: got %s %d, want HTTP/2 502", i, resp.Proto, resp.StatusCode)
+		}
+		if i == 1 && !reused {
+			t.Errorf("the second stream went on a new connection: the refused 101 closed the first")
 		}
 	}
 }

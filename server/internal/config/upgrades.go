@@ -17,13 +17,17 @@ const fieldUpgrades = "upgrades"
 // upgrade browsers make.
 const DefaultUpgrades = "websocket"
 
-// tunnelProtocols are the protocols no allowlist may name, each for the
-// same reason: a connection switched to one of them carries further HTTP
-// requests straight to the upstream, past every limit. h2c is HTTP/2 over
-// cleartext (RFC 7540 section 3.2), which hypercorn, nghttpx and Apache's
-// mod_http2 switch to; "http" is the name of the upgrades to another HTTP
-// version (RFC 9110's example Upgrade: HTTP/2.0).
-var tunnelProtocols = []string{"h2c", "http"}
+// tunnelProtocol reports whether no allowlist may name protocol p, lower
+// case: a connection switched to it carries further HTTP requests straight
+// to the upstream, past every limit. h2c is HTTP/2 over cleartext (RFC 7540
+// section 3.2), which hypercorn, nghttpx and Apache's mod_http2 switch to,
+// and its drafts were h2c-14 and the like, so every name starting "h2"
+// goes; "http" is the name of the upgrades to another HTTP version (RFC
+// 9110's example Upgrade: HTTP/2.0); "tls" is RFC 2817's upgrade to HTTP
+// over TLS on the same connection.
+func tunnelProtocol(p string) bool {
+	return p == "http" || p == "tls" || strings.HasPrefix(p, "h2")
+}
 
 // parseUpgrades reads protocols separated by commas, or "none" (or an empty
 // value) for none, and appends them to dst, lower-cased and each once.
@@ -39,7 +43,7 @@ func parseUpgrades(dst *[]string, v string) error {
 			return errors.New(`"none" stands alone: it allows no upgrade`)
 		case p == "" || !httpguts.ValidHeaderFieldName(p):
 			return fmt.Errorf("%q is not a protocol name (an RFC 9110 token, such as websocket)", p)
-		case slices.Contains(tunnelProtocols, p):
+		case tunnelProtocol(p):
 			return fmt.Errorf("%q may not be allowed: a connection switched to it carries HTTP requests that no limit sees", p)
 		}
 		if !slices.Contains(*dst, p) {
