@@ -1,13 +1,17 @@
 package server
 
 import (
+	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/admitgo/admit/clientip"
 )
@@ -332,6 +336,12 @@ func TestPassHeaderRefused(t *testing.T) {
 		{"X-Request-Id", `admit: --pass-header "X-Request-Id": not a proxy fact admit strips`},
 		{"X-Forwarded-Host", `admit: --pass-header "X-Forwarded-Host": admit writes its own`},
 		{"X-HTTP-Method-Override", `admit: --pass-header "X-Http-Method-Override": a method override`},
+		// The other spellings of a header admit writes are that header to
+		// CGI and WSGI servers, and a pattern passes nothing by its name.
+		{"X_Forwarded_For", `admit: --pass-header "X_forwarded_for": admit writes its own`},
+		{"x_forwarded_host", `admit: --pass-header "X_forwarded_host": admit writes its own`},
+		{"X-Forwarded-*", `admit: --pass-header "X-Forwarded-*": a header's name, not a pattern`},
+		{"HTTP2-Settings", `admit: --pass-header "Http2-Settings": the parameters of an h2c upgrade`},
 		{"X Bad", `"X Bad" is not a header name`},
 	} {
 		for _, command := range [][]string{nil, {"validate"}, {"explain", "--peer", "192.0.2.1:1"}} {
@@ -386,6 +396,66 @@ func BenchmarkSkip(b *testing.B) {
 	for b.Loop() {
 		for _, name := range names {
 			fwd.skip(r, name)
+		}
+	}
+}
+
+// TestForgedTrailersStripped: a fact sent as a request trailer, which a
+// server may merge into the request's headers once the body is read, is
+// stripped as a header is, and so is its name in the Trailer header, on
+// both forwarding paths, for a route whose body admit reads first and for
+// a path in no group.
+func TestForgedTrailersStripped(t *testing.T) {
+	type seen struct {
+		announced []string
+		trailer   http.Header
+	}
+	got := make(chan seen, 1)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		got <- seen{announced: r.Header["Trailer"], trailer: r.Trailer.Clone()}
+	}))
+	t.Cleanup(up.Close)
+	forged := []string{"X-Forwarded-For", "X_Forwarded_Proto", "Ssl-Client-Verify", "X-Envoy-Internal"}
+	for _, tr := range transports {
+		cfg := serverConfig(t, "--upstream", up.URL, "--route", "webhook=POST /hooks/{name}")
+		cfg.Transport = tr.new()
+		r := startConfig(t, cfg)
+		for _, path := range []string{"/hooks/a", "/u/x"} {
+			t.Run(tr.name+path, func(t *testing.T) {
+				c := dialFrom(t, "127.0.0.1", strings.TrimPrefix(r.url, "http://"))
+				c.SetDeadline(time.Now().Add(testTimeout))
+				fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTrailer: %s, X-Checksum\r\n\r\n5\r\nhello\r\n0\r\n", path, strings.Join(forged, ", "))
+				for _, name := range forged {
+					fmt.Fprintf(c, "%s: 6.6.6.6\r\n", name)
+				}
+				fmt.Fprint(c, "X-Checksum: abc\r\n\r\n")
+				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("got %d, want 200", resp.StatusCode)
+				}
+				s := <-got
+				for _, name := range forged {
+					if v := headerFolded(s.trailer, name); v != nil {
+						t.Errorf("upstream received the trailer %s: %q, want it removed", name, v)
+					}
+					for _, line := range s.announced {
+						if strings.Contains(strings.ToLower(line), strings.ToLower(name)) {
+							t.Errorf("upstream was announced the trailer %s: Trailer: %q", name, line)
+						}
+					}
+				}
+				// net/http's Transport sends a trailer's value only when the
+				// body was read before the request was copied: on the route
+				// whose body admit reads first.
+				if path == "/hooks/a" && s.trailer.Get("X-Checksum") != "abc" {
+					t.Errorf("upstream received the trailer X-Checksum: %q, want abc", s.trailer.Get("X-Checksum"))
+				}
+			})
 		}
 	}
 }

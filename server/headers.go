@@ -178,9 +178,13 @@ func checkPassHeaders(names []string) error {
 	for _, name := range names {
 		row := facts.classify(name)
 		switch {
+		case strings.IndexByte(name, '*') >= 0:
+			return fmt.Errorf("admit: --pass-header %q: a header's name, not a pattern: name each header to pass", name)
 		case row == nil:
 			return fmt.Errorf("admit: --pass-header %q: not a proxy fact admit strips, so it reaches the upstream already", name)
-		case slices.Contains(writtenHeaders, name):
+		case slices.Contains(writtenHeaders, row.pattern):
+			// By the row, not the spelling: X_Forwarded_For is
+			// X-Forwarded-For to CGI and WSGI servers.
 			return fmt.Errorf("admit: --pass-header %q: admit writes its own, from what a trusted proxy sent where it can (see What the upstream receives)", name)
 		case row.family == famMethodOverride:
 			return fmt.Errorf("admit: --pass-header %q: a method override: --method-override forwards them and limits the methods they name", name)

@@ -126,6 +126,15 @@ func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 			delete(h, name)
 		}
 	}
+	// A trailer is a header that comes after the body, and servers merge
+	// trailers into the headers (Tomcat's allowedTrailerHeaders); the
+	// Transport announces Out.Trailer's names and sends the values it
+	// holds. The direct path takes no request with trailers.
+	for name := range pr.Out.Trailer {
+		if f.skip(pr.In, name) {
+			delete(pr.Out.Trailer, name)
+		}
+	}
 	setUpgrade(h, f.upgrades.protocol(pr.In.Header))
 	xff, host, proto := f.forwarded(pr.In)
 	if xff != "" {
