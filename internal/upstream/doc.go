@@ -18,7 +18,10 @@
 // that frames a body), after more than five 1xx answers (refused), and when
 // a byte waits past the answer's framing; the direct path asks the
 // upstream to close after a HEAD, as Client.RoundTrip asks the Transport
-// to.
+// to on HTTP/1. The Transport puts a connection back in its pool after an
+// answer with no body before Client.RoundTrip has that answer and can
+// drop the connection, so a request that takes it in between waits until
+// the RoundTrip before it has judged its answer (watched).
 //
 // An idle connection's stray bytes must make it unusable, and the two
 // paths see them differently. net/http's Transport reads every idle

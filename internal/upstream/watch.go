@@ -12,8 +12,12 @@ import (
 // connection and closes one that sends what nobody asked for, but it puts
 // a connection back in its pool before its reader looks at what the
 // reader holds past the answer, so a request that takes the connection in
-// between is answered with those bytes. Client.RoundTrip waits for the
-// reader to settle first (settled).
+// between is answered with those bytes. It also puts one back after an
+// answer with no body before Client.RoundTrip has that answer and can
+// drop the connection as unfit. So a connection is held from the moment a
+// request gets it until its RoundTrip has judged the answer (hold,
+// release), and Client.RoundTrip waits for both, the release and the
+// reader, before a reused connection carries a request (settled).
 type watched struct {
 	net.Conn
 	probe *prober // nil: nothing to peek with
@@ -21,8 +25,9 @@ type watched struct {
 	mu     sync.Mutex // guards the following fields
 	reads  uint64     // Reads begun
 	parked bool       // a Read is under way
+	held   bool       // a request's RoundTrip has not yet judged its answer
 	closed bool
-	wake   chan struct{} // closed when a Read begins or the connection closes; nil: nobody waits
+	wake   chan struct{} // closed when a Read begins, the hold ends or the connection closes; nil: nobody waits
 }
 
 // watchDial returns dial, its connections watched.
@@ -36,9 +41,10 @@ func watchDial(dial func(ctx context.Context, network, addr string) (net.Conn, e
 	}
 }
 
-// testHookSettling, when set, runs as settled begins to wait for the
+// testHookSettling, when set, runs as settled begins to wait: for the
+// request before to be done with the connection (held), or for the
 // Transport's reader.
-var testHookSettling func()
+var testHookSettling func(held bool)
 
 func (w *watched) Read(p []byte) (int, error) {
 	w.mu.Lock()
@@ -61,6 +67,23 @@ func (w *watched) Close() error {
 	return w.Conn.Close()
 }
 
+// hold notes that a request goes on w, which carries no other until
+// release.
+func (w *watched) hold() {
+	w.mu.Lock()
+	w.held = true
+	w.mu.Unlock()
+}
+
+// release ends hold: the request's RoundTrip has its answer, or an error,
+// and has closed w when the answer left it unfit.
+func (w *watched) release() {
+	w.mu.Lock()
+	w.held = false
+	w.wakeLocked()
+	w.mu.Unlock()
+}
+
 func (w *watched) wakeLocked() {
 	if w.wake != nil {
 		close(w.wake)
@@ -68,12 +91,16 @@ func (w *watched) wakeLocked() {
 	}
 }
 
-// settled waits until the Transport's reader of w waits on the socket, w
-// is closed, or done is closed, and reports whether w may carry a request:
-// open, the reader waiting (so its buffer holds nothing past the last
-// answer) through a peek that finds nothing on the socket either. Bytes
-// that come after it returned race the request, as they do on any client.
-// One request at a time holds w, so settled never runs twice at once.
+// settled waits until the request before on w is released and the
+// Transport's reader of w waits on the socket, w is closed, or done is
+// closed, and reports whether w may carry a request: open, released, the
+// reader waiting (so its buffer holds nothing past the last answer)
+// through a peek that finds nothing on the socket either. Bytes that come
+// after it returned race the request, as they do on any client. The
+// Transport gives w to one request at a time, so settled never runs twice
+// at once. The wait for the release is short and bounded: the request
+// before already has its answer, or will have it or an error when its
+// context ends, and its RoundTrip releases w either way.
 func (w *watched) settled(done <-chan struct{}) bool {
 	for {
 		w.mu.Lock()
@@ -81,7 +108,7 @@ func (w *watched) settled(done <-chan struct{}) bool {
 			w.mu.Unlock()
 			return false
 		}
-		if w.parked {
+		if w.parked && !w.held {
 			reads := w.reads
 			w.mu.Unlock()
 			quiet := w.probe.quiet()
@@ -96,10 +123,10 @@ func (w *watched) settled(done <-chan struct{}) bool {
 		if w.wake == nil {
 			w.wake = make(chan struct{})
 		}
-		wake := w.wake
+		wake, held := w.wake, w.held
 		w.mu.Unlock()
 		if testHookSettling != nil {
-			testHookSettling()
+			testHookSettling(held)
 		}
 		select {
 		case <-wake:
