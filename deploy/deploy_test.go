@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/admitgo/admit/internal/testneed"
 )
 
 const (
@@ -99,7 +101,7 @@ func need(t *testing.T, tool, pkg string) string {
 	t.Helper()
 	path, err := exec.LookPath(tool)
 	if err != nil {
-		t.Fatalf("%s is not installed: run 'apt-get install %s' (or 'scripts/services --install')", tool, pkg)
+		testneed.Missing(t, "%s is not installed: run 'apt-get install %s' (or 'scripts/services --install')", tool, pkg)
 	}
 	return path
 }

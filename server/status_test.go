@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/admitgo/admit/internal/testclock"
+	"github.com/admitgo/admit/internal/testneed"
 	"github.com/admitgo/admit/server/internal/config"
 )
 
@@ -25,7 +26,7 @@ const chromium = "/usr/bin/chromium"
 func render(t *testing.T, url, png string) string {
 	t.Helper()
 	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("%s not found: apt-get install chromium (or scripts/services --install)", chromium)
+		testneed.Missing(t, "%s not found: apt-get install chromium (or scripts/services --install)", chromium)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()

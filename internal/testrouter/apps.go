@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/admitgo/admit/internal/testneed"
 )
 
 // python is Debian's interpreter, which python3-flask installs for: the
@@ -35,7 +37,7 @@ func appCommand(t testing.TB, kind Kind) func(port int) *exec.Cmd {
 	switch kind {
 	case Flask:
 		if err := flaskReady(); err != nil {
-			t.Fatalf("testrouter: %v; the Flask kind needs Debian's Flask: apt-get install python3-flask", err)
+			testneed.Missing(t, "testrouter: %v; the Flask kind needs Debian's Flask: apt-get install python3-flask", err)
 		}
 		dir := filepath.Join(src, "flask")
 		return func(port int) *exec.Cmd {
@@ -54,7 +56,7 @@ func appCommand(t testing.TB, kind Kind) func(port int) *exec.Cmd {
 		}
 	case Django:
 		if err := djangoReady(); err != nil {
-			t.Fatalf("testrouter: %v; the Django kind needs Debian's Django: apt-get install python3-django", err)
+			testneed.Missing(t, "testrouter: %v; the Django kind needs Debian's Django: apt-get install python3-django", err)
 		}
 		return func(port int) *exec.Cmd {
 			cmd := exec.Command(python, "-I", "-u", "-B", "app.py", strconv.Itoa(port)) // as Flask
@@ -67,7 +69,7 @@ func appCommand(t testing.TB, kind Kind) func(port int) *exec.Cmd {
 			_, err = exec.LookPath("npm")
 		}
 		if err != nil {
-			t.Fatalf("testrouter: %v; the Express kind needs Node.js 18 or later and npm (Debian: apt-get install nodejs npm)", err)
+			testneed.Missing(t, "testrouter: %v; the Express kind needs Node.js 18 or later and npm (Debian: apt-get install nodejs npm)", err)
 		}
 		if err := expressInstalled(); err != nil {
 			t.Fatalf("testrouter: %v", err)
@@ -81,7 +83,7 @@ func appCommand(t testing.TB, kind Kind) func(port int) *exec.Cmd {
 		return rackCommand(t, src, kind)
 	case Tornado:
 		if err := tornadoReady(); err != nil {
-			t.Fatalf("testrouter: %v; the Tornado kind needs Debian's Tornado: apt-get install python3-tornado", err)
+			testneed.Missing(t, "testrouter: %v; the Tornado kind needs Debian's Tornado: apt-get install python3-tornado", err)
 		}
 		return func(port int) *exec.Cmd {
 			cmd := exec.Command(python, "-I", "-u", "-B", "app.py", strconv.Itoa(port))

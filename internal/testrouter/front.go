@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/admitgo/admit/internal/testneed"
 )
 
 // FrontKind names a proxy that runs in front of the server under test, as
@@ -174,7 +176,7 @@ http {
 func frontNginxCommand(t testing.TB, dir, logPath, backend string) func(port, status int) *exec.Cmd {
 	t.Helper()
 	if _, err := os.Stat(nginxBin); err != nil {
-		t.Fatalf("testrouter: %v; the nginx front needs Debian's nginx: apt-get install nginx", err)
+		testneed.Missing(t, "testrouter: %v; the nginx front needs Debian's nginx: apt-get install nginx", err)
 	}
 	prefix := filepath.Join(dir, "front-nginx")
 	if err := os.Mkdir(prefix, 0o755); err != nil {

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/admitgo/admit/internal/testneed"
 )
 
 // haproxyBin is Debian's HAProxy.
@@ -64,7 +66,7 @@ func haproxyCommand(kind FrontKind) func(t testing.TB, dir, logPath, backend str
 	return func(t testing.TB, dir, _, backend string) func(port, status int) *exec.Cmd {
 		t.Helper()
 		if _, err := os.Stat(haproxyBin); err != nil {
-			t.Fatalf("testrouter: %v; the %s front needs Debian's HAProxy: apt-get install haproxy", err, kind)
+			testneed.Missing(t, "testrouter: %v; the %s front needs Debian's HAProxy: apt-get install haproxy", err, kind)
 		}
 		conf := filepath.Join(dir, "haproxy.cfg")
 		return func(port, status int) *exec.Cmd {

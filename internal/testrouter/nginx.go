@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/admitgo/admit/internal/testneed"
 )
 
 // nginxBin is Debian's nginx.
@@ -82,7 +84,7 @@ http {
 func nginxCommand(t testing.TB, kind Kind, dir string, appPort int) func(port int) *exec.Cmd {
 	t.Helper()
 	if _, err := os.Stat(nginxBin); err != nil {
-		t.Fatalf("testrouter: %v; the %s kind needs Debian's nginx: apt-get install nginx", err, kind)
+		testneed.Missing(t, "testrouter: %v; the %s kind needs Debian's nginx: apt-get install nginx", err, kind)
 	}
 	locations := fmt.Sprintf(nginxFronts[kind].locations, appPort)
 	prefix := filepath.Join(dir, "nginx")

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/admitgo/admit/internal/testneed"
 )
 
 // phpBin is Debian's php-cli, for which the Symfony packages install: a php
@@ -22,7 +24,7 @@ const phpBin = "/usr/bin/php"
 func phpCommand(t testing.TB, src string) func(port int) *exec.Cmd {
 	t.Helper()
 	if err := phpReady(); err != nil {
-		t.Fatalf("testrouter: %v; the PHP kind needs Debian's PHP and Symfony components: apt-get install php-cli php-symfony-routing php-symfony-http-foundation", err)
+		testneed.Missing(t, "testrouter: %v; the PHP kind needs Debian's PHP and Symfony components: apt-get install php-cli php-symfony-routing php-symfony-http-foundation", err)
 	}
 	dir := filepath.Join(src, "php")
 	state := filepath.Join(t.TempDir(), "state.json")

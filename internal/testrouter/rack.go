@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/admitgo/admit/internal/testneed"
 )
 
 // Debian's Ruby and puma, which ruby-actionpack and ruby-sinatra install
@@ -30,7 +32,7 @@ var rubyEnv = []string{"RUBYOPT", "RUBYLIB", "GEM_HOME", "GEM_PATH", "BUNDLE_GEM
 func rackCommand(t testing.TB, src string, kind Kind) func(port int) *exec.Cmd {
 	t.Helper()
 	if err := rackReady(); err != nil {
-		t.Fatalf("testrouter: %v; the %s kind needs Debian's Rails and Sinatra on puma: apt-get install ruby-actionpack ruby-sinatra puma", err, kind)
+		testneed.Missing(t, "testrouter: %v; the %s kind needs Debian's Rails and Sinatra on puma: apt-get install ruby-actionpack ruby-sinatra puma", err, kind)
 	}
 	env := withoutEnv(os.Environ(), rubyEnv)
 	return func(port int) *exec.Cmd {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/admitgo/admit/internal/testneed"
 )
 
 // The kinds that switch protocols: servers that answer a request saying
@@ -40,7 +42,7 @@ const nghttpxBin = "/usr/sbin/nghttpx"
 func hypercornCommand(t testing.TB, src string) func(port int) *exec.Cmd {
 	t.Helper()
 	if err := hypercornReady(); err != nil {
-		t.Fatalf("testrouter: %v; the Hypercorn kind needs Debian's hypercorn: apt-get install python3-hypercorn", err)
+		testneed.Missing(t, "testrouter: %v; the Hypercorn kind needs Debian's hypercorn: apt-get install python3-hypercorn", err)
 	}
 	return func(port int) *exec.Cmd {
 		// The flags as for Flask: Debian's packages only, an unbuffered
@@ -68,7 +70,7 @@ var hypercornReady = sync.OnceValue(func() error {
 func nghttpxCommand(t testing.TB, dir string, appPort int) func(port int) *exec.Cmd {
 	t.Helper()
 	if _, err := os.Stat(nghttpxBin); err != nil {
-		t.Fatalf("testrouter: %v; the %s kind needs Debian's nghttpx: apt-get install nghttp2-proxy", err, NghttpxGo)
+		testneed.Missing(t, "testrouter: %v; the %s kind needs Debian's nghttpx: apt-get install nghttp2-proxy", err, NghttpxGo)
 	}
 	return func(port int) *exec.Cmd {
 		return exec.Command(nghttpxBin, "--conf=/dev/null", "--single-process", "--workers=1",

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/admitgo/admit/internal/testneed"
 )
 
 // tomcatHome is where Debian's tomcat10 puts Catalina: bin/ with the
@@ -59,7 +61,7 @@ func tomcatCommand(t testing.TB, src string, valves bool) func(port int) *exec.C
 		_, err = os.Stat(filepath.Join(tomcatHome, "bin", "bootstrap.jar"))
 	}
 	if err != nil {
-		t.Fatalf("testrouter: %v; the Tomcat kind needs Debian's tomcat10: apt-get install tomcat10", err)
+		testneed.Missing(t, "testrouter: %v; the Tomcat kind needs Debian's tomcat10: apt-get install tomcat10", err)
 	}
 	classes, err := tomcatClasses()
 	if err != nil {

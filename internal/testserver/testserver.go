@@ -41,6 +41,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/admitgo/admit/internal/testneed"
 )
 
 // Timeouts of the server lifecycle: generous, since a loaded machine starts
@@ -216,5 +218,5 @@ func hostPort(port int) string { return net.JoinHostPort("127.0.0.1", strconv.It
 // missing fails t for a binary that is not installed.
 func missing(t testing.TB, binary, install string) {
 	t.Helper()
-	t.Fatalf("testserver: %s not found; the outage tests need it: %s", binary, install)
+	testneed.Missing(t, "testserver: %s not found; the outage tests need it: %s", binary, install)
 }
