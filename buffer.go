@@ -3,6 +3,7 @@ package admit
 import (
 	"errors"
 	"io"
+	"math"
 	"net/http"
 )
 
@@ -31,15 +32,15 @@ const minBuffer = 512
 func (h *handler) buffered(w *writer, r *http.Request, tickets []ticket, verdicts []verdict) int {
 	body, full, err := h.readBody(r)
 	switch {
-	case full && h.shadow:
+	case full >= 0 && h.shadow:
 		// Shadow mode refuses nothing: the rest of the body streams.
 		r.Body = &bufferedBody{bytesReader: body, rest: r.Body, body: r.Body}
-		if verdicts[0].outcome == outcomeOK {
-			verdicts[0].outcome = outcomeGroupConcurrency.would()
+		if verdicts[full].outcome == outcomeOK {
+			verdicts[full].outcome = outcomeGroupConcurrency.would()
 		}
 		return serve
-	case full:
-		h.giveBack(w.ResponseWriter, r, tickets)
+	case full >= 0:
+		h.giveBack(w.ResponseWriter, r, tickets, full)
 		return refused
 	}
 	if err != nil {
@@ -79,9 +80,9 @@ func (h *handler) buffered(w *writer, r *http.Request, tickets []ticket, verdict
 }
 
 // readBody reads r's body into memory, counted on each limit's group while
-// it is read, and returns it; full reports a group's bound reached, with
-// what was read until then.
-func (h *handler) readBody(r *http.Request) (body *bytesReader, full bool, err error) {
+// it is read, and returns it; full is the limit whose group's bound it
+// reached, with what was read until then, or -1.
+func (h *handler) readBody(r *http.Request) (body *bytesReader, full int, err error) {
 	var held int64
 	defer func() {
 		for _, g := range h.limits {
@@ -93,18 +94,18 @@ func (h *handler) readBody(r *http.Request) (body *bytesReader, full bool, err e
 		n = int(min(r.ContentLength, minBuffer))
 	}
 	buf := make([]byte, 0, max(n, 1))
-	held = h.reserve(int64(cap(buf)))
-	if held == 0 {
-		return &bytesReader{}, true, nil
+	if full = h.reserve(int64(cap(buf))); full >= 0 {
+		return &bytesReader{}, full, nil
 	}
+	held = int64(cap(buf))
 	for {
 		if len(buf) == cap(buf) {
 			grow := int64(min(2*cap(buf), int(h.maxBody)+1) - cap(buf))
 			if grow <= 0 {
 				grow = 1
 			}
-			if h.reserve(grow) == 0 {
-				return &bytesReader{b: buf}, true, nil
+			if full = h.reserve(grow); full >= 0 {
+				return &bytesReader{b: buf}, full, nil
 			}
 			held += grow
 			buf = append(make([]byte, 0, int64(cap(buf))+grow), buf...)
@@ -113,42 +114,49 @@ func (h *handler) readBody(r *http.Request) (body *bytesReader, full bool, err e
 		buf = buf[:len(buf)+m]
 		switch {
 		case err == io.EOF:
-			return &bytesReader{b: buf}, false, nil
+			return &bytesReader{b: buf}, -1, nil
 		case err != nil:
-			return nil, false, err
+			return nil, -1, err
 		}
 	}
 }
 
-// reserve counts n more bytes on every limit's group, and returns n, or 0,
-// counting nothing, when that would take a group past its bound.
-func (h *handler) reserve(n int64) int64 {
+// reserve counts n more bytes on every limit's group, and returns -1, or,
+// counting nothing, the limit whose group it would take past its bound.
+func (h *handler) reserve(n int64) int {
 	for i, g := range h.limits {
 		if g.buffered.Add(n) > g.bufferBound() {
 			for _, g := range h.limits[:i+1] {
 				g.buffered.Add(-n)
 			}
-			return 0
+			return i
 		}
 	}
-	return n
+	return -1
 }
 
-// giveBack undoes the admission of a buffered request whose body met its
-// first limit's bound on bodies being read, and answers it 503 as the
-// group's cap does.
-func (h *handler) giveBack(w http.ResponseWriter, r *http.Request, tickets []ticket) {
+// giveBack undoes the admission of a buffered request whose body met the
+// bound on bodies being read of limit i's group, and answers it 503 in
+// that group's name, as the group's cap does.
+func (h *handler) giveBack(w http.ResponseWriter, r *http.Request, tickets []ticket, i int) {
 	h.cancel(r.Context(), tickets)
-	g := h.limits[0]
-	status := h.refused(w.Header(), g, &tickets[0], verdict{outcome: outcomeGroupConcurrency, retry: 1})
+	g := h.limits[i]
+	status := h.refused(w.Header(), g, &tickets[i], verdict{outcome: outcomeGroupConcurrency, retry: 1})
 	writeRefusal(w, r, g, status)
 	h.tell(r, g, outcomeGroupConcurrency, status)
 }
 
 // bufferBound is how many bytes the bodies a group's buffered requests are
-// reading may hold at once: as many as its admitted bodies may.
+// reading may hold at once: as many as its admitted bodies may. A group
+// without a body cap, or whose bound would pass int64, bounds nothing
+// itself: a route buffers only under a cap, so another of its groups
+// bounds the body.
 func (g *group) bufferBound() int64 {
-	return int64(g.budget.Inflight) * g.budget.MaxBodyBytes
+	b := g.budget
+	if b.MaxBodyBytes <= 0 || b.MaxBodyBytes > math.MaxInt64/int64(b.Inflight) {
+		return math.MaxInt64
+	}
+	return int64(b.Inflight) * b.MaxBodyBytes
 }
 
 // bytesReader reads a buffered body.

@@ -1,0 +1,82 @@
+package admit
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// stackedServer serves a buffered route of groups, in order, of budgets.
+func stackedServer(t *testing.T, budgets map[Group]Budget, groups []Group, next http.Handler) (*httptest.Server, func() map[string]int64) {
+	t.Helper()
+	reader, mp := sdkReader()
+	d, err := New(Config{MeterProvider: mp, Budgets: budgets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := d.Handler(Route{Groups: groups, Buffer: true}, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, func() map[string]int64 { return outcomes(t, collect(t, reader)["admit.door.requests"]) }
+}
+
+// echo answers the body it read.
+var echo = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(w, r.Body)
+})
+
+// A group without a body cap, or with one so large that Inflight times it
+// passes int64, bounds no buffered body of its own: a route whose other
+// group caps the body buffers it and serves it, in either order.
+func TestBufferUnboundedGroup(t *testing.T) {
+	huge := DefaultBudgets()[GroupLink]
+	huge.Inflight, huge.MaxBodyBytes = 4, math.MaxInt64/2
+	for _, tc := range []struct {
+		name string
+		link Budget
+	}{
+		{"no cap", Budget{MaxBodyBytes: -1}},
+		{"overflowing cap", huge},
+	} {
+		for _, groups := range [][]Group{{GroupWebhook, GroupLink}, {GroupLink, GroupWebhook}} {
+			t.Run(fmt.Sprintf("%s/%v", tc.name, groups), func(t *testing.T) {
+				srv, _ := stackedServer(t, map[Group]Budget{GroupLink: tc.link}, groups, echo)
+				resp, err := http.Post(srv.URL+"/h2", "text/plain", strings.NewReader("hello"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK || string(got) != "hello" {
+					t.Errorf("got %d %q, want 200 \"hello\"", resp.StatusCode, got)
+				}
+			})
+		}
+	}
+}
+
+// A body refused for a group's bound on bodies being read is refused in
+// that group's name, not the route's first: here the webhook group, second,
+// whose one slot of 100 bytes a dripper holds.
+func TestBufferBoundNamesItsGroup(t *testing.T) {
+	b := slowWebhook()
+	b.MaxBodyBytes, b.BodyRateGrace = 100, 5*time.Second
+	srv, counts := stackedServer(t, map[Group]Budget{GroupWebhook: b}, []Group{GroupLink, GroupWebhook}, proxyLike)
+	dripStart(t, "127.0.0.3", srv.Listener.Addr().String())
+	from := 10
+	waitOutcome(t, counts, "webhook/group_concurrency", func() {
+		if got := counts()["link/group_concurrency"]; got != 0 {
+			t.Fatalf("refused in the link group's name %d times, whose bound no body reached", got)
+		}
+		from++
+		post(t, fmt.Sprintf("127.0.0.%d", from), srv.URL)
+	})
+}
