@@ -28,9 +28,20 @@ const minBuffer = 512
 // group full once its body is whole. A body cut by its rule is answered
 // with the status that says why, and one over the cap 413; both settle as
 // admitted, and so are the client's failure. On serve r.Body reads what
-// arrived.
-func (h *handler) buffered(w *writer, r *http.Request, tickets []ticket, verdicts []verdict) int {
-	body, full, err := h.readBody(r)
+// arrived, and held is what the body still counts on its groups, which the
+// caller gives back with release once the request has been served.
+//
+// Enforcing, a body stops counting once its request has its slots, which
+// bound it from then on. In shadow mode a request its group would refuse
+// takes no slot, so its body counts until it has been served: otherwise
+// the bodies of shadow requests would pass the bound while an upstream
+// keeps them waiting.
+func (h *handler) buffered(w *writer, r *http.Request, tickets []ticket, verdicts []verdict) (next int, held int64) {
+	body, held, full, err := h.readBody(r)
+	if !h.shadow || err != nil {
+		h.release(held)
+		held = 0
+	}
 	switch {
 	case full >= 0 && h.shadow:
 		// Shadow mode refuses nothing: the rest of the body streams.
@@ -38,10 +49,10 @@ func (h *handler) buffered(w *writer, r *http.Request, tickets []ticket, verdict
 		if verdicts[full].outcome == outcomeOK {
 			verdicts[full].outcome = outcomeGroupConcurrency.would()
 		}
-		return serve
+		return serve, held
 	case full >= 0:
 		h.giveBack(w.ResponseWriter, r, tickets, full)
-		return refused
+		return refused, 0
 	}
 	if err != nil {
 		status := w.cut()
@@ -53,7 +64,7 @@ func (h *handler) buffered(w *writer, r *http.Request, tickets []ticket, verdict
 			status = http.StatusBadRequest // read without a rule, and failed
 		}
 		writeRefusal(w, r, h.limits[0], status)
-		return answered
+		return answered, 0
 	}
 	r.Body = &bufferedBody{bytesReader: body, body: r.Body}
 	for i, g := range h.limits {
@@ -72,30 +83,24 @@ func (h *handler) buffered(w *writer, r *http.Request, tickets []ticket, verdict
 			// as it serves a request refused at the head.
 			h.cancel(r.Context(), tickets)
 			h.refuse(w.ResponseWriter, r, g, t, verdict{outcome: outcomeGroupConcurrency, retry: 1}, nil)
-			return refused
+			return refused, 0
 		}
 		t.unslotted = false
 	}
-	return serve
+	return serve, held
 }
 
-// readBody reads r's body into memory, counted on each limit's group while
-// it is read, and returns it; full is the limit whose group's bound it
-// reached, with what was read until then, or -1.
-func (h *handler) readBody(r *http.Request) (body *bytesReader, full int, err error) {
-	var held int64
-	defer func() {
-		for _, g := range h.limits {
-			g.buffered.Add(-held)
-		}
-	}()
+// readBody reads r's body into memory, counted on each limit's group, and
+// returns it with the bytes counted; full is the limit whose group's bound
+// it reached, with what was read until then, or -1.
+func (h *handler) readBody(r *http.Request) (body *bytesReader, held int64, full int, err error) {
 	n := minBuffer
 	if r.ContentLength >= 0 {
 		n = int(min(r.ContentLength, minBuffer))
 	}
 	buf := make([]byte, 0, max(n, 1))
 	if full = h.reserve(int64(cap(buf))); full >= 0 {
-		return &bytesReader{}, full, nil
+		return &bytesReader{}, 0, full, nil
 	}
 	held = int64(cap(buf))
 	for {
@@ -105,7 +110,7 @@ func (h *handler) readBody(r *http.Request) (body *bytesReader, full int, err er
 				grow = 1
 			}
 			if full = h.reserve(grow); full >= 0 {
-				return &bytesReader{b: buf}, full, nil
+				return &bytesReader{b: buf}, held, full, nil
 			}
 			held += grow
 			buf = append(make([]byte, 0, int64(cap(buf))+grow), buf...)
@@ -114,9 +119,9 @@ func (h *handler) readBody(r *http.Request) (body *bytesReader, full int, err er
 		buf = buf[:len(buf)+m]
 		switch {
 		case err == io.EOF:
-			return &bytesReader{b: buf}, -1, nil
+			return &bytesReader{b: buf}, held, -1, nil
 		case err != nil:
-			return nil, -1, err
+			return nil, held, -1, err
 		}
 	}
 }
@@ -133,6 +138,16 @@ func (h *handler) reserve(n int64) int {
 		}
 	}
 	return -1
+}
+
+// release gives back n bytes counted on every limit's group.
+func (h *handler) release(n int64) {
+	if n == 0 {
+		return
+	}
+	for _, g := range h.limits {
+		g.buffered.Add(-n)
+	}
 }
 
 // giveBack undoes the admission of a buffered request whose body met the

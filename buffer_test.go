@@ -80,3 +80,57 @@ func TestBufferBoundNamesItsGroup(t *testing.T) {
 		post(t, fmt.Sprintf("127.0.0.%d", from), srv.URL)
 	})
 }
+
+// In shadow mode a request its group would refuse takes no slot, so only
+// the count on bodies being read bounds its memory: a buffered body stays
+// counted until its request settles, and one that finds the bound taken
+// streams. With a bound of 100 bytes, of five bodies of 40 in the handler
+// at once at most two are held whole; once they settle nothing is counted.
+func TestShadowBufferHeldUntilSettled(t *testing.T) {
+	b := slowWebhook()
+	b.PerClient, b.Burst, b.SharedBurst, b.MaxBodyBytes = 8, 100, 100, 100
+	d, err := New(Config{Budgets: map[Group]Budget{GroupWebhook: b}, Shadow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrived, release := make(chan bool), make(chan struct{})
+	h, err := d.Handler(Route{Groups: []Group{GroupWebhook}, Buffer: true}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := r.Body.(*bufferedBody)
+		arrived <- ok && body.rest == nil
+		<-release
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	done := make(chan int, 5)
+	whole := 0
+	for range 5 {
+		go func() {
+			resp, err := http.Post(srv.URL+"/hooks/x", "text/plain", strings.NewReader(strings.Repeat("x", 40)))
+			if err != nil {
+				done <- 0
+				return
+			}
+			resp.Body.Close()
+			done <- resp.StatusCode
+		}()
+		if <-arrived {
+			whole++
+		}
+	}
+	close(release)
+	for range 5 {
+		if code := <-done; code != http.StatusOK {
+			t.Errorf("got %d, want 200", code)
+		}
+	}
+	if whole > 2 {
+		t.Errorf("%d bodies of 40 bytes held whole in the handler at once, want at most 2 under the bound of 100", whole)
+	}
+	if n := d.groups[GroupWebhook].buffered.Load(); n != 0 {
+		t.Errorf("%d bytes still counted once every request settled", n)
+	}
+}
