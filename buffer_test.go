@@ -134,3 +134,32 @@ func TestShadowBufferHeldUntilSettled(t *testing.T) {
 		t.Errorf("%d bytes still counted once every request settled", n)
 	}
 }
+
+// Once a buffered body is whole, the request the handler gets says what
+// it is: its length, no Transfer-Encoding, and no Expect, whose 100 the
+// server has sent when the door read the body, so a proxy behind the door
+// neither waits for an upstream's 100 nor relays a second one.
+func TestExpectDroppedOnceBuffered(t *testing.T) {
+	type seen struct {
+		expect []string
+		length int64
+		te     []string
+	}
+	got := make(chan seen, 1)
+	srv, _ := stackedServer(t, nil, []Group{GroupWebhook}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- seen{r.Header["Expect"], r.ContentLength, r.TransferEncoding}
+	}))
+	req, err := http.NewRequest("POST", srv.URL+"/hooks/x", io.NopCloser(strings.NewReader("hello"))) // no length: chunked
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Expect", "100-continue")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if s := <-got; s.expect != nil || s.length != 5 || s.te != nil {
+		t.Errorf("handler saw Expect %q, length %d, Transfer-Encoding %q; want none, 5, none", s.expect, s.length, s.te)
+	}
+}
