@@ -117,7 +117,10 @@ type Budget struct {
 	// is the client's failure: see [Route]. 0: the default; negative: none.
 	MinBodyRate int64
 	// BodyRateGrace is how long a body may take before MinBodyRate
-	// applies. 0: the default; negative: no grace.
+	// applies, as mod_reqtimeout's initial timeout: without one the rate
+	// would cut nearly every body whose bytes are not all in its first
+	// packet, so it may be negative (none) only with no MinBodyRate. 0:
+	// the default.
 	BodyRateGrace time.Duration
 	// MaxBodyBytes caps the request body: a longer declared body is answered
 	// 413 at the door, a longer streamed body fails the handler's read with
@@ -188,6 +191,8 @@ func (b Budget) validate(g Group) error {
 		return fieldsError(g, "{Algorithm} %v, want {TokenBucket} or {FixedWindow}", b.Algorithm)
 	case b.Replicas < 0 || b.Replicas > 0 && b.Store == nil:
 		return fieldsError(g, "{Replicas} %v, want 0, or with a {Store} at least 1", b.Replicas)
+	case b.MinBodyRate > 0 && b.BodyRateGrace < 0:
+		return fieldsError(g, "{BodyRateGrace} {None} with {MinBodyRate} %d: a body's first bytes take time to arrive, so nearly every body would be cut; want a positive {BodyRateGrace}, or {MinBodyRate} {None}", b.MinBodyRate)
 	}
 	if err := b.Key.validate(g); err != nil {
 		return err

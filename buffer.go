@@ -3,6 +3,7 @@ package admit
 import (
 	"errors"
 	"io"
+	"math"
 	"net/http"
 )
 
@@ -27,20 +28,31 @@ const minBuffer = 512
 // group full once its body is whole. A body cut by its rule is answered
 // with the status that says why, and one over the cap 413; both settle as
 // admitted, and so are the client's failure. On serve r.Body reads what
-// arrived.
-func (h *handler) buffered(w *writer, r *http.Request, tickets []ticket, verdicts []verdict) int {
-	body, full, err := h.readBody(r)
+// arrived, and held is what the body still counts on its groups, which the
+// caller gives back with release once the request has been served.
+//
+// Enforcing, a body stops counting once its request has its slots, which
+// bound it from then on. In shadow mode a request its group would refuse
+// takes no slot, so its body counts until it has been served: otherwise
+// the bodies of shadow requests would pass the bound while an upstream
+// keeps them waiting.
+func (h *handler) buffered(w *writer, r *http.Request, tickets []ticket, verdicts []verdict) (next int, held int64) {
+	body, held, full, err := h.readBody(r)
+	if !h.shadow || err != nil {
+		h.release(held)
+		held = 0
+	}
 	switch {
-	case full && h.shadow:
+	case full >= 0 && h.shadow:
 		// Shadow mode refuses nothing: the rest of the body streams.
 		r.Body = &bufferedBody{bytesReader: body, rest: r.Body, body: r.Body}
-		if verdicts[0].outcome == outcomeOK {
-			verdicts[0].outcome = outcomeGroupConcurrency.would()
+		if verdicts[full].outcome == outcomeOK {
+			verdicts[full].outcome = outcomeGroupConcurrency.would()
 		}
-		return serve
-	case full:
-		h.giveBack(w.ResponseWriter, r, tickets)
-		return refused
+		return serve, held
+	case full >= 0:
+		h.giveBack(w.ResponseWriter, r, tickets, full)
+		return refused, 0
 	}
 	if err != nil {
 		status := w.cut()
@@ -52,9 +64,15 @@ func (h *handler) buffered(w *writer, r *http.Request, tickets []ticket, verdict
 			status = http.StatusBadRequest // read without a rule, and failed
 		}
 		writeRefusal(w, r, h.limits[0], status)
-		return answered
+		return answered, 0
 	}
 	r.Body = &bufferedBody{bytesReader: body, body: r.Body}
+	// The request now says what its body is: its length, so that a proxy
+	// can forward it framed as such, and no Expect, whose 100 net/http sent
+	// when the body was first read; forwarded, it would have a proxy wait
+	// for its upstream's 100 and relay it, a second one to the client.
+	r.ContentLength, r.TransferEncoding = int64(len(body.b)), nil
+	delete(r.Header, "Expect")
 	for i, g := range h.limits {
 		t := &tickets[i]
 		if !t.taken || !t.unslotted {
@@ -71,40 +89,34 @@ func (h *handler) buffered(w *writer, r *http.Request, tickets []ticket, verdict
 			// as it serves a request refused at the head.
 			h.cancel(r.Context(), tickets)
 			h.refuse(w.ResponseWriter, r, g, t, verdict{outcome: outcomeGroupConcurrency, retry: 1}, nil)
-			return refused
+			return refused, 0
 		}
 		t.unslotted = false
 	}
-	return serve
+	return serve, held
 }
 
-// readBody reads r's body into memory, counted on each limit's group while
-// it is read, and returns it; full reports a group's bound reached, with
-// what was read until then.
-func (h *handler) readBody(r *http.Request) (body *bytesReader, full bool, err error) {
-	var held int64
-	defer func() {
-		for _, g := range h.limits {
-			g.buffered.Add(-held)
-		}
-	}()
+// readBody reads r's body into memory, counted on each limit's group, and
+// returns it with the bytes counted; full is the limit whose group's bound
+// it reached, with what was read until then, or -1.
+func (h *handler) readBody(r *http.Request) (body *bytesReader, held int64, full int, err error) {
 	n := minBuffer
 	if r.ContentLength >= 0 {
 		n = int(min(r.ContentLength, minBuffer))
 	}
 	buf := make([]byte, 0, max(n, 1))
-	held = h.reserve(int64(cap(buf)))
-	if held == 0 {
-		return &bytesReader{}, true, nil
+	if full = h.reserve(int64(cap(buf))); full >= 0 {
+		return &bytesReader{}, 0, full, nil
 	}
+	held = int64(cap(buf))
 	for {
 		if len(buf) == cap(buf) {
 			grow := int64(min(2*cap(buf), int(h.maxBody)+1) - cap(buf))
 			if grow <= 0 {
 				grow = 1
 			}
-			if h.reserve(grow) == 0 {
-				return &bytesReader{b: buf}, true, nil
+			if full = h.reserve(grow); full >= 0 {
+				return &bytesReader{b: buf}, held, full, nil
 			}
 			held += grow
 			buf = append(make([]byte, 0, int64(cap(buf))+grow), buf...)
@@ -113,42 +125,59 @@ func (h *handler) readBody(r *http.Request) (body *bytesReader, full bool, err e
 		buf = buf[:len(buf)+m]
 		switch {
 		case err == io.EOF:
-			return &bytesReader{b: buf}, false, nil
+			return &bytesReader{b: buf}, held, -1, nil
 		case err != nil:
-			return nil, false, err
+			return nil, held, -1, err
 		}
 	}
 }
 
-// reserve counts n more bytes on every limit's group, and returns n, or 0,
-// counting nothing, when that would take a group past its bound.
-func (h *handler) reserve(n int64) int64 {
+// reserve counts n more bytes on every limit's group, and returns -1, or,
+// counting nothing, the limit whose group it would take past its bound.
+func (h *handler) reserve(n int64) int {
 	for i, g := range h.limits {
 		if g.buffered.Add(n) > g.bufferBound() {
 			for _, g := range h.limits[:i+1] {
 				g.buffered.Add(-n)
 			}
-			return 0
+			return i
 		}
 	}
-	return n
+	return -1
 }
 
-// giveBack undoes the admission of a buffered request whose body met its
-// first limit's bound on bodies being read, and answers it 503 as the
-// group's cap does.
-func (h *handler) giveBack(w http.ResponseWriter, r *http.Request, tickets []ticket) {
+// release gives back n bytes counted on every limit's group.
+func (h *handler) release(n int64) {
+	if n == 0 {
+		return
+	}
+	for _, g := range h.limits {
+		g.buffered.Add(-n)
+	}
+}
+
+// giveBack undoes the admission of a buffered request whose body met the
+// bound on bodies being read of limit i's group, and answers it 503 in
+// that group's name, as the group's cap does.
+func (h *handler) giveBack(w http.ResponseWriter, r *http.Request, tickets []ticket, i int) {
 	h.cancel(r.Context(), tickets)
-	g := h.limits[0]
-	status := h.refused(w.Header(), g, &tickets[0], verdict{outcome: outcomeGroupConcurrency, retry: 1})
+	g := h.limits[i]
+	status := h.refused(w.Header(), g, &tickets[i], verdict{outcome: outcomeGroupConcurrency, retry: 1})
 	writeRefusal(w, r, g, status)
 	h.tell(r, g, outcomeGroupConcurrency, status)
 }
 
 // bufferBound is how many bytes the bodies a group's buffered requests are
-// reading may hold at once: as many as its admitted bodies may.
+// reading may hold at once: as many as its admitted bodies may. A group
+// without a body cap, or whose bound would pass int64, bounds nothing
+// itself: a route buffers only under a cap, so another of its groups
+// bounds the body.
 func (g *group) bufferBound() int64 {
-	return int64(g.budget.Inflight) * g.budget.MaxBodyBytes
+	b := g.budget
+	if b.MaxBodyBytes <= 0 || b.MaxBodyBytes > math.MaxInt64/int64(b.Inflight) {
+		return math.MaxInt64
+	}
+	return int64(b.Inflight) * b.MaxBodyBytes
 }
 
 // bytesReader reads a buffered body.

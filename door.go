@@ -240,11 +240,11 @@ func (d *Door) route(rt Route) (*handler, error) {
 		h.maxBody = strictest(h.maxBody, g.budget.MaxBodyBytes)
 		h.rule.Timeout = strictest(h.rule.Timeout, g.budget.ReadTimeout)
 		if rate := g.budget.MinBodyRate; rate > 0 {
+			// Each part the strictest, whatever the order, so that a body
+			// the route passes passes each group's rule on its own; a
+			// group with a rate has a grace (see Budget.validate).
 			h.rule.MinRate = max(h.rule.MinRate, rate)
-			grace := max(g.budget.BodyRateGrace, 0)
-			if h.rule.Grace == 0 || grace < h.rule.Grace {
-				h.rule.Grace = grace
-			}
+			h.rule.Grace = strictest(h.rule.Grace, g.budget.BodyRateGrace)
 		}
 		h.hold = strictest(h.hold, g.budget.HoldTimeout)
 	}

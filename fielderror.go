@@ -57,6 +57,8 @@ func goWord(name string) string {
 		return "rate.Inf"
 	case "ClientKey":
 		return "a Key without Header, PathValue or Global"
+	case "None":
+		return "negative (none)"
 	}
 	return name
 }

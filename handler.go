@@ -60,11 +60,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ww := &p.w
 	ww.ResponseWriter = w
 	settled := false
+	var held int64 // a shadow request's buffered body, counted until it has been served
 	defer func() {
 		// A panic in the handler: free what admission took, charge an
 		// answer the client already got, and let it unwind. The pass is
 		// not reused, since the panic may leave its writer referenced.
 		if !settled {
+			h.release(held)
 			status := http.StatusInternalServerError
 			if ww.status != 0 {
 				status = ww.status
@@ -75,11 +77,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.prepare(ww, r, &p.body) {
 		next := serve
 		if buffer {
-			next = h.buffered(ww, r, tickets, verdicts)
+			next, held = h.buffered(ww, r, tickets, verdicts)
 		}
 		switch next {
 		case serve:
 			h.next.ServeHTTP(ww, r)
+			h.release(held)
+			held = 0
 		case refused: // admission was undone, and the refusal counted
 			settled = true
 			p.w, p.body = writer{}, bodyrate.Reader{}

@@ -186,3 +186,41 @@ func TestBufferBound(t *testing.T) {
 		})
 	}
 }
+
+// A minimum body rate without a grace would cut nearly every body whose
+// bytes are not all in its first packet (and every body sent after a 100
+// Continue), since its deadline would be its start plus what its bytes
+// bought: New refuses it, as mod_reqtimeout's rate always has an initial
+// timeout. A group without a rate needs no grace.
+func TestBodyRateNeedsAGrace(t *testing.T) {
+	_, err := New(Config{Budgets: map[Group]Budget{GroupLink: {MinBodyRate: 100, BodyRateGrace: -1}}})
+	want := `admit: group "link": BodyRateGrace negative (none) with MinBodyRate 100: a body's first bytes take time to arrive, so nearly every body would be cut; want a positive BodyRateGrace, or MinBodyRate negative (none)`
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
+	}
+	if _, err := New(Config{Budgets: map[Group]Budget{GroupLink: {MinBodyRate: -1, BodyRateGrace: -1}}}); err != nil {
+		t.Errorf("no rate and no grace: %v", err)
+	}
+}
+
+// A route's body rule is the strictest of its groups' in each part, the
+// largest minimum rate and the shortest grace, whatever their order: a
+// body it passes passes each group's rule on its own.
+func TestStackedBodyRule(t *testing.T) {
+	slow, fast := slowWebhook(), DefaultBudgets()[GroupLink]
+	slow.MinBodyRate, slow.BodyRateGrace = 100, time.Second
+	fast.MinBodyRate, fast.BodyRateGrace = 500, 10*time.Second
+	d, err := New(Config{Budgets: map[Group]Budget{GroupWebhook: slow, GroupLink: fast}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, groups := range [][]Group{{GroupWebhook, GroupLink}, {GroupLink, GroupWebhook}} {
+		h, err := d.route(Route{Groups: groups})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.rule.MinRate != 500 || h.rule.Grace != time.Second {
+			t.Errorf("%v: rule %+v, want MinRate 500 and Grace 1s", groups, h.rule)
+		}
+	}
+}
