@@ -114,8 +114,13 @@ func TestSlowBodiesAreCut(t *testing.T) {
 	for c := range codes {
 		tally[c]++
 	}
-	if tally[http.StatusRequestTimeout] != budget.Inflight || tally[http.StatusServiceUnavailable] != attackers-budget.Inflight {
-		t.Fatalf("attackers' answers: got %v, want %d cut at the deadline (408) and the rest 503", tally, budget.Inflight)
+	// The first 64 to arrive hold the cap until the deadline cuts them; an
+	// attacker that arrives after a cut (a loaded machine connects the 200
+	// over more than the deadline) takes the freed slot and is cut in turn.
+	// So every attacker is cut (408) or refused at the cap (503), and at
+	// least the cap's worth are cut.
+	if cut, refused := tally[http.StatusRequestTimeout], tally[http.StatusServiceUnavailable]; cut < budget.Inflight || cut+refused != attackers {
+		t.Fatalf("attackers' answers: got %v, want at least %d cut at the deadline (408) and the rest refused at the cap (503)", tally, budget.Inflight)
 	}
 	assertIdle(t, d.groups[GroupWebhook])
 	resp, err := good.Post(srv.URL+"/hooks/x", "application/json", nil)
