@@ -207,9 +207,8 @@ func (s *Service) Config() *Config { return s.config.Load() }
 // errStore is wrapped by the error of a request answered UNAVAILABLE.
 var errStore = errors.New("rls: the store cannot count")
 
-// errDown is the failure of a call not asked of a store that failed
-// within the last second.
-var errDown = errors.New("rls: the store failed within the last second; not asked until a probe answers")
+// errDown is the failure of a call not asked of a store that is down.
+var errDown = errors.New("rls: the store is down; not asked until a probe a second finds it answering")
 
 // sinceStart is the time on the breakers' time line: monotonic, so a step
 // of the wall clock neither holds a down store back nor probes it early.
