@@ -212,7 +212,7 @@ func TestFallbackFlappingStore(t *testing.T) {
 		if do(hs[0], "GET", "198.51.100.7:1000").Code == http.StatusOK {
 			admitted++
 		}
-		if doors[0].groups[GroupLink].engine.(*shared).down.Load() != 0 {
+		if doors[0].groups[GroupLink].engine.(*shared).down.Down() {
 			onFallback += step
 		}
 		clk.Advance(step)
@@ -243,7 +243,7 @@ func TestFallbackClockStandsStillWhileTheStoreAnswers(t *testing.T) {
 			store.down.Store(false)
 			clk.Advance(2 * time.Second)      // the next probe is due
 			do(hs[0], "GET", "203.0.113.9:1") // and finds the store answering
-			if e.down.Load() != 0 {
+			if e.down.Down() {
 				t.Error("the store answered, but the group still decides on its fallback")
 			}
 			clk.Advance(1000 * time.Second)

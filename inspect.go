@@ -37,7 +37,7 @@ func (d *Door) GroupState(g Group) (GroupState, bool) {
 	st.Inflight = int(grp.inflight.Load())
 	if e, ok := grp.engine.(*shared); ok {
 		st.Shared = true
-		st.OnFallback = e.fallback != nil && e.down.Load() != 0
+		st.OnFallback = e.fallback != nil && e.down.Down()
 	}
 	return st, true
 }

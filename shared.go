@@ -6,11 +6,11 @@ import (
 	"math"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
 
+	"github.com/admitgo/admit/internal/storedown"
 	"github.com/admitgo/admit/quota"
 )
 
@@ -27,10 +27,10 @@ type shared struct {
 	// group of the same name with the budget's share of the tokens and no
 	// caps of its own. nil: the store's failure policy decides.
 	fallback *group
-	// down is when the next request may ask a failing store again, on the
-	// door's time line; 0 while the store answers. Until then requests go
-	// to the fallback without waiting for a store that is likely down.
-	down atomic.Int64
+	// down, on the door's time line, keeps a group with a fallback from
+	// asking a store that failed but once a second (see internal/storedown),
+	// so that requests do not each wait for a store that is likely down.
+	down storedown.Breaker
 	// The fallback's buckets run on a time line of their own that stands
 	// still while the store answers, so they fill only while the group
 	// decides on them: an outage does not open with a burst that refilled
@@ -38,17 +38,13 @@ type shared struct {
 	// lets through no more than the store's budget and the fallback's for
 	// the time spent on it. paused is the door's time during which the
 	// store answered, up to upSince, when it last began to; mu guards both
-	// and every change of down between 0 and not, so that whoever sees the
+	// and every change of down between up and down, so that whoever sees the
 	// group on its fallback reads a clock that has stopped for the time
 	// the store answered.
 	mu      sync.Mutex
 	paused  int64
 	upSince int64
 }
-
-// probeEvery is how often a group on its fallback lets one request ask the
-// store whether it answers again.
-const probeEvery = int64(time.Second)
 
 func newShared(g *group, now int64) *shared {
 	return &shared{g: g, rule: g.budget.rule(g.name), logs: rate.Sometimes{Interval: 10 * time.Second}, upSince: now}
@@ -59,7 +55,7 @@ func newShared(g *group, now int64) *shared {
 func (e *shared) fallbackNow(now int64) int64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.down.Load() == 0 {
+	if !e.down.Down() {
 		return e.upSince - e.paused
 	}
 	// A request that read the time before the store last began to answer
@@ -67,17 +63,15 @@ func (e *shared) fallbackNow(now int64) int64 {
 	return max(now, e.upSince) - e.paused
 }
 
-// failed sends the group to its fallback until now+probeEvery, and starts
+// failed sends the group to its fallback until a probe answers, and starts
 // the fallback's clock if the store was answering; it reports whether it
 // was.
 func (e *shared) failed(now int64) (first bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.down.Load() == 0 {
+	if first = e.down.Failed(now); first {
 		e.paused += max(0, now-e.upSince)
-		first = true
 	}
-	e.down.Store(now + probeEvery)
 	return first
 }
 
@@ -86,10 +80,9 @@ func (e *shared) failed(now int64) (first bool) {
 func (e *shared) answered(now int64) (back bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.down.Load() == 0 {
+	if !e.down.Answered() {
 		return false
 	}
-	e.down.Store(0)
 	e.upSince = max(now, e.upSince)
 	return true
 }
@@ -120,7 +113,7 @@ func (e *shared) admit(ctx context.Context, t *ticket, now int64) verdict {
 	}
 	t.taken, t.held = true, onFailure
 	s.mu.Unlock()
-	if e.fallback != nil && !e.mayAsk(now) {
+	if e.fallback != nil && !e.down.Ask(now) {
 		return e.decideLocally(ctx, t, now)
 	}
 	decided := false
@@ -142,7 +135,7 @@ func (e *shared) admit(ctx context.Context, t *ticket, now int64) verdict {
 		}
 		return e.decideLocally(ctx, t, now)
 	}
-	if e.fallback != nil && e.down.Load() != 0 && e.answered(now) {
+	if e.fallback != nil && e.down.Down() && e.answered(now) {
 		g.set.logger.Info("admit: shared store answers again; deciding by it", "group", g.name)
 	}
 	if err != nil {
@@ -181,13 +174,6 @@ func (g *group) fallbackBurst() int {
 		return min(e.fallback.budget.Burst, e.fallback.budget.SharedBurst)
 	}
 	return 0
-}
-
-// mayAsk reports whether a request of a group with a fallback asks the
-// store: yes while it answers; while it fails, one request per probeEvery.
-func (e *shared) mayAsk(now int64) bool {
-	until := e.down.Load()
-	return until == 0 || now >= until && e.down.CompareAndSwap(until, now+probeEvery)
 }
 
 // decideLocally decides a request that holds the group's slots by the

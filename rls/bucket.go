@@ -132,16 +132,22 @@ func (t *take) n() int {
 func (t *take) judge() { t.refused = t.cost > 0 && (t.n() == 0 || !t.d.Allowed) }
 
 // take decides d's token-bucket descriptors, one limiter call each, in
-// order. Once the limiter fails, the failure policy decides the rest of
-// the request without asking it again, so that an outage costs a request
-// one timeout rather than one a descriptor.
+// order. Once the limiter fails, or while it is down and no probe is due,
+// the failure policy decides the rest of the request without asking it,
+// so that an outage costs one timeout a second rather than one a
+// descriptor.
 func (s *Service) take(ctx context.Context, d *decision) error {
 	var down error // the limiter's failure, once it failed
 	for i := range d.takes {
 		t := &d.takes[i]
+		if down == nil && !s.limiterDown.Ask(s.sinceStart()) {
+			s.failed(ctx, d, "rls: the limiter cannot decide", errDown)
+			down = errDown
+		}
 		if down == nil {
 			var err error
 			if t.d, err = s.limiter.AllowN(ctx, *t.rule, t.subject, t.n()); err == nil {
+				s.answered(&s.limiterDown, "rls: the limiter decides again")
 				t.judge()
 				continue
 			}
@@ -158,6 +164,7 @@ func (s *Service) take(ctx context.Context, d *decision) error {
 				t.d, t.refused = quota.Decision{}, true
 				continue
 			}
+			s.limiterDown.Failed(s.sinceStart())
 			s.failed(ctx, d, "rls: the limiter cannot decide", err)
 			down = err
 		}

@@ -15,6 +15,7 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/admitgo/admit/internal/storedown"
 	"github.com/admitgo/admit/quota"
 )
 
@@ -201,17 +202,22 @@ func subject(raw []byte) string {
 }
 
 // count counts d's batch, following the failure policy when the counter
-// fails.
+// fails, or without asking it while it is down and no probe is due.
 func (s *Service) count(ctx context.Context, d *decision) (time.Time, error) {
 	batch := d.batch
-	now, err := s.counter.Count(ctx, batch)
-	if err == nil {
-		return now, nil
-	}
-	if ctx.Err() != nil {
-		// The caller went away: nobody reads the answer, and the store
-		// is not to blame.
-		return time.Time{}, unavailable(ctx.Err())
+	err := errDown
+	if s.counterDown.Ask(s.sinceStart()) {
+		var now time.Time
+		if now, err = s.counter.Count(ctx, batch); err == nil {
+			s.answered(&s.counterDown, "rls: the counter counts again")
+			return now, nil
+		}
+		if ctx.Err() != nil {
+			// The caller went away: nobody reads the answer, and the store
+			// is not to blame.
+			return time.Time{}, unavailable(ctx.Err())
+		}
+		s.counterDown.Failed(s.sinceStart())
 	}
 	s.failed(ctx, d, "rls: the counter cannot count", err)
 	switch s.failure {
@@ -224,7 +230,8 @@ func (s *Service) count(ctx context.Context, d *decision) (time.Time, error) {
 			batch[i].Count = 0
 		}
 	case FailLocal:
-		if now, err = s.fallback.Count(ctx, batch); err == nil {
+		now, err := s.fallback.Count(ctx, batch)
+		if err == nil {
 			return now, nil
 		}
 		return time.Time{}, unavailable(fmt.Errorf("%w: the fallback failed too: %w", errStore, err))
@@ -232,6 +239,13 @@ func (s *Service) count(ctx context.Context, d *decision) (time.Time, error) {
 		return time.Time{}, unavailable(fmt.Errorf("%w: %w", errStore, err))
 	}
 	return time.Now(), nil
+}
+
+// answered records that a store answered, and logs the end of an outage.
+func (s *Service) answered(b *storedown.Breaker, msg string) {
+	if b.Answered() {
+		s.log.Info(msg)
+	}
 }
 
 // failed counts and logs a store failure of d's request: once a request,

@@ -74,7 +74,7 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 		{&m.requests, "admit.rls.requests", "ShouldRateLimit calls by overall answer: ok, over_limit, or error."},
 		{&m.refused, "admit.rls.refused", "Requests refused or changed for their shape, by reason; unknown_domain and hits_clamped are answered."},
 		{&m.hits, "admit.rls.hits", "Hits per limit, as envoyproxy/ratelimit's per-limit stats count them."},
-		{&m.failures, "admit.rls.store_failures", "Requests the counter could not count, by the failure policy that answered them."},
+		{&m.failures, "admit.rls.store_failures", "Requests the store could not decide, or that did not ask it while it was down, by the failure policy that answered them."},
 		{&m.loads, "admit.rls.config_loads", "Configuration loads, by result: loaded, or failed (the previous one is kept)."},
 	} {
 		if *c.to, err = mt.Int64Counter(c.name, metric.WithDescription(c.desc)); err != nil {

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"golang.org/x/time/rate"
 
+	"github.com/admitgo/admit/internal/storedown"
 	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/memquota"
 )
@@ -91,6 +92,12 @@ type Service struct {
 	metrics  *metrics
 	log      *slog.Logger
 	storeLog rate.Sometimes // throttles the log of store failures
+	// counterDown and limiterDown keep calls from asking a store that
+	// failed within the last second (see internal/storedown), so that an
+	// outage costs one timeout a second rather than one a call. Their
+	// time line is the monotonic time since epoch.
+	counterDown, limiterDown storedown.Breaker
+	epoch                    time.Time
 
 	config atomic.Pointer[Config]
 }
@@ -104,7 +111,7 @@ func New(o Options) (*Service, error) {
 		return nil, fmt.Errorf("rls: NearLimitRatio %v, want 0 (the default, 0.8) to 1", o.NearLimitRatio)
 	}
 	s := &Service{counter: o.Counter, failure: o.Failure, shadow: o.ShadowMode, quota: o.QuotaMode,
-		headers: o.Headers, near: o.NearLimitRatio, log: o.Logger, storeLog: rate.Sometimes{Interval: 10 * time.Second}}
+		headers: o.Headers, near: o.NearLimitRatio, log: o.Logger, storeLog: rate.Sometimes{Interval: 10 * time.Second}, epoch: time.Now()}
 	if s.near == 0 {
 		s.near = 0.8
 	}
@@ -199,3 +206,10 @@ func (s *Service) Config() *Config { return s.config.Load() }
 
 // errStore is wrapped by the error of a request answered UNAVAILABLE.
 var errStore = errors.New("rls: the store cannot count")
+
+// errDown is the failure of a call not asked of a store that is down.
+var errDown = errors.New("rls: the store is down; not asked until a probe a second finds it answering")
+
+// sinceStart is the time on the breakers' time line: monotonic, so a step
+// of the wall clock neither holds a down store back nor probes it early.
+func (s *Service) sinceStart() int64 { return int64(time.Since(s.epoch)) }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -80,6 +81,24 @@ func (s *Server) Stop() {
 	}
 	s.cmd.Process.Kill()
 	<-s.done
+}
+
+// Pause stops the server with SIGSTOP: the kernel still accepts its
+// connections and their commands, and nothing answers them, as a
+// black-holed store, until Resume.
+func (s *Server) Pause(t testing.TB) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("redisproc: pause: %v", err)
+	}
+}
+
+// Resume lets a paused server run again.
+func (s *Server) Resume(t testing.TB) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatalf("redisproc: resume: %v", err)
+	}
 }
 
 // FreePort returns a loopback TCP port that was free a moment ago.

@@ -1,0 +1,129 @@
+package storedown
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+const sec = int64(time.Second)
+
+// t0 is any time on the caller's time line.
+const t0 = 7 * sec
+
+// A step is one call on a breaker, at an explicit time.
+type step struct {
+	at   int64
+	op   string // "ask", "failed" or "answered"
+	want bool   // Ask's answer, Failed's first, Answered's back
+	down bool   // Down after the call
+}
+
+func run(t *testing.T, name string, steps []step) {
+	t.Helper()
+	var b Breaker
+	for i, s := range steps {
+		var got bool
+		switch s.op {
+		case "ask":
+			got = b.Ask(s.at)
+		case "failed":
+			got = b.Failed(s.at)
+		case "answered":
+			got = b.Answered()
+		}
+		if got != s.want || b.Down() != s.down {
+			t.Fatalf("%s: step %d (%s at %v): got %v (down %v), want %v (down %v)",
+				name, i, s.op, time.Duration(s.at-t0), got, b.Down(), s.want, s.down)
+		}
+	}
+}
+
+func TestBreaker(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"answering store is always asked", []step{
+			{t0, "ask", true, false},
+			{t0, "answered", false, false},
+			{t0 + 5*sec, "ask", true, false},
+		}},
+		{"no call asks within a second of a failure", []step{
+			{t0, "ask", true, false},
+			{t0, "failed", true, true},
+			{t0, "ask", false, true},
+			{t0 + sec/2, "ask", false, true},
+			{t0 + sec - 1, "ask", false, true},
+		}},
+		{"one probe a second", []step{
+			{t0, "failed", true, true},
+			{t0 + sec, "ask", true, true},
+			{t0 + sec, "ask", false, true},
+			{t0 + sec + sec/2, "ask", false, true},
+			{t0 + 2*sec, "ask", true, true},
+			{t0 + 2*sec + 1, "ask", false, true},
+		}},
+		{"a failed probe holds the next one a second after it", []step{
+			{t0, "failed", true, true},
+			{t0 + 3*sec, "ask", true, true},
+			{t0 + 3*sec + 100, "failed", false, true},
+			{t0 + 4*sec, "ask", false, true},
+			{t0 + 4*sec + 100, "ask", true, true},
+		}},
+		{"a late failure of an old call brings no early probe", []step{
+			{t0, "failed", true, true},
+			{t0 - sec/2, "failed", false, true},
+			{t0 + sec/2, "ask", false, true},
+			{t0 + sec, "ask", true, true},
+		}},
+		{"the first answer ends the outage", []step{
+			{t0, "failed", true, true},
+			{t0 + sec, "ask", true, true},
+			{t0 + sec, "answered", true, false},
+			{t0 + sec, "ask", true, false},
+			{t0 + sec, "answered", false, false},
+		}},
+		{"an old call's answer ends it too", []step{
+			{t0, "failed", true, true},
+			{t0, "answered", true, false},
+			{t0, "ask", true, false},
+		}},
+		{"a new outage begins afresh", []step{
+			{t0, "failed", true, true},
+			{t0, "answered", true, false},
+			{t0 + 10*sec, "failed", true, true},
+			{t0 + 10*sec, "ask", false, true},
+			{t0 + 11*sec, "ask", true, true},
+		}},
+		{"a probe due at 0 waits a nanosecond, 0 meaning up", []step{
+			{-sec, "failed", true, true},
+			{0, "ask", false, true},
+			{1, "ask", true, true},
+		}},
+	} {
+		run(t, tc.name, tc.steps)
+	}
+}
+
+// TestBreakerOneProbe races many calls at a due probe: one asks.
+func TestBreakerOneProbe(t *testing.T) {
+	var b Breaker
+	b.Failed(t0)
+	var wg sync.WaitGroup
+	var mu sync.Mutex // guards asked
+	asked := 0
+	for range 64 {
+		wg.Go(func() {
+			if b.Ask(t0 + sec) {
+				mu.Lock()
+				asked++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if asked != 1 {
+		t.Fatalf("%d calls probed, want 1", asked)
+	}
+}
