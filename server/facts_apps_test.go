@@ -117,24 +117,7 @@ func TestTornadoXheadersBelieveNoForgedFacts(t *testing.T) {
 	forged := []string{"X-Scheme: https", "X-Real-Ip: 203.0.113.9"}
 	get := func(base string) testrouter.Seen {
 		t.Helper()
-		req, err := http.NewRequest("GET", base+"/u/x", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, h := range forged {
-			name, value, _ := strings.Cut(h, ": ")
-			req.Header.Set(name, value)
-		}
-		resp, err := (&http.Client{Timeout: testTimeout}).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s/u/x: got %d, want 200", base, resp.StatusCode)
-		}
-		return up.Last(t)
+		return seenWith(t, up, base, forged)
 	}
 	if s := get(up.URL); s.Scheme != "https" || s.RemoteAddr != "203.0.113.9" {
 		t.Fatalf("Tornado without admit: scheme %s, address %s, want https and 203.0.113.9: xheaders does not read the headers", s.Scheme, s.RemoteAddr)
@@ -161,24 +144,7 @@ func TestJettyForwardedCustomizerBelievesNoForgedFacts(t *testing.T) {
 	forged := []string{"X-Proxied-Https: on", "Proxy-Ssl-Id: forged-session", "Proxy-Auth-Cert: TLS_AES_128_GCM_SHA256"}
 	get := func(base string) testrouter.Seen {
 		t.Helper()
-		req, err := http.NewRequest("GET", base+"/u/x", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, h := range forged {
-			name, value, _ := strings.Cut(h, ": ")
-			req.Header.Set(name, value)
-		}
-		resp, err := (&http.Client{Timeout: testTimeout}).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s/u/x: got %d, want 200", base, resp.StatusCode)
-		}
-		return up.Last(t)
+		return seenWith(t, up, base, forged)
 	}
 	s := get(up.URL)
 	want := map[string]string{"secure": "true", "cipher_suite": "TLS_AES_128_GCM_SHA256", "ssl_session_id": "forged-session"}
@@ -203,4 +169,28 @@ func TestJettyForwardedCustomizerBelievesNoForgedFacts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// seenWith sends GET base/u/x with the forged header lines, wants 200, and
+// returns what the app up saw of it.
+func seenWith(t *testing.T, up *testrouter.Router, base string, forged []string) testrouter.Seen {
+	t.Helper()
+	req, err := http.NewRequest("GET", base+"/u/x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range forged {
+		name, value, _ := strings.Cut(h, ": ")
+		req.Header.Set(name, value)
+	}
+	resp, err := (&http.Client{Timeout: testTimeout}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s/u/x: got %d, want 200", base, resp.StatusCode)
+	}
+	return up.Last(t)
 }
