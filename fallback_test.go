@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -370,4 +371,48 @@ func TestGroupStateTellsTheFallback(t *testing.T) {
 	if st, _ := local.GroupState(GroupLink); st.Shared || st.OnFallback {
 		t.Errorf("memory: got %+v, want neither", st)
 	}
+}
+
+// cancelling is a store that answers, but, as the PostgreSQL and Redis
+// stores do, ends a call whose context has ended with that context's error.
+type cancelling struct{ *outage }
+
+func (c cancelling) AllowN(ctx context.Context, r quota.Rule, s string, n int) (quota.Decision, error) {
+	if err := ctx.Err(); err != nil {
+		c.calls.Add(1)
+		return quota.Decision{}, err
+	}
+	return c.outage.AllowN(ctx, r, s, n)
+}
+
+// TestClientHangUpIsNoOutage: a store call that ends because its client
+// went away (a hang-up timed inside the call) is not the store failing, or
+// any client could send the group to its fallback, and its fresh burst,
+// once a second: the group stays on its store, and a client that spent its
+// budget stays refused.
+func TestClientHangUpIsNoOutage(t *testing.T) {
+	clk := newClock()
+	mem, err := memquota.New(memquota.Config{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := cancelling{&outage{Charger: mem}}
+	d := newDoor(t, clk, Config{Budgets: map[Group]Budget{GroupLink: {Rate: 1, Burst: 5, Store: store, Replicas: 1}}})
+	h := d.Wrap(GroupLink, status(http.StatusOK), nil)
+	for range 5 {
+		allowed(t, h, "198.51.100.7:1", http.StatusOK)
+	}
+	r := httptest.NewRequest("GET", "/x", nil)
+	r.RemoteAddr = "203.0.113.9:1"
+	ctx, cancel := context.WithCancel(r.Context())
+	cancel()
+	h.ServeHTTP(httptest.NewRecorder(), r.WithContext(ctx))
+	before := store.calls.Load()
+	for range 3 {
+		rejected(t, h, "198.51.100.7:1", http.StatusTooManyRequests, "")
+	}
+	if n := store.calls.Load() - before; n != 3 {
+		t.Errorf("after the hang-up the store was asked %d times for 3 requests, want 3: the group went to its fallback", n)
+	}
+	assertIdle(t, d.groups[GroupLink])
 }

@@ -129,6 +129,14 @@ func (e *shared) admit(ctx context.Context, t *ticket, now int64) verdict {
 	}
 	dec, err := g.budget.Store.AllowN(ctx, e.rule, e.subject(t.key), cost)
 	decided = true
+	if err != nil && ctx.Err() != nil {
+		// The client went away during the call: nobody reads the answer,
+		// and the store is not to blame. Taken for an outage, a hang-up
+		// timed inside the call would send the group to its fallback, or
+		// past a fail-open store, whenever a client liked.
+		e.release(t)
+		return verdict{outcome: outcomeStoreError, retry: 1}
+	}
 	if err != nil && e.fallback != nil {
 		if e.failed(now) {
 			g.set.logger.Warn("admit: shared store failed; deciding by this replica's share of the budget until it answers", "group", g.name, "err", err)
