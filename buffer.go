@@ -67,11 +67,15 @@ func (h *handler) buffered(w *writer, r *http.Request, tickets []ticket, verdict
 		return answered, 0
 	}
 	r.Body = &bufferedBody{bytesReader: body, body: r.Body}
-	// The request now says what its body is: its length, so that a proxy
-	// can forward it framed as such, and no Expect, whose 100 net/http sent
+	// The request now says what its body is: its length (unless it has
+	// trailers), so that a proxy can forward it framed as such, and no Expect, whose 100 net/http sent
 	// when the body was first read; forwarded, it would have a proxy wait
 	// for its upstream's 100 and relay it, a second one to the client.
 	r.ContentLength, r.TransferEncoding = int64(len(body.b)), nil
+	if len(r.Trailer) > 0 {
+		// Trailers go only with a chunked body: unsized, it is sent so.
+		r.ContentLength = -1
+	}
 	delete(r.Header, "Expect")
 	for i, g := range h.limits {
 		t := &tickets[i]
