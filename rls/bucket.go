@@ -146,13 +146,10 @@ func (s *Service) take(ctx context.Context, d *decision) error {
 		}
 		if down == nil {
 			var err error
-			if t.d, err = s.limiter.AllowN(ctx, *t.rule, t.subject, t.n()); err == nil {
+			if t.d, err = s.limiter.AllowN(storeContext(ctx), *t.rule, t.subject, t.n()); err == nil {
 				s.answered(&s.limiterDown, "rls: the limiter decides again")
 				t.judge()
 				continue
-			}
-			if ctx.Err() != nil {
-				return unavailable(ctx.Err())
 			}
 			if errors.Is(err, quota.ErrRule) || errors.Is(err, quota.ErrSubject) {
 				// A rule or key the store refuses is the configuration's

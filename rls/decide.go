@@ -208,14 +208,9 @@ func (s *Service) count(ctx context.Context, d *decision) (time.Time, error) {
 	err := errDown
 	if s.counterDown.Ask(s.sinceStart()) {
 		var now time.Time
-		if now, err = s.counter.Count(ctx, batch); err == nil {
+		if now, err = s.counter.Count(storeContext(ctx), batch); err == nil {
 			s.answered(&s.counterDown, "rls: the counter counts again")
 			return now, nil
-		}
-		if ctx.Err() != nil {
-			// The caller went away: nobody reads the answer, and the store
-			// is not to blame.
-			return time.Time{}, unavailable(ctx.Err())
 		}
 		s.counterDown.Failed(s.sinceStart())
 	}
@@ -396,3 +391,11 @@ func (s *Service) limitHeaders(st *pb.RateLimitResponse_DescriptorStatus, reset 
 	}
 	return hs
 }
+
+// storeContext is ctx for a call to the counter or the limiter: without
+// the caller's cancellation, so that the store's own timeout ends the call
+// and its verdict is known. Envoy's rate limit filter gives up after 20 ms
+// by default, sooner than the stores' timeouts; a call that ended with its
+// caller would tell nothing of the store, and during an outage every call
+// would wait for the caller's deadline.
+func storeContext(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }

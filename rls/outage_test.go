@@ -163,3 +163,30 @@ func TestDownStoreIsNotAsked(t *testing.T) {
 		}
 	}
 }
+
+// TestShortCallerDeadlineStillSeesTheOutage: Envoy's rate limit filter
+// gives up after 20 ms by default, sooner than a store's timeout. The
+// store's call runs to its own timeout all the same, so the outage is
+// seen, and the calls after it do not ask the store.
+func TestShortCallerDeadlineStillSeesTheOutage(t *testing.T) {
+	for _, front := range []string{"user", "client"} {
+		t.Run(front, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mem, err := memquota.New(memquota.Config{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				store := &blackHole{Charger: mem}
+				f := newFixture(t, rls.Options{Config: parseBuckets(t), Counter: store, Limiter: store, Failure: rls.FailOpen})
+				for i := range 10 {
+					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+					f.svc.ShouldRateLimit(ctx, req("edge", desc(front, fmt.Sprint("c", i))))
+					cancel()
+				}
+				if got := store.calls.Load(); got != 1 {
+					t.Errorf("the store was asked %d times by 10 calls that each gave up after 20 ms, want 1: the outage was never seen", got)
+				}
+			})
+		})
+	}
+}
