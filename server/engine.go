@@ -26,16 +26,22 @@ func (s *server) h1Engine(srv *http.Server) *h1.Server {
 
 // upstreamTransport returns what forwards to the upstream: the
 // configuration's, or admit's client, whose direct path the proxy takes for
-// a plain-HTTP upstream, or with --http-engine net/http a Transport alone,
-// under the same bound on response heads.
+// a plain-HTTP upstream, or with --http-engine net/http the same client
+// without its direct path: net/http's Transport for every request, under
+// the same bound on response heads and the same rules of which answers
+// leave a connection fit for another.
 func upstreamTransport(cfg config.Config) http.RoundTripper {
 	switch {
 	case cfg.Transport != nil:
 		return cfg.Transport
 	case cfg.HTTPEngine == config.EngineNetHTTP:
-		t := upstream.Standard()
-		t.MaxResponseHeaderBytes = upstream.MaxResponseHeaderBytes
-		return t
+		return transportOnly{upstream.Transport()}
 	}
 	return upstream.Transport()
 }
+
+// transportOnly is admit's client without its direct path: the proxy finds
+// no *upstream.Client in it, so every request goes through net/http's
+// Transport, under the client's rules of which connections may carry a
+// second answer (upstream.Client's RoundTrip).
+type transportOnly struct{ *upstream.Client }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/admitgo/admit/internal/upstream"
@@ -30,10 +31,22 @@ func TestHTTPEngine(t *testing.T) {
 				t.Errorf("direct upstream path: got %v, want %v", got, tc.own)
 			}
 			if !tc.own {
-				tr, ok := p.reverse.Transport.(*http.Transport)
+				// The Transport alone, but under the client's rules of what
+				// may follow an answer on a connection (a HEAD's closes it).
+				tr, ok := p.reverse.Transport.(transportOnly)
 				if !ok || tr.MaxResponseHeaderBytes != upstream.MaxResponseHeaderBytes {
-					t.Errorf("transport: got %T, want *http.Transport with MaxResponseHeaderBytes %d", p.reverse.Transport, upstream.MaxResponseHeaderBytes)
+					t.Errorf("transport: got %T, want admit's client without its direct path, with MaxResponseHeaderBytes %d", p.reverse.Transport, upstream.MaxResponseHeaderBytes)
 				}
+			}
+			closed := make(chan bool, 1)
+			head := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { closed <- req.Close }))
+			t.Cleanup(head.Close)
+			rh := start(t, "--upstream", head.URL, "--http-engine", tc.engine)
+			if resp, _ := rh.do(t, "HEAD", "/x", ""); resp.StatusCode != http.StatusOK {
+				t.Fatalf("HEAD /x: got %d, want 200", resp.StatusCode)
+			}
+			if !<-closed {
+				t.Errorf("HEAD /x reached the upstream without Connection: close: its connection could be reused after a body sent anyway")
 			}
 			if resp, body := r.do(t, "GET", "/x", ""); resp.StatusCode != http.StatusOK || body != "/x" {
 				t.Errorf("GET /x: got %d %q, want 200 /x", resp.StatusCode, body)
