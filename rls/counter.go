@@ -78,3 +78,11 @@ func ParseFailure(s string) (Failure, error) {
 	}
 	return 0, fmt.Errorf("rls: store failure %q: want error, closed, open or local", s)
 }
+
+// storeContext is ctx for a call to the counter or the limiter: without
+// the caller's cancellation, so that the store's own timeout ends the call
+// and its verdict is known. Envoy's rate limit filter gives up after 20 ms
+// by default, sooner than the stores' timeouts; a call that ended with its
+// caller would tell nothing of the store, and during an outage every call
+// would wait for the caller's deadline.
+func storeContext(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }

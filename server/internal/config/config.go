@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -387,33 +386,4 @@ func (c *Config) Finish(set *OptionSet) error {
 		}
 	}
 	return c.checkRoutes(file)
-}
-
-func printUsage(w io.Writer) {
-	fmt.Fprint(w, "Usage: admit [flags]\n"+
-		"       admit explain [flags] METHOD PATH   (admit explain -h for its flags)\n"+
-		"       admit validate [flags]              check a configuration and print what it enforces\n"+
-		"       admit schema [--store-table TABLE]  print the PostgreSQL store's SQL\n"+
-		"       admit rls --config DIR [flags]      Envoy's rate limit service (admit rls -h for its flags)\n\n"+
-		"admit is a rate-limiting reverse proxy for the anonymous routes of an app.\n"+
-		"Each flag may also be set by the environment variable shown; the flag wins.\n\n")
-	PrintOptions(w, Options)
-}
-
-// readToken reads the admin token: the file's content without surrounding
-// white space, which must leave something.
-func readToken(path string) (string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		var perr *os.PathError
-		if errors.As(err, &perr) {
-			return "", perr.Err // the path is in the message already
-		}
-		return "", err
-	}
-	token := strings.TrimSpace(string(data))
-	if token == "" {
-		return "", errors.New("the file is empty: write the token into it")
-	}
-	return token, nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -316,4 +317,22 @@ func appendHeaderNames(dst *[]string, v string) error {
 		*dst = append(*dst, http.CanonicalHeaderKey(e))
 	}
 	return nil
+}
+
+// readToken reads the admin token: the file's content without surrounding
+// white space, which must leave something.
+func readToken(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		var perr *os.PathError
+		if errors.As(err, &perr) {
+			return "", perr.Err // the path is in the message already
+		}
+		return "", err
+	}
+	token := strings.TrimSpace(string(data))
+	if token == "" {
+		return "", errors.New("the file is empty: write the token into it")
+	}
+	return token, nil
 }
