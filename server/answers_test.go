@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -52,11 +51,7 @@ func TestHeadBodyReachesNoOtherClient(t *testing.T) {
 // address from to addr and returns the final answer's status.
 func rawHead(t *testing.T, from, addr, request string) int {
 	t.Helper()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: testTimeout}
-	c, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialFrom(t, from, addr)
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(testTimeout))
 	if _, err := io.WriteString(c, request); err != nil {

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/admitgo/admit"
-	"github.com/admitgo/admit/server/internal/config"
 )
 
 // sendFrom sends method path from local address from with headers ("Name:
@@ -136,20 +135,7 @@ routes:
   - {group: [a, b], pattern: "GET /two/{x}"}
   - {group: [b, a], pattern: "DELETE /two/{x}"}
 `)
-	cfg, err := parse(t, []string{"--config", path}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	door, err := cfg.Door()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer door.Close()
-	none := http.NotFoundHandler()
-	f, err := newFront(cfg, door, none, nil, new(malformedCounts), func(config.Route) (http.Handler, http.Handler) { return none, nil })
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := frontOf(t, path)
 	req, _ := http.NewRequest("POST", "http://a/two/x", nil)
 	req.RequestURI = "/two/x"
 	p, err := f.plan(req)

@@ -27,20 +27,7 @@ routes:
   - {group: link, pattern: "GET /Files/{id}/"}
   - {group: webhook, pattern: "GET /files/{id}"}
 `)
-	cfg, err := parse(t, []string{"--config", path}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	door, err := cfg.Door()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer door.Close()
-	none := http.NotFoundHandler()
-	f, err := newFront(cfg, door, none, nil, new(malformedCounts), func(config.Route) (http.Handler, http.Handler) { return none, nil })
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := frontOf(t, path)
 	for _, tc := range []struct {
 		method, target string
 		canonical      string   // the request's target as forwarded
@@ -94,4 +81,26 @@ routes:
 			t.Errorf("%s %s: the access log's pattern %q, want the first route's, %q", tc.method, tc.target, p.req.Pattern, tc.patterns[0])
 		}
 	}
+}
+
+// frontOf returns the front of the config file at path, over a door of its
+// budgets closed when t ends, whose routes answer nothing: for tests of
+// what the front decides, not of what it forwards.
+func frontOf(t *testing.T, path string) *front {
+	t.Helper()
+	cfg, err := parse(t, []string{"--config", path}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	door, err := cfg.Door()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { door.Close() })
+	none := http.NotFoundHandler()
+	f, err := newFront(cfg, door, none, nil, new(malformedCounts), func(config.Route) (http.Handler, http.Handler) { return none, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
