@@ -111,6 +111,9 @@ func (f *front) match(w http.ResponseWriter, r *http.Request, found []routes.Mat
 	if h := f.keySpellings().strip(c.Header); h != nil {
 		c = withHeader(c, r, h)
 	}
+	if h := dropConnectionNamed(c.Header); h != nil {
+		c = withHeader(c, r, h)
+	}
 	if f.matchedHost && len(c.Header["X-Forwarded-Host"]) > 0 {
 		h := c.Header.Clone()
 		delete(h, "X-Forwarded-Host")

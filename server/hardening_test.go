@@ -3,7 +3,9 @@ package server
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -55,6 +57,67 @@ routes:
 	r.answers(t, 1, http.StatusOK, "GET", "/api/x", "", "X-Api-Key: one", "X_Api_Key: a")
 	r.answers(t, 1, http.StatusOK, "GET", "/api/x", "", "X-Api-Key: one", "X_Api_Key: b")
 	r.rejected(t, "GET", "/api/x", "", "X-Api-Key: one", "X_Api_Key: c")
+}
+
+// TestConnectionNamedKeyHeader checks that a key header the client names in
+// Connection, which no hop forwards (RFC 9110, section 7.6.1), is not keyed
+// by: the app never receives the value, so a budget keyed by it would be one
+// the client picks afresh on every request. Such a request is keyed as one
+// without the header, by its client.
+func TestConnectionNamedKeyHeader(t *testing.T) {
+	rec := newRecorder(t)
+	r := policyApp(t, rec, `
+budgets:
+  per-key: {rate: 0.001, burst: 2, key: "header:X-Api-Key", key_authenticated: true, per_client: 100, inflight: 100}
+routes:
+  - {group: per-key, pattern: "GET /api/{x}"}
+`)
+	n := 0
+	got := countOK(t, 6, func() int {
+		n++
+		// get's own Connection line says close; a second line adds the key
+		// header's name, as a client may spell it.
+		return get(t, r, "127.0.0.2", "/api/x", "Connection: X-Api-Key", fmt.Sprintf("X-Api-Key: fresh-%d", n))
+	})
+	if got != 2 {
+		t.Errorf("6 requests naming their key header in Connection: %d admitted, want the client's burst, 2", got)
+	}
+	if h := rec.last().Header; headerFolded(h, "X-Api-Key") != nil {
+		t.Errorf("upstream received X-Api-Key %q, a header the client named in Connection", headerFolded(h, "X-Api-Key"))
+	}
+	// A key header not named in Connection keeps its own budget.
+	r.answers(t, 2, http.StatusOK, "GET", "/api/x", "", "X-Api-Key: own")
+}
+
+// TestDropConnectionNamed checks which headers a Connection field takes out
+// of the request admit judges, and that the common case, a Connection that
+// names no header the request holds, costs no allocation.
+func TestDropConnectionNamed(t *testing.T) {
+	for _, tc := range []struct {
+		conn []string
+		want []string // the names left, sorted
+	}{
+		{[]string{"keep-alive"}, []string{"Connection", "Upgrade", "X-Api-Key", "X-Other"}},
+		{[]string{"x-api-key"}, []string{"Connection", "Upgrade", "X-Other"}},
+		{[]string{"close", " X-API-KEY ,x-other"}, []string{"Connection", "Upgrade"}},
+		{[]string{"Upgrade, Connection"}, []string{"Connection", "Upgrade", "X-Api-Key", "X-Other"}},
+	} {
+		h := http.Header{"Connection": tc.conn, "Upgrade": {"websocket"}, "X-Api-Key": {"k"}, "X-Other": {"o"}}
+		out := dropConnectionNamed(h)
+		if out == nil {
+			out = h
+		}
+		if got := slices.Sorted(maps.Keys(out)); !slices.Equal(got, tc.want) {
+			t.Errorf("Connection %q: left %q, want %q", tc.conn, got, tc.want)
+		}
+		if len(h) != 4 {
+			t.Errorf("Connection %q: the request's own header changed", tc.conn)
+		}
+	}
+	h := http.Header{"Connection": {"keep-alive"}, "X-Api-Key": {"k"}}
+	if n := testing.AllocsPerRun(100, func() { dropConnectionNamed(h) }); n != 0 {
+		t.Errorf("Connection naming no header: %v allocations, want 0", n)
+	}
 }
 
 // TestAmbiguousMethodOverrideRefused checks that, with --method-override,

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"net/textproto"
 	"slices"
 	"strings"
 )
@@ -328,6 +329,33 @@ func (s spellings) strip(h http.Header) http.Header {
 				out = h.Clone()
 			}
 			delete(out, name)
+		}
+	}
+	return out
+}
+
+// dropConnectionNamed returns h without the headers its Connection field
+// names, or nil when it names none that h holds. Such a header is
+// hop-by-hop (RFC 9110, section 7.6.1): neither forwarding path sends it
+// on, so the door must not key or match by it either, or a client would
+// pick a fresh key on every request that the app never sees. Connection
+// and Upgrade stay for the upgrade rule, which reads them.
+func dropConnectionNamed(h http.Header) http.Header {
+	var out http.Header
+	for _, v := range h["Connection"] {
+		for token := range strings.SplitSeq(v, ",") {
+			token = textproto.TrimString(token)
+			// Compared in place: canonicalising each token would cost an
+			// allocation for every keep-alive request.
+			for name := range h {
+				if !strings.EqualFold(name, token) || name == "Connection" || name == "Upgrade" {
+					continue
+				}
+				if out == nil {
+					out = h.Clone()
+				}
+				delete(out, name)
+			}
 		}
 	}
 	return out
