@@ -44,8 +44,10 @@ func (h *handler) buffered(w *writer, r *http.Request, tickets []ticket, verdict
 	}
 	switch {
 	case full >= 0 && h.shadow:
-		// Shadow mode refuses nothing: the rest of the body streams.
+		// Shadow mode refuses nothing: the rest of the body streams, its
+		// length as the client framed it; its 100 is sent already.
 		r.Body = &bufferedBody{bytesReader: body, rest: r.Body, body: r.Body}
+		delete(r.Header, "Expect")
 		if verdicts[full].outcome == outcomeOK {
 			verdicts[full].outcome = outcomeGroupConcurrency.would()
 		}

@@ -163,3 +163,49 @@ func TestExpectDroppedOnceBuffered(t *testing.T) {
 		t.Errorf("handler saw Expect %q, length %d, Transfer-Encoding %q; want none, 5, none", s.expect, s.length, s.te)
 	}
 }
+
+// In shadow mode a body that finds its group's bound taken streams on
+// rather than being refused; its Expect goes all the same, since the
+// server sent its 100 when the door began to read, and a proxy behind the
+// door would otherwise relay an upstream's 100 as a second one.
+func TestShadowStreamedBodyDropsExpect(t *testing.T) {
+	b := slowWebhook()
+	b.PerClient, b.Burst, b.SharedBurst, b.MaxBodyBytes = 8, 100, 100, 100
+	d, err := New(Config{Budgets: map[Group]Budget{GroupWebhook: b}, Shadow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		streamed bool
+		expect   []string
+		body     string
+	}
+	got := make(chan seen, 1)
+	h, err := d.Handler(Route{Groups: []Group{GroupWebhook}, Buffer: true}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := r.Body.(*bufferedBody)
+		all, _ := io.ReadAll(r.Body)
+		got <- seen{body != nil && body.rest != nil, r.Header["Expect"], string(all)}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	g := d.groups[GroupWebhook]
+	g.buffered.Add(g.bufferBound()) // another body holds the whole bound
+	defer g.buffered.Add(-g.bufferBound())
+	req, err := http.NewRequest("POST", srv.URL+"/hooks/x", strings.NewReader(strings.Repeat("x", 40)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Expect", "100-continue")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	s := <-got
+	if !s.streamed || s.expect != nil || len(s.body) != 40 {
+		t.Errorf("handler saw streamed %v, Expect %q, %d bytes; want a streamed body of 40 without Expect", s.streamed, s.expect, len(s.body))
+	}
+}
