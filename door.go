@@ -225,12 +225,10 @@ func (d *Door) route(rt Route) (*handler, error) {
 			return nil, routeError(rt.Groups, name, "Groups", "unknown group %q (known: %v)", name, d.Groups())
 		case slices.Contains(h.limits, g):
 			return nil, routeError(rt.Groups, name, "Groups", "group %q is listed twice", name)
+		case cost > g.budget.Burst && g.budget.Algorithm == FixedWindow:
+			return nil, routeError(rt.Groups, name, "Cost", "{Cost} %d is more than group %q ever admits (its {Limit} is %d)", cost, name, g.budget.Limit)
 		case cost > g.budget.Burst:
-			holds := "{Burst}"
-			if g.budget.Algorithm == FixedWindow {
-				holds = "{Limit}"
-			}
-			return nil, routeError(rt.Groups, name, "Cost", "{Cost} %d is more than group %q ever admits (its "+holds+" is %d)", cost, name, g.budget.Burst)
+			return nil, routeError(rt.Groups, name, "Cost", "{Cost} %d is more than group %q ever admits (its {Burst} is %d)", cost, name, g.budget.Burst)
 		case !g.budget.decidesOnStore() && cost > g.budget.SharedBurst:
 			return nil, routeError(rt.Groups, name, "Cost", "{Cost} %d is more than group %q admits from its shared bucket, which serves clients once its table is full (its {SharedBurst} is %d)", cost, name, g.budget.SharedBurst)
 		case g.fallbackBurst() > 0 && cost > g.fallbackBurst():
