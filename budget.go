@@ -167,7 +167,7 @@ type Budget struct {
 // resolved budget.
 func (b Budget) validate(g Group) error {
 	// Each field in braces, so that a front words it as its users write
-	// it (see fieldError).
+	// it (see BudgetError).
 	switch {
 	case g == "":
 		return fmt.Errorf("admit: a group needs a name")
@@ -207,7 +207,7 @@ func (b Budget) validate(g Group) error {
 // would otherwise fail every request of the group as a caller error.
 func (b Budget) checkStoreRule(g Group) error {
 	if b.Algorithm == TokenBucket && b.Rate != rate.Inf && float64(max(1, math.Round(float64(b.Rate))))/float64(b.Rate) > float64(math.MaxInt64)/float64(time.Second) {
-		return fmt.Errorf("admit: group %q: rate %v is too low for a shared store's window", g, b.Rate)
+		return fieldsError(g, "{Rate} %v is too low for a shared store's window", b.Rate)
 	}
 	rule := b.rule(g)
 	err := rule.Validate()
@@ -215,12 +215,12 @@ func (b Budget) checkStoreRule(g Group) error {
 		err = c.CheckRule(rule)
 	}
 	if err != nil {
-		// In the words of the config file, which the server shows as is.
-		what := fmt.Sprintf("rate %v and burst %d", b.Rate, b.Burst)
+		refused := fieldsError(g, "{Rate} %v and {Burst} %d cannot be decided on the shared store", b.Rate, b.Burst)
 		if b.Algorithm == FixedWindow {
-			what = fmt.Sprintf("limit %d per window %v", b.Limit, b.Window)
+			refused = fieldsError(g, "{Limit} %d per {Window} %v cannot be decided on the shared store", b.Limit, b.Window)
 		}
-		return fmt.Errorf("admit: group %q: %s cannot be decided on the shared store: %w", g, what, err)
+		refused.err = err
+		return refused
 	}
 	return nil
 }

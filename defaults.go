@@ -1,7 +1,6 @@
 package admit
 
 import (
-	"fmt"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -84,7 +83,7 @@ func (b Budget) resolve(g Group) (Budget, error) {
 	base, builtIn := defaults[g]
 	switch like, ok := defaults[b.Like]; {
 	case b.Like != "" && !ok:
-		return Budget{}, fmt.Errorf("admit: group %q: Like %q, want a built-in group (%s, %s or %s)", g, b.Like, GroupWebhook, GroupLink, GroupHealth)
+		return Budget{}, fieldsError(g, "{Like} %q, want a built-in group (%s, %s or %s)", b.Like, GroupWebhook, GroupLink, GroupHealth)
 	case b.Like != "":
 		base, builtIn = like, true
 	case !builtIn:

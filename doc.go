@@ -85,4 +85,18 @@
 // fallback: while the store fails, each replica decides by its own buckets
 // at its share of the budget (the budget divided by Replicas) and counts what
 // they admit as fallback, probing the store once a second until it answers.
+//
+// # Refused budgets and routes
+//
+// New, Door.Reload and Door.Handler check every budget and route once,
+// before any request: a field's value, fields that do not make one budget,
+// a rule the store could not enforce, a route that costs more than a limit
+// ever holds (its Burst, its shared bucket, a replica's share on the
+// fallback), and a route whose every limit is keyed by a value the client
+// chooses. A refusal is a [*BudgetError], read with errors.As: the group,
+// the route, the field at fault, and the reason, which Error writes with
+// Go's names and InWords with a front's (the admit server's config file
+// spells Burst as burst and Replicas as --replicas), so a front that reads
+// budgets from a format of its own words the door's check in that format's
+// terms instead of checking again.
 package admit

@@ -78,14 +78,11 @@ type settings struct {
 	decided func(r *http.Request, g Group, outcome string, status int) // nil: none
 }
 
-// New validates cfg and returns a door. An error names the group and the field
-// at fault; with several groups at fault it joins one error for each, in
-// the order of their names (errors.Join). An error refusing a field's value
-// or fields that do not make one budget (a fixed window without its Limit,
-// a prefix on a key that is not the client's) also has the methods Group() Group and InWords(func(name string) string) string,
-// which writes its reason with each field named as the given function names
-// it (Limit, Key.IPv4Prefix; the value FixedWindow), for a front that reads
-// budgets from a file of its own to word the error in that file's terms.
+// New validates cfg and returns a door. A refused budget is a
+// [*BudgetError] naming the group and the field at fault; with several
+// groups at fault the error joins one for each, in the order of their
+// names (errors.Join), so that a front can report the one its user gave
+// first.
 func New(cfg Config) (*Door, error) {
 	set := &settings{key: cfg.Key, now: timeline(cfg.Now), logger: cfg.Logger, shadow: cfg.Shadow, headers: cfg.PolicyHeaders, decided: cfg.Decided}
 	if set.logger == nil {
@@ -190,10 +187,11 @@ type Route struct {
 }
 
 // Handler returns a handler that admits requests to next under rt. It
-// refuses a route that names no group or an unknown one, costs more
-// than a limit holds, or whose every limit is keyed by a value the client
-// chooses (a header or a path value, without Key.Authenticated): such a
-// route would give a forger a fresh budget per value.
+// refuses, with a [*BudgetError], a route that names no group or an unknown
+// one, costs more than a limit holds, or whose every limit is keyed by a
+// value the client chooses (a header or a path value, without
+// Key.Authenticated): such a route would give a forger a fresh budget per
+// value.
 func (d *Door) Handler(rt Route, next http.Handler) (http.Handler, error) {
 	if next == nil {
 		return nil, fmt.Errorf("admit: route %v: nil handler", rt.Groups)
@@ -211,11 +209,11 @@ func (d *Door) Handler(rt Route, next http.Handler) (http.Handler, error) {
 // the handlers they admit to.
 func (d *Door) route(rt Route) (*handler, error) {
 	if len(rt.Groups) == 0 {
-		return nil, fmt.Errorf("admit: route %v: no groups, want 1 or more", rt.Groups)
+		return nil, routeError(rt.Groups, "", "Groups", "no {Groups}, want 1 or more")
 	}
 	cost := max(rt.Cost, 1)
 	if rt.Cost < 0 {
-		return nil, fmt.Errorf("admit: route %v: Cost %d, want 1 or more (0: 1)", rt.Groups, rt.Cost)
+		return nil, routeError(rt.Groups, "", "Cost", "{Cost} %d, want 1 or more (0: 1)", rt.Cost)
 	}
 	h := &handler{cost: int32(cost), headers: d.set.headers, shadow: d.set.shadow, now: d.set.now, decided: d.set.decided}
 	chosen := true
@@ -224,15 +222,22 @@ func (d *Door) route(rt Route) (*handler, error) {
 		g, ok := d.groups[name]
 		switch {
 		case !ok:
-			return nil, fmt.Errorf("admit: route %v: unknown group %q (known: %v)", rt.Groups, name, d.Groups())
+			return nil, routeError(rt.Groups, name, "Groups", "unknown group %q (known: %v)", name, d.Groups())
 		case slices.Contains(h.limits, g):
-			return nil, fmt.Errorf("admit: route %v: group %q is listed twice", rt.Groups, name)
+			return nil, routeError(rt.Groups, name, "Groups", "group %q is listed twice", name)
+		case cost > g.budget.Burst && g.budget.Algorithm == FixedWindow:
+			return nil, routeError(rt.Groups, name, "Cost", "{Cost} %d is more than group %q ever admits (its {Limit} is %d)", cost, name, g.budget.Limit)
 		case cost > g.budget.Burst:
-			return nil, fmt.Errorf("admit: route %v: Cost %d is more than group %q ever holds (%d)", rt.Groups, cost, name, g.budget.Burst)
+			return nil, routeError(rt.Groups, name, "Cost", "{Cost} %d is more than group %q ever admits (its {Burst} is %d)", cost, name, g.budget.Burst)
 		case !g.budget.decidesOnStore() && cost > g.budget.SharedBurst:
-			return nil, fmt.Errorf("admit: route %v: Cost %d is more than group %q's shared bucket ever holds (%d), which serves the clients its table has no room for", rt.Groups, cost, name, g.budget.SharedBurst)
+			return nil, routeError(rt.Groups, name, "Cost", "{Cost} %d is more than group %q admits from its shared bucket, which serves clients once its table is full (its {SharedBurst} is %d)", cost, name, g.budget.SharedBurst)
 		case g.fallbackBurst() > 0 && cost > g.fallbackBurst():
-			return nil, fmt.Errorf("admit: route %v: Cost %d is more than group %q holds on its fallback (%d, the smaller of its burst and shared burst divided by Replicas %d)", rt.Groups, cost, name, g.fallbackBurst(), g.budget.Replicas)
+			// The fallback holds the smaller of its two shares: name that one.
+			b, f := g.budget, g.budget.fallback()
+			if f.Burst <= f.SharedBurst {
+				return nil, routeError(rt.Groups, name, "Cost", "{Cost} %d is more than group %q admits on one replica while the store is down ({Burst} %d divided by {Replicas} %d is %d)", cost, name, b.Burst, b.Replicas, f.Burst)
+			}
+			return nil, routeError(rt.Groups, name, "Cost", "{Cost} %d is more than group %q admits from its shared bucket on one replica while the store is down ({SharedBurst} %d divided by {Replicas} %d is %d)", cost, name, b.SharedBurst, b.Replicas, f.SharedBurst)
 		}
 		h.limits = append(h.limits, g)
 		chosen = chosen && g.budget.Key.chosen()
@@ -249,7 +254,7 @@ func (d *Door) route(rt Route) (*handler, error) {
 		h.hold = strictest(h.hold, g.budget.HoldTimeout)
 	}
 	if chosen {
-		return nil, fmt.Errorf("admit: route %v: every limit is keyed by a value the client chooses, so a forger gets a fresh budget per value: add a limit keyed by the client, or set Key.Authenticated on a group whose value an earlier layer authenticates", rt.Groups)
+		return nil, routeError(rt.Groups, "", "Key", "every limit of the route is keyed by a value the client chooses ({ChosenKeys}), so a forger gets a fresh budget per value: stack a limit keyed by {Peer}, or set {Authenticated} on a group whose value a layer in front of admit (a gateway, an authenticating proxy) checks first: a check in the app runs only after admit has admitted the request, so it needs the limit keyed by {Peer}")
 	}
 	h.policy = strings.Join(policies, ", ")
 	return h, nil

@@ -2,11 +2,13 @@ package admit_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
@@ -147,4 +149,24 @@ func ExampleDoor_Decide() {
 	// 200 ok
 	// 200 ok
 	// 429 rate_limited retry after 1
+}
+
+// A front that reads budgets from a format of its own reads a refusal as a
+// value: the group, the field, and the reason in its own words, with no
+// message to parse.
+func ExampleBudgetError() {
+	_, err := admit.New(admit.Config{Budgets: map[admit.Group]admit.Budget{
+		"api": {Algorithm: admit.FixedWindow, Limit: 100},
+	}})
+	var be *admit.BudgetError
+	if errors.As(err, &be) {
+		fmt.Println(be.Group, be.Field)
+		fmt.Println(be)
+		// A YAML file spells the fields in lower case.
+		fmt.Println(be.InWords(strings.ToLower))
+	}
+	// Output:
+	// api Limit
+	// admit: group "api": a fixed-window group needs a positive Limit and Window
+	// a fixed-window group needs a positive limit and window
 }

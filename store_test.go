@@ -280,12 +280,12 @@ func TestStoreRuleCheckedAtStartup(t *testing.T) {
 	budget := DefaultBudgets()[GroupLink]
 	budget.Rate, budget.Burst, budget.Store = 0.0001, 1000, store // a window of 116 days
 	_, err = New(Config{Budgets: map[Group]Budget{GroupLink: budget}})
-	if err == nil || !strings.Contains(err.Error(), `group "link": rate 0.0001 and burst 1000`) || !errors.Is(err, quota.ErrRule) {
+	if err == nil || !strings.Contains(err.Error(), `group "link": Rate 0.0001 and Burst 1000`) || !errors.Is(err, quota.ErrRule) {
 		t.Fatalf("New: got %v, want a rule error naming the group, its rate and its burst", err)
 	}
 	fixed := Budget{Algorithm: FixedWindow, Limit: 5, Window: 500 * time.Microsecond, Store: store}
 	_, err = New(Config{Budgets: map[Group]Budget{GroupLink: fixed}})
-	if err == nil || !strings.Contains(err.Error(), "limit 5 per window 500µs") {
+	if err == nil || !strings.Contains(err.Error(), "Limit 5 per Window 500µs") {
 		t.Fatalf("New with a fixed window under the store's resolution: got %v, want an error naming its limit and window", err)
 	}
 	budget.Rate = 1e-300

@@ -47,3 +47,17 @@ func ExamplePolicy_Fail() {
 	// fail closed: allowed=false retry after 1h0m0s
 	// fail open: allowed=true remaining=5
 }
+
+func ExampleRuleError() {
+	rule := quota.Rule{Name: "signup", Limit: 5}
+	// A caller that reports the refusal in its own words reads the value:
+	// which rule, and why, without parsing the message.
+	var re *quota.RuleError
+	if err := rule.Validate(); errors.As(err, &re) {
+		fmt.Printf("rule %s: %s\n", re.Rule, re.Reason)
+		fmt.Println(errors.Is(err, quota.ErrRule))
+	}
+	// Output:
+	// rule signup: Window 0s, want a positive duration
+	// true
+}

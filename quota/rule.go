@@ -24,22 +24,26 @@ type Rule struct {
 }
 
 // ErrRule reports a rule that cannot be enforced; it is a caller error.
+// Every such error is a [*RuleError].
 var ErrRule = errors.New("quota: invalid rule")
 
-// Validate reports whether the rule can be enforced. The error wraps
-// [ErrRule] and names the rule and the field.
+// Validate reports whether the rule can be enforced. The error is a
+// [*RuleError] naming the rule and the field.
 func (r Rule) Validate() error {
+	why := ""
 	switch {
 	case r.Limit < 1:
-		return fmt.Errorf("%w %q: Limit %d, want at least 1", ErrRule, r.Name, r.Limit)
+		why = fmt.Sprintf("Limit %d, want at least 1", r.Limit)
 	case r.Window <= 0:
-		return fmt.Errorf("%w %q: Window %v, want a positive duration", ErrRule, r.Name, r.Window)
+		why = fmt.Sprintf("Window %v, want a positive duration", r.Window)
 	case r.Algorithm > GCRA:
-		return fmt.Errorf("%w %q: unknown %v", ErrRule, r.Name, r.Algorithm)
+		why = fmt.Sprintf("Algorithm %v, want %v or %v", r.Algorithm, FixedWindow, GCRA)
 	case r.Burst < 0:
-		return fmt.Errorf("%w %q: Burst %d, want 0 (Limit) or more", ErrRule, r.Name, r.Burst)
+		why = fmt.Sprintf("Burst %d, want 0 (Limit) or more", r.Burst)
+	default:
+		return nil
 	}
-	return nil
+	return &RuleError{Rule: r.Name, Reason: why}
 }
 
 // BurstOrLimit returns the rule's GCRA burst: Burst, or Limit when Burst is 0.

@@ -19,7 +19,7 @@ func TestRuleValidate(t *testing.T) {
 		{"negative limit", Rule{Name: "a", Limit: -1, Window: time.Second}, "Limit"},
 		{"zero window", Rule{Name: "a", Limit: 1}, "Window"},
 		{"negative window", Rule{Name: "a", Limit: 1, Window: -time.Second}, "Window"},
-		{"unknown algorithm", Rule{Name: "a", Limit: 1, Window: time.Second, Algorithm: 7}, "Algorithm(7)"},
+		{"unknown algorithm", Rule{Name: "a", Limit: 1, Window: time.Second, Algorithm: 7}, "Algorithm Algorithm(7)"},
 		{"negative burst", Rule{Name: "a", Limit: 1, Window: time.Second, Burst: -1}, "Burst"},
 	}
 	for _, tt := range tests {
@@ -36,6 +36,11 @@ func TestRuleValidate(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tt.field) || !strings.Contains(err.Error(), `"a"`) {
 				t.Errorf("Validate: got %q, want the rule name and %s", err, tt.field)
+			}
+			// A caller words the refusal from the value, not the text.
+			var re *RuleError
+			if !errors.As(err, &re) || re.Rule != "a" || !strings.HasPrefix(re.Reason, tt.field) {
+				t.Errorf("Validate: got %#v, want a *RuleError of rule \"a\" whose reason starts with %s", err, tt.field)
 			}
 		})
 	}

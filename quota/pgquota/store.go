@@ -227,10 +227,10 @@ func check(rule quota.Rule, subject string, n int) error {
 		return err
 	}
 	if !utf8.ValidString(rule.Name) || strings.IndexByte(rule.Name, 0) >= 0 {
-		return fmt.Errorf("%w %q: name must be valid UTF-8 without NUL bytes", quota.ErrRule, rule.Name)
+		return &quota.RuleError{Rule: rule.Name, Reason: "name must be valid UTF-8 without NUL bytes"}
 	}
 	if rule.Algorithm == quota.GCRA && !store.SpanWithin(rule, n, maxSpan) {
-		return fmt.Errorf("%w %q: burst and cost %d span more than the PostgreSQL store's 2^61ns (about 73 years)", quota.ErrRule, rule.Name, n)
+		return &quota.RuleError{Rule: rule.Name, Reason: fmt.Sprintf("burst and cost %d span more than the PostgreSQL store's 2^61ns (about 73 years)", n)}
 	}
 	return nil
 }

@@ -211,19 +211,19 @@ func check(rule quota.Rule, subject string, n int) error {
 		return err
 	}
 	if strings.Contains(rule.Name, "{") {
-		return fmt.Errorf("%w %q: the Redis store's rule names must not hold \"{\", which would take the place of the subject's hash tag", quota.ErrRule, rule.Name)
+		return &quota.RuleError{Rule: rule.Name, Reason: "the Redis store's rule names must not hold \"{\", which would take the place of the subject's hash tag"}
 	}
 	switch rule.Algorithm {
 	case quota.FixedWindow:
 		if rule.Window < time.Millisecond {
-			return fmt.Errorf("%w %q: Window %v, the Redis store needs at least 1ms", quota.ErrRule, rule.Name, rule.Window)
+			return &quota.RuleError{Rule: rule.Name, Reason: fmt.Sprintf("Window %v, the Redis store needs at least 1ms", rule.Window)}
 		}
 		if rule.Window%time.Second != 0 && rule.Window >= maxExact/2 {
-			return fmt.Errorf("%w %q: Window %v, the Redis store needs whole seconds for windows past 2^52ns (about 52 days)", quota.ErrRule, rule.Name, rule.Window)
+			return &quota.RuleError{Rule: rule.Name, Reason: fmt.Sprintf("Window %v, the Redis store needs whole seconds for windows past 2^52ns (about 52 days)", rule.Window)}
 		}
 	case quota.GCRA:
 		if !store.SpanWithin(rule, n, maxExact) {
-			return fmt.Errorf("%w %q: burst and cost %d span more than the Redis store's 2^53ns (about 104 days)", quota.ErrRule, rule.Name, n)
+			return &quota.RuleError{Rule: rule.Name, Reason: fmt.Sprintf("burst and cost %d span more than the Redis store's 2^53ns (about 104 days)", n)}
 		}
 	}
 	return nil

@@ -14,7 +14,7 @@ func Check(rule quota.Rule, subject string, n int) error {
 		return err
 	}
 	if n < 0 {
-		return fmt.Errorf("%w %q: cost %d, want 0 or more", quota.ErrRule, rule.Name, n)
+		return &quota.RuleError{Rule: rule.Name, Reason: fmt.Sprintf("cost %d, want 0 or more", n)}
 	}
 	return CheckSubject(subject)
 }

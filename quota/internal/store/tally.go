@@ -1,7 +1,6 @@
 package store
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/admitgo/admit/quota"
@@ -24,7 +23,7 @@ func CheckTallies(tallies []quota.Tally, check func(rule quota.Rule, subject str
 		}
 		k := bucket{t.Rule.Name, t.Subject, t.Rule.Algorithm}
 		if _, dup := seen[k]; dup {
-			return fmt.Errorf("%w %q: one bucket twice in one reconcile", quota.ErrRule, t.Rule.Name)
+			return &quota.RuleError{Rule: t.Rule.Name, Reason: "one bucket twice in one reconcile"}
 		}
 		seen[k] = struct{}{}
 	}

@@ -275,9 +275,9 @@ func readSyncInterval(d *budgetDraft, v string) (err error) {
 	return err
 }
 
-// doorWords names the door's fields and values, as its errors name them
-// (see admit.New), in the file's words, so that each check of how fields
-// combine is written once, in the door.
+// doorWords names the door's fields and values, as its refusals
+// (admit.BudgetError) name them, in the file's and the flags' words, so
+// that each check of a budget or a route is written once, in the door.
 var doorWords = map[string]string{
 	"Limit": "limit", "Window": "window", "Rate": "rate", "Burst": "burst", "SharedRate": "shared_rate", "Like": "like",
 	"FixedWindow":    "algorithm: " + FixedWindow,
@@ -288,6 +288,7 @@ var doorWords = map[string]string{
 	"MaxClients": "max_clients", "Charge": "charge_on_failure", "ChargeAlways": "false", "ChargeOnFailure": "true",
 	"Algorithm": "algorithm", "TokenBucket": TokenBucket, "Store": "--store", "Replicas": "--replicas",
 	"MinBodyRate": "min_body_rate", "BodyRateGrace": "body_rate_grace", "None": "0 (none)",
+	"Cost": fieldCost, "Groups": FieldGroup, "Peer": "the peer", "Authenticated": "key_authenticated: true",
 }
 
 // readBudget reads one group's fields onto a draft whose like is the

@@ -5,8 +5,13 @@
 // fields (budgetFields) that reads, validates and writes each field back,
 // the routes as the configuration gives them, and the door their budgets
 // make. Every error names the flag, variable or file line at fault, in the
-// configuration's own words; the door reports a refused combination of
-// fields by their Go names, and BudgetsError rewords it with the file's.
+// configuration's own words. The door checks budgets and routes and
+// refuses them as values (admit.BudgetError, with a store's
+// quota.RuleError inside); BudgetsError and the route check word those
+// values with the file's keys and the flags' names (doorWords), reading no
+// message text. What is checked here is what only the server has: the
+// flags that go together (--store-fail and --replicas), the file's own
+// syntax, and a path key against the route's pattern.
 //
 // It is internal to the server: a program embeds the server through
 // server.Load and server.New, which read the same flags and file.

@@ -24,6 +24,7 @@ const (
 	FieldGroup   = "group"
 	FieldPattern = "pattern"
 	FieldEngine  = "http_engine"
+	fieldCost    = "cost" // also in the door's refusals of a route
 )
 
 // readFile reads the YAML config file at path: its routes come before those
@@ -179,7 +180,7 @@ func (c *Config) readRoutes(list *yaml.Node) error {
 		err := eachField(n, where, map[string]func(*yaml.Node) error{
 			FieldGroup:   func(g *yaml.Node) error { return readGroups(g, where+".group", &r.Groups) },
 			FieldPattern: scalar(where+".pattern", func(v string) error { r.Pattern = v; return nil }),
-			"cost":       scalar(where+".cost", func(v string) (err error) { r.Cost, err = parseFileCount(v); return err }),
+			fieldCost:    scalar(where+".cost", func(v string) (err error) { r.Cost, err = parseFileCount(v); return err }),
 			"strict_methods": scalar(where+".strict_methods", func(v string) (err error) {
 				r.StrictMethods, err = ParseBool(v)
 				return err

@@ -8,26 +8,32 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/otel/metric/noop"
-	"golang.org/x/time/rate"
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/quota"
-	"github.com/admitgo/admit/server/storeurl"
 )
 
 // checkRoutes refuses, in the configuration's words, routes whose limits
-// cannot work as written: a path key the pattern has no wildcard for, a
-// cost above what a limit ever holds, and a route whose every limit is keyed
-// by a value the client chooses. It resolves the budgets as the door will,
-// so a default counts as a given value would. file names the config file in
-// errors about its routes.
+// cannot work as written. The door checks each route as the server will
+// put it, on a door of the configuration's budgets on the store --store
+// names (built offline, so nothing connects) with its fallback under
+// --store-fail local: a cost above what a limit ever holds, above its
+// shared bucket or a replica's share, and a route whose every limit is
+// keyed by a value the client chooses. Only the check of a path key
+// against the route's pattern is the server's own, since the door knows no
+// patterns. file names the config file in errors about its routes.
 func (c *Config) checkRoutes(file string) error {
-	door, err := c.Door()
+	st, closeStore, err := c.OfflineStore()
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	door, err := c.DoorOn(st)
 	if err != nil {
 		return c.BudgetsError(err)
 	}
@@ -37,48 +43,39 @@ func (c *Config) checkRoutes(file string) error {
 		if r.inFile {
 			where = file + ": " + where
 		}
-		chosen := true
 		for _, g := range r.Groups {
 			b, _ := door.Budget(g)
-			k := b.Key
-			if name := k.PathValue; name != "" && !hasWildcard(r.Pattern, name) {
+			if name := b.Key.PathValue; name != "" && !hasWildcard(r.Pattern, name) {
 				return fmt.Errorf("admit: %s: group %q is keyed by path:%s, but pattern %q has no {%s} wildcard", where, g, name, r.Pattern, name)
 			}
-			if r.Spend() > b.Burst {
-				holds := fmt.Sprintf("its burst is %d", b.Burst)
-				if b.Algorithm == admit.FixedWindow {
-					holds = fmt.Sprintf("its limit is %d", b.Limit)
-				}
-				return fmt.Errorf("admit: %s: cost %d is more than group %q ever admits (%s)", where, r.Spend(), g, holds)
-			}
-			// Once the client table is full, newcomers spend from the
-			// shared bucket, so a cost above it would refuse them all. A
-			// group on a shared store keeps neither, as long as the store
-			// decides; an unlimited rate never asks the store.
-			onStore := c.Store.Kind != storeurl.Memory && !(b.Algorithm == admit.TokenBucket && b.Rate == rate.Inf)
-			if !onStore && r.Spend() > b.SharedBurst {
-				return fmt.Errorf("admit: %s: cost %d is more than group %q admits from its shared bucket, which serves clients once its table is full (its shared_burst is %d)", where, r.Spend(), g, b.SharedBurst)
-			}
-			if onStore && c.StoreFail == StoreFailLocal {
-				holds := b.Burst
-				if b.Algorithm == admit.FixedWindow {
-					holds = b.Limit
-				}
-				if share := max(1, holds/c.Replicas); r.Spend() > share {
-					return fmt.Errorf("admit: %s: cost %d is more than group %q admits on one replica while the store is down (%d divided by --replicas %d is %d)", where, r.Spend(), g, holds, c.Replicas, share)
-				}
-				if share := max(1, b.SharedBurst/c.Replicas); r.Spend() > share {
-					return fmt.Errorf("admit: %s: cost %d is more than group %q admits from its shared bucket on one replica while the store is down (shared_burst %d divided by --replicas %d is %d)", where, r.Spend(), g, b.SharedBurst, c.Replicas, share)
-				}
-			}
-			chosen = chosen && (k.Header != "" || k.PathValue != "") && !k.Authenticated
 		}
-		if chosen {
-			return fmt.Errorf("admit: %s: every limit of the route is keyed by a value the client chooses (%s), so a forger gets a fresh budget per value: stack a limit keyed by the peer, or set key_authenticated: true on a group whose value a layer in front of admit (a gateway, an authenticating proxy) checks first: a check in the app runs only after admit has admitted the request, so it needs the peer limit",
-				where, c.keysOf(door, r))
+		_, err := door.Handler(admit.Route{Groups: r.Groups, Cost: r.Cost}, http.NotFoundHandler())
+		var refused *admit.BudgetError
+		switch {
+		case errors.As(err, &refused):
+			return fmt.Errorf("admit: %s: %s", where, refused.InWords(fileWords(door, refused)))
+		case err != nil:
+			return fmt.Errorf("admit: %s: %w", where, err)
 		}
 	}
 	return nil
+}
+
+// fileWords names the door's fields and values in a refusal as the file
+// and the flags spell them (doorWords), and a route's keys as the file
+// gives them.
+func fileWords(door *admit.Door, e *admit.BudgetError) func(string) string {
+	return func(name string) string {
+		if name == "ChosenKeys" {
+			var keys []string
+			for _, g := range e.Route {
+				b, _ := door.Budget(g)
+				keys = append(keys, string(g)+": "+KeyText(b.Key))
+			}
+			return strings.Join(keys, ", ")
+		}
+		return doorWords[name]
+	}
 }
 
 // Door returns a door with the configuration's budgets, resolved as the
@@ -100,39 +97,26 @@ func (c *Config) DoorOn(st quota.Charger) (*admit.Door, error) {
 // the rule's name, which the door makes up. An error about no group keeps
 // its words.
 func (c *Config) BudgetsError(err error) error {
+	// New joins one error per group refused (errors.Join): report the
+	// group the file gives first.
 	if joined, ok := err.(interface{ Unwrap() []error }); ok {
 		err = c.firstInFile(joined.Unwrap())
 	}
-	var fields interface {
-		Group() admit.Group
-		InWords(func(string) string) string
-	}
-	if errors.As(err, &fields) {
-		return c.groupError(fields.Group(), fields.InWords(func(name string) string { return doorWords[name] }))
-	}
-	rest, ok := strings.CutPrefix(err.Error(), "admit: group ")
-	quoted, qerr := strconv.QuotedPrefix(rest)
-	if !ok || qerr != nil {
+	var refused *admit.BudgetError
+	if !errors.As(err, &refused) {
 		return fmt.Errorf("admit: budgets: %w", err)
 	}
-	g, _ := strconv.Unquote(quoted)
-	why := strings.TrimPrefix(rest[len(quoted):], ": ")
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		if errors.Unwrap(e) != quota.ErrRule {
-			continue
-		}
-		// quota's errors read "quota: invalid rule NAME: Field value, why".
-		rule := strings.TrimPrefix(e.Error(), quota.ErrRule.Error()+" ")
-		if name, err := strconv.QuotedPrefix(rule); err == nil {
-			reason := strings.TrimPrefix(rule[len(name):], ": ")
-			if reason != "" {
-				reason = strings.ToLower(reason[:1]) + reason[1:]
-			}
-			why = strings.Replace(why, e.Error(), reason, 1)
-		}
-		break
+	why := refused.InWords(func(name string) string { return doorWords[name] })
+	var rule *quota.RuleError
+	switch store := refused.Unwrap(); {
+	case errors.As(store, &rule) && rule.Reason != "":
+		// The store names its rule's field as Go does ("Window 500µs");
+		// the file spells the same key in lower case.
+		why += ": " + strings.ToLower(rule.Reason[:1]) + rule.Reason[1:]
+	case store != nil:
+		why += ": " + store.Error()
 	}
-	return c.groupError(admit.Group(g), why)
+	return c.groupError(refused.Group, why)
 }
 
 // firstInFile returns the error, of one per group from the door, about the
@@ -140,28 +124,16 @@ func (c *Config) BudgetsError(err error) error {
 // in the door's order.
 func (c *Config) firstInFile(errs []error) error {
 	line := func(err error) int {
-		if n, ok := c.budgetLines[groupOf(err)]; ok {
+		var refused *admit.BudgetError
+		if !errors.As(err, &refused) {
+			return math.MaxInt
+		}
+		if n, ok := c.budgetLines[refused.Group]; ok {
 			return n
 		}
 		return math.MaxInt
 	}
 	return slices.MinFunc(errs, func(a, b error) int { return cmp.Compare(line(a), line(b)) })
-}
-
-// groupOf returns the group an error of the door names: "admit: group
-// NAME: ..."; "" for none.
-func groupOf(err error) admit.Group {
-	var fields interface{ Group() admit.Group }
-	if errors.As(err, &fields) {
-		return fields.Group()
-	}
-	rest, _ := strings.CutPrefix(err.Error(), "admit: group ")
-	quoted, qerr := strconv.QuotedPrefix(rest)
-	if qerr != nil {
-		return ""
-	}
-	g, _ := strconv.Unquote(quoted)
-	return admit.Group(g)
 }
 
 // groupError is why, about group g, on the line of the file that gives g.
@@ -171,16 +143,6 @@ func (c *Config) groupError(g admit.Group, why string) error {
 		return fmt.Errorf("admit: budgets: group %q: %s", g, why)
 	}
 	return fmt.Errorf("admit: %s: line %d: budgets.%s: %s", c.file, line, g, why)
-}
-
-// keysOf lists a route's keys, for errors.
-func (c *Config) keysOf(door *admit.Door, r Route) string {
-	var keys []string
-	for _, g := range r.Groups {
-		b, _ := door.Budget(g)
-		keys = append(keys, string(g)+": "+KeyText(b.Key))
-	}
-	return strings.Join(keys, ", ")
 }
 
 // hasWildcard reports whether pattern has a wildcard named name.
