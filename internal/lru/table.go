@@ -6,6 +6,8 @@
 // to an overflow of its own when every probed entry must be kept.
 package lru
 
+import "iter"
+
 // Table is a fixed-capacity least-recently-used table of values by key. It
 // has no lock: its owner locks. Entries live in one slice and link by
 // index, so a full table allocates nothing, and a slot (an index) stays
@@ -57,11 +59,16 @@ func (t *Table[K, V]) At(i int32) *V { return &t.entries[i].val }
 // Key returns the key of slot i.
 func (t *Table[K, V]) Key(i int32) K { return t.entries[i].key }
 
-// Head returns the most recently used slot, or -1 when t is empty.
-func (t *Table[K, V]) Head() int32 { return t.head }
-
-// Next returns the slot used just before slot i, or -1 after the oldest.
-func (t *Table[K, V]) Next(i int32) int32 { return t.entries[i].next }
+// All yields each key and its value, the most recently used first.
+func (t *Table[K, V]) All() iter.Seq2[K, *V] {
+	return func(yield func(K, *V) bool) {
+		for i := t.head; i >= 0; i = t.entries[i].next {
+			if !yield(t.entries[i].key, &t.entries[i].val) {
+				return
+			}
+		}
+	}
+}
 
 // Insert adds key with value v at the front; t must not be full.
 func (t *Table[K, V]) Insert(key K, v V) int32 {

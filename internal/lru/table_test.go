@@ -8,8 +8,8 @@ import (
 // order lists t's keys from most to least recently used.
 func order(t *Table[string, uint64]) []string {
 	var out []string
-	for i := t.Head(); i >= 0; i = t.Next(i) {
-		out = append(out, t.Key(i))
+	for k := range t.All() {
+		out = append(out, k)
 	}
 	return out
 }
@@ -68,5 +68,24 @@ func TestReplaceKeepsBound(t *testing.T) {
 	}
 	if i, ok := tab.Lookup("c"); !ok || *tab.At(i) != 0 || order(&tab)[0] != "c" {
 		t.Fatalf("c: slot %d present %v order %v, want present at the front", i, ok, order(&tab))
+	}
+}
+
+// TestKeepsLRUOrder looks one key up, replaces the oldest and wants the
+// order and the index to follow.
+func TestKeepsLRUOrder(t *testing.T) {
+	tab := New[string, uint64](3)
+	for _, k := range []string{"a", "b", "c"} {
+		tab.Insert(k, 0)
+	}
+	if _, ok := tab.Lookup("a"); !ok {
+		t.Fatal("lookup of an inserted key failed")
+	}
+	tab.Replace(tab.Victim(1, func(*uint64) uint64 { return 0 }), "d", 0)
+	if got, want := order(&tab), []string{"d", "a", "c"}; !slices.Equal(got, want) {
+		t.Fatalf("order: got %v, want %v", got, want)
+	}
+	if _, ok := tab.Peek("b"); ok || tab.Len() != 3 {
+		t.Fatalf("after replacing b: b present %v, len %d; want gone, 3", ok, tab.Len())
 	}
 }
