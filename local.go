@@ -137,7 +137,7 @@ func (l *local) claimLocked(s *shard, key netip.Prefix, now int64) (slot int32, 
 	slot = -1
 	if !s.table.Full() {
 		slot = s.table.Insert(key, entry{bucket: l.client.full(now)})
-	} else if i := s.table.Victim(probes, func(e *entry) uint64 {
+	} else if i := s.table.Victim(lru.Probes, func(e *entry) uint64 {
 		if e.inflight == 0 && e.bucket.isFull(now, l.client) {
 			return 0
 		}

@@ -6,10 +6,6 @@ import (
 	"github.com/admitgo/admit/internal/lru"
 )
 
-// probes is how many of the oldest entries a miss on a full table examines
-// before it falls back to the shared bucket.
-const probes = 8
-
 // table is a shard's client table: a fixed-capacity LRU that tracks limits
 // precisely for the most recently seen clients and never holds more than
 // its share of MaxClients. It is the one bounded table quota/memquota

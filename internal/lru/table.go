@@ -88,6 +88,12 @@ func (t *Table[K, V]) Replace(i int32, key K, v V) {
 	t.toFront(i)
 }
 
+// Probes is how many of the oldest entries the owners of tables examine on
+// a miss in a full table before they send the newcomer to their overflow:
+// enough that a few kept entries at the cold end do not decide alone, few
+// enough that a miss costs little.
+const Probes = 8
+
 // Keep is the rank of an entry that must not be forgotten (see
 // [Table.Victim]).
 const Keep = ^uint64(0)

@@ -9,10 +9,6 @@ import (
 	"github.com/admitgo/admit/internal/meter"
 )
 
-// probes is how many of the oldest entries a miss on a full table examines
-// before its call counts in the overflow.
-const probes = 8
-
 // cost is what forgetting an entry that holds used calls of its limit
 // would cost, as [lru.Table.Victim] ranks it; live is false once its window
 // has ended or its bucket refilled. This is the door's rule for its client
@@ -63,7 +59,7 @@ func find[K comparable, V any](t *lru.Table[K, V], key K, rank func(*V) uint64, 
 	if !t.Full() {
 		return spot[V]{slot: -1}
 	}
-	if i := t.Victim(probes, rank); i >= 0 {
+	if i := t.Victim(lru.Probes, rank); i >= 0 {
 		return spot[V]{slot: i, evicts: rank(t.At(i)) > 0}
 	}
 	return spot[V]{v: over(), overflow: true}

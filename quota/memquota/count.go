@@ -174,8 +174,9 @@ func (c *Counter) peekLocked(h *quota.Hit, sec int64) (uint64, error) {
 	return count + h.N, nil
 }
 
-// addLocked adds h.N to its counter and returns where it found it. A counter whose window is later than now's (a clock that stepped
-// back) keeps counting there, as Memory's buckets do.
+// addLocked adds h.N to its counter and returns where it found it. A
+// counter whose window is later than now's (a clock that stepped back)
+// keeps counting there, as Memory's buckets do.
 func (c *Counter) addLocked(h *quota.Hit, sec int64) spot[countEntry] {
 	k := countKey{h.Key, int64(h.Window / time.Second)}
 	start := windowStart(sec, k.window)
