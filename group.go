@@ -246,10 +246,10 @@ func (g *group) releaseLocked(s *shard, t *ticket) {
 	// admitted through the shared bucket may have gained an entry since.
 	slot, tabled := t.slot, t.slot >= 0
 	if !tabled {
-		slot, tabled = s.table.index[t.key]
+		slot, tabled = s.table.Peek(t.key)
 	}
 	if tabled {
-		s.table.entries[slot].inflight--
+		s.table.At(slot).inflight--
 		return
 	}
 	if n := s.perClient[t.key] - 1; n > 0 {
@@ -270,7 +270,7 @@ func (g *group) stats() (inflight, clients int, outcomes [numOutcomes]int64, evi
 	for i := range g.shards {
 		s := &g.shards[i]
 		s.mu.Lock()
-		clients += s.table.len()
+		clients += s.table.Len()
 		s.mu.Unlock()
 		for o := range numOutcomes {
 			outcomes[o] += s.counts.outcomes[o].Load()

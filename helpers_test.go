@@ -133,7 +133,7 @@ func assertIdle(t *testing.T, g *group) {
 		s := &g.shards[i]
 		s.mu.Lock()
 		n := len(s.perClient)
-		for _, e := range s.table.entries {
+		for _, e := range s.table.All() {
 			if e.inflight != 0 || e.held != 0 {
 				n++
 			}

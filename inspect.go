@@ -31,7 +31,7 @@ func (d *Door) GroupState(g Group) (GroupState, bool) {
 	for i := range grp.shards {
 		s := &grp.shards[i]
 		s.mu.Lock()
-		st.Clients += s.table.len()
+		st.Clients += s.table.Len()
 		s.mu.Unlock()
 	}
 	st.Inflight = int(grp.inflight.Load())
@@ -196,8 +196,8 @@ func (g *group) client(key netip.Prefix, now int64, reset bool) ClientState {
 		st.Inflight, st.Held = int(s.perClient[key]), int(s.held[key])
 		return st
 	}
-	if slot, tabled := s.table.index[key]; tabled {
-		e := &s.table.entries[slot]
+	if slot, tabled := s.table.Peek(key); tabled {
+		e := s.table.At(slot)
 		if reset {
 			e.bucket = l.client.full(now)
 		}
@@ -205,7 +205,7 @@ func (g *group) client(key netip.Prefix, now int64, reset bool) ClientState {
 		return st
 	}
 	st.Inflight = int(s.perClient[key])
-	if !s.table.full() {
+	if !s.table.Full() {
 		st.Tokens = l.client.burst
 		return st
 	}

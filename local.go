@@ -5,6 +5,8 @@ import (
 	"math"
 	"net/netip"
 	"sync"
+
+	"github.com/admitgo/admit/internal/lru"
 )
 
 // local is the engine of a group without a shared store: each client's
@@ -36,10 +38,10 @@ func (l *local) admit(_ context.Context, t *ticket, now int64) verdict {
 	s := &g.shards[t.shard]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	slot, tabled := s.table.lookup(t.key)
+	slot, tabled := s.table.Lookup(t.key)
 	var prior int32
 	if tabled {
-		prior = s.table.entries[slot].inflight
+		prior = s.table.At(slot).inflight
 	} else {
 		prior = s.perClient[t.key]
 	}
@@ -57,7 +59,7 @@ func (l *local) admit(_ context.Context, t *ticket, now int64) verdict {
 		return v // refused, or admitted in shadow mode without taking anything
 	}
 	if slot >= 0 {
-		s.table.entries[slot].inflight++
+		s.table.At(slot).inflight++
 	} else {
 		s.perClient[t.key] = prior + 1
 	}
@@ -71,7 +73,7 @@ func (l *local) admit(_ context.Context, t *ticket, now int64) verdict {
 // shard's lock.
 func (l *local) bucketLocked(s *shard, t *ticket) (b *bucket, f refill, held *int32, shared bool) {
 	if t.slot >= 0 {
-		e := &s.table.entries[t.slot]
+		e := s.table.At(t.slot)
 		return &e.bucket, l.client, &e.held, false
 	}
 	l.mu.Lock()
@@ -133,22 +135,19 @@ func (l *local) spendLocked(s *shard, t *ticket, now int64) verdict {
 // its entry from then on. The caller holds s.mu.
 func (l *local) claimLocked(s *shard, key netip.Prefix, now int64) (slot int32, evicted bool) {
 	slot = -1
-	if !s.table.full() {
-		slot = s.table.insert(key, l.client.full(now))
-	} else {
-		for range min(probes, s.table.len()) {
-			i := s.table.tail
-			e := &s.table.entries[i]
-			if e.inflight == 0 && e.bucket.isFull(now, l.client) {
-				s.table.replace(i, key, l.client.full(now))
-				slot, evicted = i, true
-				break
-			}
-			s.table.toFront(i)
+	if !s.table.Full() {
+		slot = s.table.Insert(key, entry{bucket: l.client.full(now)})
+	} else if i := s.table.Victim(lru.Probes, func(e *entry) uint64 {
+		if e.inflight == 0 && e.bucket.isFull(now, l.client) {
+			return 0
 		}
+		return lru.Keep
+	}); i >= 0 {
+		s.table.Replace(i, key, entry{bucket: l.client.full(now)})
+		slot, evicted = i, true
 	}
 	if n, ok := s.perClient[key]; ok && slot >= 0 {
-		s.table.entries[slot].inflight = n
+		s.table.At(slot).inflight = n
 		delete(s.perClient, key)
 	}
 	return slot, evicted

@@ -36,6 +36,14 @@
 // error whatever the policy. Stores never retry an increment: a retried
 // increment could count one call twice.
 //
+// # Counters
+//
+// A caller that decides for itself, as admit rls does for
+// envoyproxy/ratelimit's fixed windows, counts through a [Counter]: it adds
+// each [Hit] to its key's count in the current window and hands back the
+// count after. Every store has one, and all take the one Hit type; a Hit's
+// Limit tells a bounded counter which counts it must never forget.
+//
 // # Stores
 //
 // This package holds no store. The stores live in packages of their own:

@@ -1,13 +1,13 @@
 package quota
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
+
+	"github.com/admitgo/admit/internal/subject"
 )
 
 // SubjectLen is the length of every subject [Subject] returns.
-const SubjectLen = 32
+const SubjectLen = subject.Len
 
 // ErrSubject reports a subject that did not come from [Subject]; stores refuse
 // such a call with an error wrapping it, which never repeats the subject.
@@ -17,6 +17,5 @@ var ErrSubject = errors.New("quota: subject must come from quota.Subject (32 low
 // key) into the subject stores count by: the first 32 lowercase hex characters
 // of its SHA-256. The same input always gives the same subject.
 func Subject(raw string) string {
-	sum := sha256.Sum256([]byte(raw))
-	return hex.EncodeToString(sum[:SubjectLen/2])
+	return subject.Of(raw)
 }

@@ -3,42 +3,19 @@ package rls
 import (
 	"context"
 	"fmt"
-	"time"
 
-	"github.com/admitgo/admit/quota/memquota"
-	"github.com/admitgo/admit/quota/pgquota"
-	"github.com/admitgo/admit/quota/redisquota"
+	"github.com/admitgo/admit/quota"
 )
 
-// Hit is one addition to a counter. It is the type every store's counter
-// takes (memquota.Hit, redisquota.Hit and pgquota.Hit are the same type),
-// so their counters are Counters as they are.
-type Hit = struct {
-	// Key names the counter: the hash of the limit's domain and entries.
-	Key string
-	// Window is the limit's unit, whole seconds.
-	Window time.Duration
-	// N is what to add: the descriptor's hits_addend; 0 reads.
-	N uint64
-	// Count is set by the counter: the window's count after N was added.
-	Count uint64
-}
+// Hit is one addition to a counter: [quota.Hit], whose Key is the hash
+// of the limit's domain and entries, N the descriptor's hits_addend and
+// Limit its requests_per_unit.
+type Hit = quota.Hit
 
-// Counter counts hits in fixed windows aligned to the Unix epoch, adding
-// every hit whether or not it passes a limit, as envoyproxy/ratelimit's
-// Redis cache counts. Count adds each hit's N in order, sets its Count, and
-// returns the time it counted by; an error means the store could not count.
-// [memquota.Counter], [redisquota.Counter] and [pgquota.Counter] implement
-// it.
-type Counter interface {
-	Count(ctx context.Context, hits []Hit) (time.Time, error)
-}
-
-var (
-	_ Counter = (*memquota.Counter)(nil)
-	_ Counter = (*redisquota.Counter)(nil)
-	_ Counter = (*pgquota.Counter)(nil)
-)
+// Counter counts the hits of fixed-window limits: [quota.Counter], which
+// the Counters of quota/memquota, quota/redisquota and quota/pgquota
+// implement.
+type Counter = quota.Counter
 
 // Failure is what a descriptor gets while the counter cannot count, or,
 // for a token bucket, the limiter cannot decide. The zero value is

@@ -2,8 +2,6 @@ package rls
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -16,7 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/admitgo/admit/internal/storedown"
-	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/internal/subject"
 )
 
 // A decision is the working state of one request, pooled.
@@ -176,11 +174,11 @@ func (d *decision) keys(req *pb.RateLimitRequest) {
 		}
 		if m.rule.bucket != nil {
 			d.counted = append(d.counted, len(d.takes))
-			d.takes = append(d.takes, take{rule: m.rule.bucket, subject: subject(d.key), cost: d.hits[i]})
+			d.takes = append(d.takes, take{rule: m.rule.bucket, subject: subject.Of(d.key), cost: d.hits[i]})
 			continue
 		}
 		d.counted = append(d.counted, len(d.batch))
-		d.batch = append(d.batch, Hit{Key: subject(d.key), Window: m.rule.window, N: d.hits[i]})
+		d.batch = append(d.batch, Hit{Key: subject.Of(d.key), Window: m.rule.window, N: d.hits[i], Limit: uint64(m.rule.limit.GetRequestsPerUnit())})
 	}
 }
 
@@ -190,15 +188,6 @@ func appendPart(b []byte, s string) []byte {
 	b = strconv.AppendInt(b, int64(len(s)), 10)
 	b = append(b, ':')
 	return append(b, s...)
-}
-
-// subject is quota.Subject(string(raw)), in one allocation rather than
-// the copies of raw and of the digest that converting costs.
-func subject(raw []byte) string {
-	sum := sha256.Sum256(raw)
-	var hexed [quota.SubjectLen]byte
-	hex.Encode(hexed[:], sum[:quota.SubjectLen/2])
-	return string(hexed[:])
 }
 
 // count counts d's batch, following the failure policy when the counter

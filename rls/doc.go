@@ -64,10 +64,17 @@
 //
 // # Stores
 //
-// A [Counter] adds hits in fixed windows and returns the counts after:
-// [memquota.Counter] (the default, bounded like the door's tables),
-// [redisquota.Counter] and [pgquota.Counter], batched as the quota stores
-// batch and aligned to the store's clock. Keys are hashed before any store
+// A [Counter] ([quota.Counter]) adds hits in fixed windows and returns the
+// counts after: [memquota.Counter] (the default),
+// [github.com/admitgo/admit/quota/redisquota.Counter] and
+// [github.com/admitgo/admit/quota/pgquota.Counter], batched as the quota
+// stores batch and aligned to the store's clock. The memory counter is
+// bounded by the door's rule: it never forgets a descriptor that reached
+// its limit in a live window, so a spray of distinct values cannot reset
+// one, and a fresh value's first calls are counted on their own while any
+// counter it examines is below its limit (see [memquota.Counter]). This
+// package imports quota/memquota for that default, which links no store
+// client; it imports neither the Redis nor the PostgreSQL store. Keys are hashed before any store
 // sees them ([quota.Subject] of the reference's cache key), so no request
 // value is stored. Token buckets are decided by [Options].Limiter, a
 // [quota.Charger] (the stores' GCRA, in memory by default), under the same

@@ -36,8 +36,9 @@ type Options struct {
 	// and answered OK.
 	Config *Config
 	// Counter counts the hits; nil means a [memquota.Counter] with its
-	// defaults. Share a Redis or PostgreSQL counter to share the limits
-	// across replicas.
+	// defaults, which keeps at most memquota.DefaultMaxCounters counters
+	// and never forgets one over its limit. Share a Redis or PostgreSQL
+	// counter to share the limits across replicas.
 	Counter Counter
 	// Failure is what a request gets while Counter fails; the zero value
 	// is FailError.

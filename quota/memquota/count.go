@@ -8,11 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/admitgo/admit/internal/meter"
+	"github.com/admitgo/admit/internal/lru"
+	"github.com/admitgo/admit/quota"
 )
 
 // DefaultMaxCounters is how many counters a [Counter] keeps when
@@ -23,54 +22,51 @@ const DefaultMaxCounters = 100_000
 // count past 2^63-1, where the shared stores' integers end.
 var ErrCountOverflow = errors.New("memquota: count would pass 2^63-1")
 
-// Hit is one addition to a counter, as [Counter.Count] takes it. It is an
-// alias of an unnamed struct type so that the counters of every store, and
-// their callers, share it without importing one another.
-type Hit = struct {
-	// Key names the counter; any bytes. Callers pass a hash of what they
-	// count by, so that no raw identifier reaches a store.
-	Key string
-	// Window is the counter's window, whole seconds and at least one; with
-	// Key it names the counter.
-	Window time.Duration
-	// N is what to add; 0 reads the count.
-	N uint64
-	// Count is set by Count: the window's count after N was added.
-	Count uint64
-}
+// Hit is one addition to a counter, as [Counter.Count] takes it.
+//
+// Deprecated: use [quota.Hit], which Hit is; every store's Counter takes it.
+type Hit = quota.Hit
 
 // CounterConfig configures a [Counter]. The zero value is ready to use.
 type CounterConfig struct {
 	// MaxCounters bounds how many counters the Counter keeps; 0 means
-	// DefaultMaxCounters. When a new counter would pass it, the least
-	// recently used one is dropped: at no cost when its window has ended,
-	// otherwise forgetting its count, which admit.quota.count_evictions
-	// counts.
+	// DefaultMaxCounters. When a new counter would pass it, one of the
+	// least recently used makes room: one whose window has ended, else the
+	// least counted below its hit's Limit, forgetting its count, which
+	// admit.quota.count_evictions counts; when every one examined reached
+	// its limit, the new key counts in the overflow (see [Counter]).
 	MaxCounters int
 	// Now returns the current time; nil means time.Now. Tests inject a clock.
 	Now func() time.Time
-	// MeterProvider receives admit.quota.count_evictions; nil means the
-	// global meter provider.
+	// MeterProvider receives admit.quota.count_evictions and
+	// admit.quota.overflows; nil means the global meter provider.
 	MeterProvider metric.MeterProvider
 }
 
 // Counter counts hits in fixed windows aligned to the Unix epoch, as
 // envoyproxy/ratelimit counts in Redis: every hit is added, over the limit
-// or not, and the caller decides from the count after. It decides nothing
-// itself. It tracks counts precisely for the MaxCounters most recently used
-// counters.
+// or not, and the caller decides from the count after. It is a
+// [quota.Counter].
+//
+// It tracks counts precisely for the MaxCounters most recently used
+// counters and never forgets one that reached its hit's Limit in a live
+// window: a new key takes the place of an ended window first, else of the
+// least counted key below its limit, so a flood of new keys restarts only
+// counts that had not reached their limits, and when every key examined
+// has, the new key counts in one overflow counter per window length that
+// all such keys share, as the door's clients without a table entry share
+// its shared bucket.
 //
 // Use [NewCounter]; the zero Counter is not usable. It is safe for
 // concurrent use.
 type Counter struct {
 	now       func() time.Time
-	max       int
 	evictions metric.Int64Counter
-	evictOpts []metric.AddOption
+	overflows metric.Int64Counter
 
-	mu    sync.Mutex // guards the following fields
-	items map[countKey]*countEntry
-	root  countEntry // root.next is the most recently used, root.prev the least
+	mu       sync.Mutex // guards the following fields
+	table    lru.Table[countKey, countEntry]
+	overflow map[int64]*countEntry // by window, in seconds
 }
 
 // countKey names one counter.
@@ -79,12 +75,17 @@ type countKey struct {
 	window int64 // seconds
 }
 
-// countEntry is one counter: the window it counts and its count.
+// countEntry is one counter: the window it counts, its count, and the
+// limit its last hit gave.
 type countEntry struct {
-	k          countKey
-	start      int64 // Unix seconds
+	start, end int64 // Unix seconds
 	count      uint64
-	prev, next *countEntry
+	limit      uint64
+}
+
+// countCost ranks e for eviction at sec (see cost).
+func countCost(e *countEntry, sec int64) uint64 {
+	return cost(e.end > sec, e.count, e.limit)
 }
 
 // NewCounter returns an in-memory counter configured by cfg.
@@ -92,26 +93,19 @@ func NewCounter(cfg CounterConfig) (*Counter, error) {
 	if cfg.MaxCounters < 0 {
 		return nil, fmt.Errorf("memquota: MaxCounters %d, want 0 (the default, %d) or more", cfg.MaxCounters, DefaultMaxCounters)
 	}
-	c := &Counter{now: cfg.Now, max: cfg.MaxCounters, items: make(map[countKey]*countEntry)}
+	max := cfg.MaxCounters
+	if max == 0 {
+		max = DefaultMaxCounters
+	}
+	c := &Counter{now: cfg.Now, table: lru.New[countKey, countEntry](max), overflow: make(map[int64]*countEntry)}
 	if c.now == nil {
 		c.now = time.Now
 	}
-	if c.max == 0 {
-		c.max = DefaultMaxCounters
-	}
-	c.root.next, c.root.prev = &c.root, &c.root
-	mp := cfg.MeterProvider
-	if mp == nil {
-		mp = otel.GetMeterProvider()
-	}
 	var err error
-	c.evictions, err = mp.Meter(meter.Name).Int64Counter("admit.quota.count_evictions",
-		metric.WithDescription("Live counters a bounded counter forgot to make room; a steady rate means MaxCounters is too small."),
-		metric.WithUnit("{counter}"))
-	if err != nil {
+	if c.evictions, c.overflows, err = boundMetrics(cfg.MeterProvider, "admit.quota.count_evictions",
+		"Live counters below their limit a bounded counter forgot to make room; a steady rate means MaxCounters is too small.", "{counter}"); err != nil {
 		return nil, fmt.Errorf("memquota: metrics: %w", err)
 	}
-	c.evictOpts = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("admit.quota.store", "memory")))}
 	return c, nil
 }
 
@@ -120,7 +114,7 @@ func NewCounter(cfg CounterConfig) (*Counter, error) {
 // so that two hits on one counter see one another as two requests would.
 // It returns the time it counted by. It fails, changing nothing, on a
 // window that is not whole seconds and on a count that would pass 2^63-1.
-func (c *Counter) Count(ctx context.Context, hits []Hit) (time.Time, error) {
+func (c *Counter) Count(ctx context.Context, hits []quota.Hit) (time.Time, error) {
 	for i := range hits {
 		if err := checkCountWindow(hits[i].Window); err != nil {
 			return time.Time{}, err
@@ -128,7 +122,7 @@ func (c *Counter) Count(ctx context.Context, hits []Hit) (time.Time, error) {
 	}
 	now := c.now()
 	sec := now.Unix()
-	evicted := 0
+	var sum spots
 	c.mu.Lock()
 	for i := range hits {
 		if _, err := c.peekLocked(&hits[i], sec); err != nil {
@@ -137,20 +131,24 @@ func (c *Counter) Count(ctx context.Context, hits []Hit) (time.Time, error) {
 		}
 	}
 	for i := range hits {
-		evicted += c.addLocked(&hits[i], sec)
+		count(&sum, c.addLocked(&hits[i], sec))
 	}
 	c.mu.Unlock()
-	if evicted > 0 {
-		c.evictions.Add(ctx, int64(evicted), c.evictOpts...)
+	if sum.evicted > 0 {
+		c.evictions.Add(ctx, int64(sum.evicted), storeOpts...)
+	}
+	if sum.overflowed > 0 {
+		c.overflows.Add(ctx, int64(sum.overflowed), storeOpts...)
 	}
 	return now, nil
 }
 
-// Len returns how many counters c keeps, ended windows included.
+// Len returns how many counters c keeps, ended windows included, not
+// counting the overflow's: never more than MaxCounters.
 func (c *Counter) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.items)
+	return c.table.Len()
 }
 
 // checkCountWindow refuses windows the shared stores cannot count in.
@@ -163,12 +161,12 @@ func checkCountWindow(w time.Duration) error {
 
 // peekLocked returns the count h alone would leave, or ErrCountOverflow
 // when that passes 2^63-1. Two hits on one counter in one call that pass it
-// only together saturate there instead (addLocked).
-func (c *Counter) peekLocked(h *Hit, sec int64) (uint64, error) {
+// only together, or in the overflow, saturate there instead (addLocked).
+func (c *Counter) peekLocked(h *quota.Hit, sec int64) (uint64, error) {
 	k := countKey{h.Key, int64(h.Window / time.Second)}
 	var count uint64
-	if e := c.items[k]; e != nil && e.start >= windowStart(sec, k.window) {
-		count = e.count
+	if i, ok := c.table.Peek(k); ok && c.table.At(i).start >= windowStart(sec, k.window) {
+		count = c.table.At(i).count
 	}
 	if h.N > math.MaxInt64-count {
 		return 0, ErrCountOverflow
@@ -176,61 +174,45 @@ func (c *Counter) peekLocked(h *Hit, sec int64) (uint64, error) {
 	return count + h.N, nil
 }
 
-// addLocked adds h.N to its counter and reports how many live counters it
-// forgot to make room (0 or 1). A counter whose window is later than now's
-// (a clock that stepped back) keeps counting there, as Memory's buckets do.
-func (c *Counter) addLocked(h *Hit, sec int64) int {
+// addLocked adds h.N to its counter and returns where it found it. A
+// counter whose window is later than now's (a clock that stepped back)
+// keeps counting there, as Memory's buckets do.
+func (c *Counter) addLocked(h *quota.Hit, sec int64) spot[countEntry] {
 	k := countKey{h.Key, int64(h.Window / time.Second)}
 	start := windowStart(sec, k.window)
-	e := c.items[k]
-	evicted := 0
+	s := find(&c.table, k, func(e *countEntry) uint64 { return countCost(e, sec) }, func() *countEntry {
+		return c.overflowLocked(k.window, sec)
+	})
+	e := s.v
 	if e == nil {
-		e, evicted = c.newLocked(k, sec)
-	} else {
-		c.unlink(e)
-		c.pushFront(e)
+		e = take(&c.table, s, k, countEntry{start: math.MinInt64})
 	}
 	if e.start < start {
-		e.start, e.count = start, 0
+		e.start, e.end, e.count = start, start+k.window, 0
 	}
 	e.count = min(e.count+h.N, math.MaxInt64)
+	if !s.overflow {
+		e.limit = h.Limit
+	}
 	h.Count = e.count
-	return evicted
+	return s
 }
 
-// newLocked adds an empty counter for k, dropping the least recently used
-// one when c is full.
-func (c *Counter) newLocked(k countKey, sec int64) (*countEntry, int) {
-	evicted := 0
-	var e *countEntry
-	if len(c.items) >= c.max {
-		e = c.root.prev
-		if e.start+e.k.window > sec {
-			evicted = 1
+// overflowLocked returns the overflow counter of windows of w seconds,
+// dropping the overflow counters whose windows have ended when it adds one,
+// so that they number no more than the window lengths in use.
+func (c *Counter) overflowLocked(w, sec int64) *countEntry {
+	if e := c.overflow[w]; e != nil {
+		return e
+	}
+	for k, e := range c.overflow {
+		if e.end <= sec {
+			delete(c.overflow, k)
 		}
-		delete(c.items, e.k)
-		c.unlink(e)
 	}
-	if e == nil {
-		e = new(countEntry)
-	}
-	*e = countEntry{k: k, start: math.MinInt64}
-	c.items[k] = e
-	c.pushFront(e)
-	return e, evicted
-}
-
-func (c *Counter) unlink(e *countEntry) {
-	e.prev.next = e.next
-	e.next.prev = e.prev
-	e.prev, e.next = nil, nil
-}
-
-func (c *Counter) pushFront(e *countEntry) {
-	e.prev = &c.root
-	e.next = c.root.next
-	c.root.next.prev = e
-	c.root.next = e
+	e := &countEntry{start: math.MinInt64}
+	c.overflow[w] = e
+	return e
 }
 
 // windowStart is the start of the window of w seconds that holds sec, as

@@ -6,11 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/admitgo/admit/internal/meter"
+	"github.com/admitgo/admit/internal/lru"
 	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/internal/store"
 )
@@ -23,16 +21,18 @@ const DefaultMaxBuckets = 100_000
 type Config struct {
 	// MaxBuckets bounds how many buckets (rule and subject pairs) the store
 	// tracks, so memory stays bounded however many subjects call; 0 means
-	// DefaultMaxBuckets. When a new bucket would exceed it, an expired bucket
-	// is dropped if the least recently used one has expired; otherwise the
-	// least recently used bucket is evicted and its subject starts afresh,
-	// counted in admit.quota.evictions.
+	// DefaultMaxBuckets. When a new bucket would exceed it, one of the least
+	// recently used makes room: an expired one, else the least used below
+	// its limit, whose subject starts afresh, counted in
+	// admit.quota.evictions; when every one examined reached its limit, the
+	// new subject decides on its rule's overflow bucket (see [Memory]).
 	MaxBuckets int
 	// Now returns the current time; nil means time.Now. Tests inject a clock.
 	Now func() time.Time
 	// MeterProvider receives the store's metrics (admit.quota.decisions and
 	// admit.quota.latency with store "memory") and the admit.quota.evictions
-	// counter; nil means the global meter provider.
+	// and admit.quota.overflows counters; nil means the global meter
+	// provider.
 	MeterProvider metric.MeterProvider
 }
 
@@ -41,23 +41,27 @@ type Config struct {
 // stores do, with the same arithmetic, but counts only the calls made through
 // it, so N replicas each using their own Memory enforce N times the limit.
 //
-// It tracks limits precisely for the MaxBuckets most recently used buckets:
-// a bucket is dropped once it has expired (its window ended, or its GCRA
-// bucket refilled) when room is needed, and only when none has expired is a
-// live bucket evicted, which forgets its count. It never fails, so it has no
-// failure policy.
+// It tracks limits precisely for the MaxBuckets most recently used buckets
+// and never forgets a live bucket that reached its limit: a new subject
+// takes the place of an expired bucket first (its window ended, or its GCRA
+// bucket refilled), else of the least used bucket below its limit, so a
+// flood of new subjects restarts only buckets that had not reached their
+// limits, and when every bucket examined has, the new subject decides on
+// its rule's one overflow bucket, shared by all such subjects, as the
+// door's clients without a table entry share its shared bucket. It never
+// fails, so it has no failure policy.
 //
 // Use [New] to create one; the zero Memory is not usable. It is safe for
 // concurrent use.
 type Memory struct {
 	now       func() time.Time
-	max       int
 	metrics   *store.Metrics
 	evictions metric.Int64Counter
-	evictOpts []metric.AddOption
+	overflows metric.Int64Counter
 
-	mu      sync.Mutex // guards buckets
-	buckets *lru
+	mu       sync.Mutex // guards the following fields
+	buckets  lru.Table[bucketKey, bucket]
+	overflow map[bucketKey]*bucket // by rule, with no subject
 }
 
 // New returns an in-memory store configured by cfg.
@@ -65,28 +69,22 @@ func New(cfg Config) (*Memory, error) {
 	if cfg.MaxBuckets < 0 {
 		return nil, fmt.Errorf("memquota: MaxBuckets %d, want 0 (the default, %d) or more", cfg.MaxBuckets, DefaultMaxBuckets)
 	}
-	m := &Memory{now: cfg.Now, max: cfg.MaxBuckets, buckets: newLRU()}
+	max := cfg.MaxBuckets
+	if max == 0 {
+		max = DefaultMaxBuckets
+	}
+	m := &Memory{now: cfg.Now, buckets: lru.New[bucketKey, bucket](max), overflow: make(map[bucketKey]*bucket)}
 	if m.now == nil {
 		m.now = time.Now
-	}
-	if m.max == 0 {
-		m.max = DefaultMaxBuckets
 	}
 	var err error
 	if m.metrics, err = store.NewMetrics(cfg.MeterProvider, "memory"); err != nil {
 		return nil, fmt.Errorf("memquota: metrics: %w", err)
 	}
-	mp := cfg.MeterProvider
-	if mp == nil {
-		mp = otel.GetMeterProvider()
-	}
-	m.evictions, err = mp.Meter(meter.Name).Int64Counter("admit.quota.evictions",
-		metric.WithDescription("Live buckets a bounded store forgot to make room; a steady rate means MaxBuckets is too small."),
-		metric.WithUnit("{bucket}"))
-	if err != nil {
+	if m.evictions, m.overflows, err = boundMetrics(cfg.MeterProvider, "admit.quota.evictions",
+		"Live buckets below their limit a bounded store forgot to make room; a steady rate means MaxBuckets is too small.", "{bucket}"); err != nil {
 		return nil, fmt.Errorf("memquota: metrics: %w", err)
 	}
-	m.evictOpts = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("admit.quota.store", "memory")))}
 	return m, nil
 }
 
@@ -106,17 +104,18 @@ func (m *Memory) AllowN(ctx context.Context, rule quota.Rule, subject string, n 
 	start := time.Now()
 	now := m.now()
 	m.mu.Lock()
-	d, evicted := m.allowNLocked(rule, subject, n, now)
+	d, s := m.allowNLocked(rule, subject, n, now)
 	m.mu.Unlock()
-	if evicted {
-		m.evictions.Add(ctx, 1, m.evictOpts...)
-	}
+	var sum spots
+	count(&sum, s)
+	m.record(ctx, sum)
 	m.metrics.Record(ctx, d, nil, time.Since(start))
 	return d, nil
 }
 
 // Refund gives back n calls of subject counted against rule (see
-// [quota.Charger]). The only errors are caller errors.
+// [quota.Charger]): to the rule's overflow bucket when the subject has no
+// bucket, since its call counted there. The only errors are caller errors.
 func (m *Memory) Refund(_ context.Context, rule quota.Rule, subject string, n int) error {
 	if err := store.Check(rule, subject, n); err != nil {
 		return err
@@ -124,7 +123,7 @@ func (m *Memory) Refund(_ context.Context, rule quota.Rule, subject string, n in
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	b := m.buckets.get(bucketKey{name: rule.Name, subject: subject, alg: rule.Algorithm})
+	b := m.bucketLocked(bucketKey{name: rule.Name, subject: subject, alg: rule.Algorithm})
 	switch {
 	case b == nil || n == 0:
 	case rule.Algorithm == quota.GCRA:
@@ -136,32 +135,51 @@ func (m *Memory) Refund(_ context.Context, rule quota.Rule, subject string, n in
 	return nil
 }
 
-// Len returns how many buckets the store tracks, expired ones included.
+// Len returns how many buckets the store tracks, expired ones included,
+// not counting the overflow buckets: never more than MaxBuckets.
 func (m *Memory) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.buckets.len()
+	return m.buckets.Len()
 }
 
-// allowNLocked decides and updates the bucket. evicted reports whether a live
-// bucket was forgotten to make room.
-func (m *Memory) allowNLocked(rule quota.Rule, subject string, n int, now time.Time) (d quota.Decision, evicted bool) {
+// bucketLocked returns key's bucket, or its rule's overflow bucket when it
+// has none, or nil.
+func (m *Memory) bucketLocked(key bucketKey) *bucket {
+	if i, ok := m.buckets.Peek(key); ok {
+		return m.buckets.At(i)
+	}
+	return m.overflow[bucketKey{name: key.name, alg: key.alg}]
+}
+
+// record counts what finding places for calls cost.
+func (m *Memory) record(ctx context.Context, s spots) {
+	if s.evicted > 0 {
+		m.evictions.Add(ctx, int64(s.evicted), storeOpts...)
+	}
+	if s.overflowed > 0 {
+		m.overflows.Add(ctx, int64(s.overflowed), storeOpts...)
+	}
+}
+
+// allowNLocked decides and updates the bucket, and returns where it
+// found it.
+func (m *Memory) allowNLocked(rule quota.Rule, subject string, n int, now time.Time) (quota.Decision, spot[bucket]) {
 	key := bucketKey{name: rule.Name, subject: subject, alg: rule.Algorithm}
-	b := m.buckets.get(key)
+	s := m.findLocked(key, now)
+	b := s.v
 	if rule.Algorithm == quota.GCRA {
 		var tat time.Time
 		if b != nil {
 			tat = b.tat
 		}
-		d, tat = store.GCRADecision(rule, now, tat, n)
+		d, tat := store.GCRADecision(rule, now, tat, n)
 		if n == 0 || !d.Allowed {
-			return d, false // nothing spent
+			return d, spot[bucket]{} // nothing spent
 		}
-		if b == nil {
-			b, evicted = m.addLocked(key, now)
-		}
+		b = m.takeLocked(s, key, rule)
 		b.tat, b.expires = tat, tat
-		return d, evicted
+		return d, s
 	}
 
 	ws := store.WindowStart(now, rule.Window)
@@ -174,38 +192,50 @@ func (m *Memory) allowNLocked(rule quota.Rule, subject string, n int, now time.T
 		ws, count = b.start, b.count
 	}
 	count += int64(n)
-	d = store.FixedWindowDecision(rule, now, count, n)
+	d := store.FixedWindowDecision(rule, now, count, n)
 	if n == 0 {
-		return d, false
+		return d, spot[bucket]{}
 	}
-	if b == nil {
-		b, evicted = m.addLocked(key, now)
-	}
+	b = m.takeLocked(s, key, rule)
 	b.start, b.count, b.expires = ws, count, ws.Add(rule.Window)
-	return d, evicted
+	return d, s
 }
 
-// addLocked adds a bucket for key, making room first when the store is full.
-// Expired buckets at the cold end go first, a few at a time, so the store
-// shrinks back as subjects go quiet.
-func (m *Memory) addLocked(key bucketKey, now time.Time) (b *bucket, evicted bool) {
-	for range 3 {
-		old := m.buckets.oldest()
-		if old == nil || now.Before(old.expires) {
-			break
-		}
-		m.buckets.remove(old)
-		b = old
-	}
-	if m.buckets.len() >= m.max {
-		b = m.buckets.oldest()
-		m.buckets.remove(b)
-		evicted = true
-	}
+// findLocked returns key's spot: its bucket, room for one, or its rule's
+// overflow bucket.
+func (m *Memory) findLocked(key bucketKey, now time.Time) spot[bucket] {
+	return find(&m.buckets, key, func(b *bucket) uint64 { return b.cost(now) }, func() *bucket {
+		return m.overflowLocked(bucketKey{name: key.name, alg: key.alg}, now)
+	})
+}
+
+// takeLocked returns the bucket s names, giving key a new one in the table
+// when s has none, and sets what the bucket's rule holds.
+func (m *Memory) takeLocked(s spot[bucket], key bucketKey, rule quota.Rule) *bucket {
+	b := s.v
 	if b == nil {
-		b = new(bucket)
+		b = take(&m.buckets, s, key, bucket{})
 	}
-	*b = bucket{key: key}
-	m.buckets.add(b)
-	return b, evicted
+	b.limit = uint64(rule.BurstOrLimit())
+	if rule.Algorithm == quota.GCRA {
+		b.interval = store.Interval(rule)
+	}
+	return b
+}
+
+// overflowLocked returns the overflow bucket of key's rule, dropping the
+// expired overflow buckets when it adds one, so that they number no more
+// than the rules in use.
+func (m *Memory) overflowLocked(key bucketKey, now time.Time) *bucket {
+	if b := m.overflow[key]; b != nil {
+		return b
+	}
+	for k, b := range m.overflow {
+		if !now.Before(b.expires) {
+			delete(m.overflow, k)
+		}
+	}
+	b := new(bucket)
+	m.overflow[key] = b
+	return b
 }

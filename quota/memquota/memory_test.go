@@ -145,20 +145,30 @@ func TestBounded(t *testing.T) {
 		t.Errorf("live buckets evicted while expired ones remained: got %d, want 0", got)
 	}
 
-	// Past the bound, the least recently used live bucket goes.
+	// Past the bound, with every bucket at its limit, nothing live goes:
+	// the newcomers share the rule's overflow bucket, which admits one.
+	admitted := 0
 	for i := range 100 {
-		allowN(t, m, rule, quota.Subject(fmt.Sprint("rotating", i)), 1)
+		if allowN(t, m, rule, quota.Subject(fmt.Sprint("rotating", i)), 1).Allowed {
+			admitted++
+		}
+	}
+	if admitted != 1 {
+		t.Errorf("newcomers admitted by the overflow: got %d, want 1", admitted)
 	}
 	if got := m.Len(); got != 10 {
 		t.Errorf("buckets: got %d, want 10", got)
 	}
-	if got := evictions(t, reader); got != 100 {
-		t.Errorf("evictions: got %d, want 100", got)
+	if got := evictions(t, reader); got != 0 {
+		t.Errorf("evictions: got %d, want 0", got)
 	}
-	// The most recent ten are tracked precisely.
-	for i := 90; i < 100; i++ {
-		if d := allowN(t, m, rule, quota.Subject(fmt.Sprint("rotating", i)), 1); d.Allowed {
-			t.Errorf("recent subject %d: got %+v, want refused", i, d)
+	if got := counted(t, reader, "admit.quota.overflows"); got != 100 {
+		t.Errorf("overflows: got %d, want 100", got)
+	}
+	// The ten spent subjects are still tracked precisely.
+	for i := range 10 {
+		if d := allowN(t, m, rule, quota.Subject(fmt.Sprint("new", i)), 1); d.Allowed {
+			t.Errorf("spent subject %d: got %+v, want refused", i, d)
 		}
 	}
 }
@@ -252,15 +262,21 @@ func collect(t *testing.T, reader *sdkmetric.ManualReader) (decisions, latencies
 // "memory".
 func evictions(t *testing.T, reader *sdkmetric.ManualReader) int64 {
 	t.Helper()
+	return counted(t, reader, "admit.quota.evictions")
+}
+
+// counted sums the counter name, wanting every point on store "memory".
+func counted(t *testing.T, reader *sdkmetric.ManualReader, name string) int64 {
+	t.Helper()
 	var n int64
 	for _, m := range metrics(t, reader) {
 		data, ok := m.Data.(metricdata.Sum[int64])
-		if !ok || m.Name != "admit.quota.evictions" {
+		if !ok || m.Name != name {
 			continue
 		}
 		for _, dp := range data.DataPoints {
 			if store, _ := dp.Attributes.Value("admit.quota.store"); store.AsString() != "memory" {
-				t.Errorf("evictions: store attribute %q, want memory", store.AsString())
+				t.Errorf("%s: store attribute %q, want memory", name, store.AsString())
 			}
 			n += dp.Value
 		}

@@ -19,51 +19,44 @@ func (m *Memory) Reconcile(ctx context.Context, tallies []quota.Tally) error {
 		return err
 	}
 	now := m.now()
-	evicted := 0
+	var sum spots
 	m.mu.Lock()
 	for i := range tallies {
-		if m.reconcileLocked(&tallies[i], now) {
-			evicted++
-		}
+		count(&sum, m.reconcileLocked(&tallies[i], now))
 	}
 	m.mu.Unlock()
-	if evicted > 0 {
-		m.evictions.Add(ctx, int64(evicted), m.evictOpts...)
-	}
+	m.record(ctx, sum)
 	return nil
 }
 
-// reconcileLocked adds t's hits at now and sets its state; evicted reports
-// whether a live bucket was forgotten to make room.
-func (m *Memory) reconcileLocked(t *quota.Tally, now time.Time) (evicted bool) {
+// reconcileLocked adds t's hits at now and sets its state, and returns
+// where it found the bucket.
+func (m *Memory) reconcileLocked(t *quota.Tally, now time.Time) spot[bucket] {
 	t.Now, t.Count, t.TAT = now, 0, time.Time{}
 	key := bucketKey{name: t.Rule.Name, subject: t.Subject, alg: t.Rule.Algorithm}
-	b := m.buckets.get(key)
+	s := m.findLocked(key, now)
+	b := s.v
 	if t.Rule.Algorithm == quota.GCRA {
 		if b != nil && b.tat.After(now) {
 			t.TAT = b.tat
 		}
 		if t.Hits == 0 {
-			return false
+			return spot[bucket]{}
 		}
 		t.TAT = store.AddGCRA(t.Rule, now, t.TAT, t.Hits)
-		if b == nil {
-			b, evicted = m.addLocked(key, now)
-		}
+		b = m.takeLocked(s, key, t.Rule)
 		b.tat, b.expires = t.TAT, t.TAT
-		return evicted
+		return s
 	}
 	ws := store.WindowStart(now, t.Rule.Window)
 	if b != nil && !b.start.Before(ws) {
 		ws, t.Count = b.start, b.count
 	}
 	if t.Hits == 0 {
-		return false
+		return spot[bucket]{}
 	}
 	t.Count += int64(t.Hits)
-	if b == nil {
-		b, evicted = m.addLocked(key, now)
-	}
+	b = m.takeLocked(s, key, t.Rule)
 	b.start, b.count, b.expires = ws, t.Count, ws.Add(t.Rule.Window)
-	return evicted
+	return s
 }

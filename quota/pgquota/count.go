@@ -11,25 +11,14 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/internal/store"
 )
 
-// Hit is one addition to a counter, as [Counter.Count] takes it. It is an
-// alias of an unnamed struct type so that the counters of every store, and
-// their callers, share it without importing one another.
-type Hit = struct {
-	// Key names the counter; valid UTF-8 without NUL bytes. Callers pass a
-	// hash of what they count by, so that no raw identifier reaches the
-	// database.
-	Key string
-	// Window is the counter's window, whole seconds and at least one; with
-	// Key it names the counter.
-	Window time.Duration
-	// N is what to add; 0 reads the count.
-	N uint64
-	// Count is set by Count: the window's count after N was added.
-	Count uint64
-}
+// Hit is one addition to a counter, as [Counter.Count] takes it.
+//
+// Deprecated: use [quota.Hit], which Hit is; every store's Counter takes it.
+type Hit = quota.Hit
 
 // CounterConfig configures a [Counter]. The zero value is valid: table
 // admit_quota, the database's clock, [DefaultTimeout], no batching.
@@ -124,7 +113,7 @@ func (c *Counter) Close() error {
 // requests would. It returns the time the database counted by, in whole
 // seconds. An error means the database did not answer in time or failed;
 // the hits may still have been counted. The statement is never retried.
-func (c *Counter) Count(ctx context.Context, hits []Hit) (time.Time, error) {
+func (c *Counter) Count(ctx context.Context, hits []quota.Hit) (time.Time, error) {
 	for _, h := range hits {
 		if h.Window < time.Second || h.Window%time.Second != 0 {
 			return time.Time{}, fmt.Errorf("pgquota: window %v, want whole seconds, at least one", h.Window)
@@ -171,7 +160,7 @@ func (c *Counter) flush(jobs []*store.CountJob) {
 // countGroup is the hits of a batch on one row, in arrival order.
 type countGroup struct {
 	total uint64
-	hits  []*Hit
+	hits  []*quota.Hit
 }
 
 // exec counts the hits of jobs in one statement and sets each job's time

@@ -8,6 +8,7 @@ import (
 
 	"github.com/admitgo/admit/internal/testclock"
 	"github.com/admitgo/admit/internal/testpg"
+	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/pgquota"
 )
 
@@ -43,7 +44,7 @@ func TestCounterExact(t *testing.T) {
 		for range 50 {
 			wg.Go(func() {
 				for range 20 {
-					hits := []pgquota.Hit{{Key: "k", Window: time.Hour, N: 1}}
+					hits := []quota.Hit{{Key: "k", Window: time.Hour, N: 1}}
 					if _, err := c.Count(context.Background(), hits); err != nil {
 						t.Error(err)
 						return
@@ -69,7 +70,7 @@ func TestCounterExact(t *testing.T) {
 func TestCounterClock(t *testing.T) {
 	clock := testclock.New(time.Unix(1_699_999_990, 0))
 	c := newCounter(t, pgquota.CounterConfig{Now: clock.Now})
-	count := func(hits ...pgquota.Hit) []uint64 {
+	count := func(hits ...quota.Hit) []uint64 {
 		t.Helper()
 		now, err := c.Count(context.Background(), hits)
 		if err != nil {
@@ -84,15 +85,15 @@ func TestCounterClock(t *testing.T) {
 		}
 		return out
 	}
-	h := func(n uint64) pgquota.Hit { return pgquota.Hit{Key: "k", Window: time.Minute, N: n} }
+	h := func(n uint64) quota.Hit { return quota.Hit{Key: "k", Window: time.Minute, N: n} }
 	if got := count(h(1), h(2), h(0)); got[0] != 1 || got[1] != 3 || got[2] != 3 {
 		t.Fatalf("counts %v, want [1 3 3]", got)
 	}
 	clock.Advance(50 * time.Second)
-	if got := count(h(0), h(1), pgquota.Hit{Key: "k", Window: time.Hour, N: 1}); got[0] != 0 || got[1] != 1 || got[2] != 1 {
+	if got := count(h(0), h(1), quota.Hit{Key: "k", Window: time.Hour, N: 1}); got[0] != 0 || got[1] != 1 || got[2] != 1 {
 		t.Fatalf("next window: counts %v, want [0 1 1]", got)
 	}
-	if _, err := c.Count(context.Background(), []pgquota.Hit{{Key: "a\x00b", Window: time.Minute, N: 1}}); err == nil {
+	if _, err := c.Count(context.Background(), []quota.Hit{{Key: "a\x00b", Window: time.Minute, N: 1}}); err == nil {
 		t.Fatal("a key with a NUL byte was accepted")
 	}
 }

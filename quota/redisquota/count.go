@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/internal/store"
 )
 
@@ -18,21 +19,10 @@ import (
 // is empty.
 const DefaultCountPrefix = "admit:count:"
 
-// Hit is one addition to a counter, as [Counter.Count] takes it. It is an
-// alias of an unnamed struct type so that the counters of every store, and
-// their callers, share it without importing one another.
-type Hit = struct {
-	// Key names the counter; any bytes without "{". Callers pass a hash of
-	// what they count by, so that no raw identifier reaches Redis.
-	Key string
-	// Window is the counter's window, whole seconds and at least one; with
-	// Key it names the counter.
-	Window time.Duration
-	// N is what to add; 0 reads the count.
-	N uint64
-	// Count is set by Count: the window's count after N was added.
-	Count uint64
-}
+// Hit is one addition to a counter, as [Counter.Count] takes it.
+//
+// Deprecated: use [quota.Hit], which Hit is; every store's Counter takes it.
+type Hit = quota.Hit
 
 // CounterConfig configures a [Counter]. The zero value is valid: the
 // default prefix, the Redis server's clock, [DefaultTimeout], no batching.
@@ -125,7 +115,7 @@ func (c *Counter) Close() error {
 // would. It returns the time Redis counted by, in whole seconds. An error
 // means Redis did not answer in time or failed; some hits may then have
 // been counted. The call is never retried.
-func (c *Counter) Count(ctx context.Context, hits []Hit) (time.Time, error) {
+func (c *Counter) Count(ctx context.Context, hits []quota.Hit) (time.Time, error) {
 	for _, h := range hits {
 		if h.Window < time.Second || h.Window%time.Second != 0 {
 			return time.Time{}, fmt.Errorf("redisquota: window %v, want whole seconds, at least one", h.Window)
@@ -165,7 +155,7 @@ func (c *Counter) flush(jobs []*store.CountJob) {
 type countGroup struct {
 	key   string
 	total uint64
-	hits  []*Hit
+	hits  []*quota.Hit
 	jobs  []*store.CountJob
 }
 

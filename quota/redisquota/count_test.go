@@ -8,6 +8,7 @@ import (
 
 	"github.com/admitgo/admit/internal/testclock"
 	"github.com/admitgo/admit/internal/testredis"
+	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/redisquota"
 )
 
@@ -27,7 +28,7 @@ func TestCounterExact(t *testing.T) {
 		for range 50 {
 			wg.Go(func() {
 				for range 20 {
-					hits := []redisquota.Hit{{Key: "k", Window: time.Hour, N: 1}}
+					hits := []quota.Hit{{Key: "k", Window: time.Hour, N: 1}}
 					if _, err := c.Count(context.Background(), hits); err != nil {
 						t.Error(err)
 						return
@@ -56,7 +57,7 @@ func TestCounterClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	count := func(hits ...redisquota.Hit) []uint64 {
+	count := func(hits ...quota.Hit) []uint64 {
 		t.Helper()
 		now, err := c.Count(context.Background(), hits)
 		if err != nil {
@@ -71,7 +72,7 @@ func TestCounterClock(t *testing.T) {
 		}
 		return out
 	}
-	h := func(n uint64) redisquota.Hit { return redisquota.Hit{Key: "k", Window: time.Minute, N: n} }
+	h := func(n uint64) quota.Hit { return quota.Hit{Key: "k", Window: time.Minute, N: n} }
 	if got := count(h(1), h(2), h(0)); got[0] != 1 || got[1] != 3 || got[2] != 3 {
 		t.Fatalf("counts %v, want [1 3 3]", got)
 	}
@@ -79,7 +80,7 @@ func TestCounterClock(t *testing.T) {
 	if got := count(h(0), h(1)); got[0] != 0 || got[1] != 1 {
 		t.Fatalf("next window: counts %v, want [0 1]", got)
 	}
-	if _, err := c.Count(context.Background(), []redisquota.Hit{{Key: "a{b", Window: time.Minute, N: 1}}); err == nil {
+	if _, err := c.Count(context.Background(), []quota.Hit{{Key: "a{b", Window: time.Minute, N: 1}}); err == nil {
 		t.Fatal("a key with \"{\" was accepted")
 	}
 }

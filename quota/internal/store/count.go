@@ -4,20 +4,13 @@ import (
 	"context"
 	"sync"
 	"time"
-)
 
-// Hit is one count of a store's Counter, as pgquota.Hit and redisquota.Hit
-// spell it: the same unnamed struct, so that callers share one type.
-type Hit = struct {
-	Key    string
-	Window time.Duration
-	N      uint64
-	Count  uint64
-}
+	"github.com/admitgo/admit/quota"
+)
 
 // CountJob is one Count call sent through a [Batcher], and its answer.
 type CountJob struct {
-	Hits []Hit
+	Hits []quota.Hit
 	Now  time.Time // the clock the store counted by
 	Err  error
 	done chan struct{}
@@ -38,7 +31,7 @@ type Counts struct {
 // gets its slice back while the flusher may still write to the job, which is
 // then left to the garbage collector rather than reused. answered reports
 // that err is the job's; otherwise it is b's (ErrBatcherClosed) or ctx's.
-func (p *Counts) Submit(ctx context.Context, b *Batcher[*CountJob], hits []Hit) (now time.Time, answered bool, err error) {
+func (p *Counts) Submit(ctx context.Context, b *Batcher[*CountJob], hits []quota.Hit) (now time.Time, answered bool, err error) {
 	j, _ := p.jobs.Get().(*CountJob)
 	if j == nil {
 		j = &CountJob{done: make(chan struct{}, 1)}
