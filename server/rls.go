@@ -61,8 +61,12 @@ const (
 // runRLS is the rls subcommand: Envoy's rate limit service on admit's
 // stores. It serves until ctx ends; SIGHUP and a change of the
 // configuration's files reload it, keeping the old one when the new one is
-// refused. A bad flag or configuration exits 2.
+// refused. A bad flag or configuration exits 2. admit rls validate checks
+// them without serving.
 func runRLS(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "validate" {
+		return validateRLS(args[1:], getenv, stdout)
+	}
 	o, err := parseRLSFlags(args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil

@@ -253,3 +253,41 @@ func serveWith(t *testing.T, o rlsOptions) *rlsServer {
 	}
 	return s
 }
+
+// TestRLSValidate checks the flags, the environment and the files as
+// startup does, without serving: exit 0 and the limits, or exit 2 and the
+// place of the error, as ratelimit validate too.
+func TestRLSValidate(t *testing.T) {
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "config", "edge.yaml"), filepath.Join(dir, "bad.yaml")
+	os.MkdirAll(filepath.Dir(good), 0o755)
+	if err := os.WriteFile(good, []byte(rlsTestConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("domain: a\ndescriptors:\n  - key: x\n   value: y\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	none := func(string) string { return "" }
+	refArgs, refEnv := AsReference([]string{"validate"}, func(k string) string {
+		return map[string]string{"RUNTIME_ROOT": dir, "REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "redis:6379"}[k]
+	})
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		getenv func(string) string
+		code   int
+		want   string
+	}{
+		{"good", []string{"rls", "validate", "--config", good}, none, 0, "edge.remote_address: unit=MINUTE requests_per_unit=2, shadow_mode: false, quota_mode: false\nok\n"},
+		{"bad YAML", []string{"rls", "validate", "--config", bad}, none, 2, "bad.yaml:2: YAML: did not find expected '-' indicator"},
+		{"no config", []string{"rls", "validate"}, none, 2, "--config is required"},
+		{"as ratelimit", refArgs, refEnv, 0, "ok\n"},
+		{"as ratelimit, refused", refArgs, func(k string) string { return map[string]string{"REDIS_PERSECOND": "true"}[k] + refEnv(k) }, 2, `REDIS_PERSECOND "true"`},
+	} {
+		var out strings.Builder
+		code := Main(context.Background(), tc.args, tc.getenv, &out, &out)
+		if code != tc.code || !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%s: exit %d, %q; want exit %d and %q", tc.name, code, out.String(), tc.code, tc.want)
+		}
+	}
+}
