@@ -228,7 +228,7 @@ func (r refVar) check(v string) error {
 var kindWords = map[refKind]string{refInt: "a whole number", refBool: "a boolean (true or false)",
 	refDuration: "a duration (such as 10s)", refFloat: "a number", refPairs: "a list of key:value pairs"}
 
-// effect is the variable's row in docs/rls.md's migration table.
+// effect says what admit rls does with the variable, in docs/rls.md's words.
 func (r refVar) effect() string {
 	var s string
 	switch {
@@ -244,4 +244,13 @@ func (r refVar) effect() string {
 		s += "refused when " + r.refuse.when + ": " + r.refuse.lacks
 	}
 	return s
+}
+
+// docRow is the variable's row in docs/rls.md's migration table.
+func (r refVar) docRow() string {
+	def := "(empty)"
+	if r.def != "" {
+		def = "`" + r.def + "`"
+	}
+	return fmt.Sprintf("| `%s` | %s | %s |", r.name, def, r.effect())
 }

@@ -291,3 +291,18 @@ func TestRLSValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestRLSMigrationTableDocumented keeps docs/rls.md's migration table
+// equal to refVars: one row for each variable, its default and what admit
+// rls does with it.
+func TestRLSMigrationTableDocumented(t *testing.T) {
+	data, err := os.ReadFile("../docs/rls.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range refVars {
+		if row := r.docRow(); !strings.Contains(string(data), "\n"+row+"\n") {
+			t.Errorf("docs/rls.md lacks the row\n%s", row)
+		}
+	}
+}
