@@ -189,11 +189,20 @@ func TestRLSReferenceStore(t *testing.T) {
 }
 
 // TestRLSAsReference runs admit rls in reference mode under the name
-// ratelimit, and keeps the environment's other variables.
+// ratelimit, and ratelimit validate as admit rls validate.
 func TestRLSAsReference(t *testing.T) {
-	args, getenv := AsReference([]string{"validate"}, func(k string) string { return "v-" + k })
-	if !slices.Equal(args, []string{"rls", "validate"}) || getenv("ADMIT_RLS_ENV") != "envoy" || getenv("PORT") != "v-PORT" {
-		t.Errorf("got %q, ADMIT_RLS_ENV %q, PORT %q", args, getenv("ADMIT_RLS_ENV"), getenv("PORT"))
+	for _, tc := range []struct{ args, want []string }{
+		{nil, []string{"rls", "--env=envoy"}},
+		{[]string{"-h"}, []string{"rls", "--env=envoy", "-h"}},
+		{[]string{"validate", "--config", "x"}, []string{"rls", "validate", "--env=envoy", "--config", "x"}},
+	} {
+		if got := AsReference(tc.args); !slices.Equal(got, tc.want) {
+			t.Errorf("%q: got %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	_, err := parseRLSFlags(nil, func(k string) string { return map[string]string{"ADMIT_RLS_ENV": "lyft"}[k] }, io.Discard)
+	if want := `admit rls: ADMIT_RLS_ENV "lyft": want admit or envoy`; err == nil || err.Error() != want {
+		t.Errorf("ADMIT_RLS_ENV=lyft: got %v, want %s", err, want)
 	}
 }
 
@@ -268,9 +277,10 @@ func TestRLSValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	none := func(string) string { return "" }
-	refArgs, refEnv := AsReference([]string{"validate"}, func(k string) string {
+	refArgs := AsReference([]string{"validate"})
+	refEnv := func(k string) string {
 		return map[string]string{"RUNTIME_ROOT": dir, "REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "redis:6379"}[k]
-	})
+	}
 	for _, tc := range []struct {
 		name   string
 		args   []string

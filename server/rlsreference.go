@@ -17,17 +17,16 @@ import (
 // /bin/ratelimit), admit is admit rls in reference mode.
 const ReferenceName = "ratelimit"
 
-// AsReference returns the arguments and environment of a process started
-// under [ReferenceName]: admit rls's, with ADMIT_RLS_ENV=envoy, so that
+// AsReference returns the arguments of a process started under
+// [ReferenceName]: admit rls's in reference mode (--env envoy), so that
 // `ratelimit` serves and `ratelimit validate` checks what the reference's
 // environment names.
-func AsReference(args []string, getenv func(string) string) ([]string, func(string) string) {
-	return append([]string{"rls"}, args...), func(k string) string {
-		if k == rlsEnvName("env") {
-			return envReference
-		}
-		return getenv(k)
+func AsReference(args []string) []string {
+	mode := "--env=" + envReference
+	if len(args) > 0 && args[0] == "validate" {
+		return append([]string{"rls", "validate", mode}, args[1:]...)
 	}
+	return append([]string{"rls", mode}, args...)
 }
 
 // The values of --env: admit reads only its own variables; envoy reads

@@ -23,9 +23,9 @@ func main() {
 		<-ctx.Done()
 		stop() // a second signal ends the process at once
 	}()
-	args, getenv := os.Args[1:], os.Getenv
+	args := os.Args[1:]
 	if filepath.Base(os.Args[0]) == server.ReferenceName {
-		args, getenv = server.AsReference(args, getenv)
+		args = server.AsReference(args)
 	}
-	os.Exit(server.Main(ctx, args, getenv, os.Stdout, os.Stderr))
+	os.Exit(server.Main(ctx, args, os.Getenv, os.Stdout, os.Stderr))
 }
