@@ -316,3 +316,28 @@ func TestRLSMigrationTableDocumented(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReferenceEnv sets one of the reference's variables to any value:
+// startup never panics, and a refusal names the variable.
+func FuzzReferenceEnv(f *testing.F) {
+	// Seeds: values the reference documents, edges of each kind, and
+	// values that ask for what admit lacks.
+	for _, seed := range []struct {
+		i int
+		v string
+	}{{0, "::1"}, {1, "8080"}, {1, "-1"}, {5, "0.0.0.0"}, {36, "a:b,c"}, {50, "1"}, {59, "sentinel"}, {60, "m,s1:1,s2:2"}, {60, "a:1,b:2"},
+		{62, "user:pa:ss"}, {14, "TRACE"}, {15, "JSON"}, {16, "GRPC_XDS_SOTW"}, {82, "1.5"}} {
+		f.Add(seed.i, seed.v)
+	}
+	f.Fuzz(func(t *testing.T, i int, v string) {
+		if i < 0 || strings.ContainsRune(v, 0) {
+			return
+		}
+		r := refVars[i%len(refVars)]
+		env := map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "redis:6379", r.name: v}
+		_, err := parseRLSFlags(nil, referenceEnv(env), io.Discard)
+		if err != nil && !strings.Contains(err.Error(), r.name) && !strings.Contains(err.Error(), "--") {
+			t.Errorf("%s=%q: %v does not name it", r.name, v, err)
+		}
+	})
+}
