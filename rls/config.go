@@ -155,7 +155,7 @@ func (c *Config) add(file string, data []byte) error {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		return &fileError{file: file, msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+		return syntaxError(file, err)
 	}
 	root := &yaml.Node{Kind: yaml.MappingNode}
 	if len(doc.Content) > 0 && doc.Content[0].Tag != "!!null" {

@@ -33,7 +33,8 @@ func TestConfigErrors(t *testing.T) {
 		{"empty replaces", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: 1, replaces: [{}]}\n", `descriptors[0].rate_limit.replaces[0].name: missing or empty`},
 		{"self replaces", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: 1, name: x, replaces: [{name: x}]}\n", `"x" is this limit's own name`},
 		{"list of strings", "domain: d\ndescriptors:\n  - a\n", `f.yaml:3:5: descriptors: a list holds only mappings here`},
-		{"not yaml", "domain: [\n", `rls: f.yaml: `},
+		{"not yaml", "domain: a\ndescriptors:\n  - key: x\n   value: y\n", `rls: f.yaml:2: YAML: did not find expected '-' indicator`},
+		{"not yaml, no line", "\tdomain: a\n", `rls: f.yaml: YAML: found character that cannot start any token`},
 		{"key twice", "domain: d\ndomain: e\n", `f.yaml:2:1: domain: given twice`},
 		{"nested", "domain: d\ndescriptors:\n  - key: a\n    descriptors:\n      - key: b\n        rate_limit: {unit: minute}\n        descriptors:\n          - key: c\n            rate_limit: {unit: year, requests_per_unit: x}\n", `f.yaml:9:57: descriptors[0].descriptors[0].descriptors[0].rate_limit.requests_per_unit: "x"`},
 	} {

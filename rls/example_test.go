@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -85,4 +87,38 @@ descriptors:
 	// OK 1 60
 	// OK 0 90
 	// OVER_LIMIT 0 90
+}
+
+// ExampleService_JSONHandler answers envoyproxy/ratelimit's /json, and
+// prints the configuration as its /rlconfig does.
+func ExampleService_JSONHandler() {
+	cfg, err := rls.Parse("edge.yaml", []byte(`
+domain: edge
+descriptors:
+  - key: remote_address
+    rate_limit:
+      unit: hour
+      requests_per_unit: 1
+`))
+	if err != nil {
+		panic(err)
+	}
+	svc, err := rls.New(rls.Options{Config: cfg})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Print(svc.Config().Dump())
+	h := svc.JSONHandler()
+	for _, contentType := range []string{"text/plain", "application/json", "application/json"} {
+		req := httptest.NewRequest("POST", "/json", strings.NewReader(`{"domain":"edge","descriptors":[{"entries":[{"key":"remote_address","value":"192.0.2.7"}]}]}`))
+		req.Header.Set("Content-Type", contentType)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		fmt.Println(contentType, rec.Code)
+	}
+	// Output:
+	// edge.remote_address: unit=HOUR requests_per_unit=1, shadow_mode: false, quota_mode: false
+	// text/plain 415
+	// application/json 200
+	// application/json 429
 }

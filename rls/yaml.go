@@ -39,7 +39,10 @@ func (e *fileError) Error() string {
 	b.WriteString("rls: ")
 	b.WriteString(e.file)
 	if e.line > 0 {
-		fmt.Fprintf(&b, ":%d:%d", e.line, e.col)
+		fmt.Fprintf(&b, ":%d", e.line)
+	}
+	if e.col > 0 {
+		fmt.Fprintf(&b, ":%d", e.col)
 	}
 	if e.field != "" {
 		b.WriteString(": ")
@@ -48,6 +51,22 @@ func (e *fileError) Error() string {
 	b.WriteString(": ")
 	b.WriteString(e.msg)
 	return b.String()
+}
+
+// syntaxError is a file's YAML syntax error, its line taken out of the
+// parser's words ("yaml: line 2: ..."), which give no column, and YAML
+// named, as envoyproxy/ratelimit names it.
+func syntaxError(file string, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	e := &fileError{file: file, msg: "YAML: " + msg}
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if n, after, ok := strings.Cut(rest, ": "); ok {
+			if line, err := strconv.Atoi(n); err == nil {
+				e.line, e.msg = line, "YAML: "+after
+			}
+		}
+	}
+	return e
 }
 
 // reader walks one file's YAML nodes, naming each error's place.

@@ -85,7 +85,7 @@ func TestRLSOpsListenerHost(t *testing.T) {
 	s := startRLS(t, rlsTestConfig, "--admin-host", "rls.internal")
 	client := &http.Client{Timeout: testTimeout}
 	base := "http://" + s.metrics
-	routes := []struct{ method, path string }{{"GET", "/metrics"}, {"GET", "/healthz"}, {"GET", "/nowhere"}, {"POST", "/healthz"}}
+	routes := []struct{ method, path string }{{"GET", "/metrics"}, {"GET", "/healthz"}, {"GET", "/healthcheck"}, {"GET", "/rlconfig"}, {"GET", "/nowhere"}, {"POST", "/healthz"}}
 	for _, rt := range routes {
 		if code, body := hostAnswer(t, client, base, "rebind.attacker.example:9464", rt.method, rt.path); code != http.StatusMisdirectedRequest {
 			t.Errorf("%s %s: got %d %q, want 421", rt.method, rt.path, code, body)
@@ -111,7 +111,7 @@ func TestOpsServersAreGuarded(t *testing.T) {
 	}
 	defer tel.close()
 	s := &server{tel: tel, health: grpchealth.NewStaticChecker()}
-	for name, srv := range map[string]*http.Server{"proxy's metrics": s.metricsServer(nil), "admit rls's metrics": rlsMetricsServer(tel, nil)} {
+	for name, srv := range map[string]*http.Server{"proxy's metrics": s.metricsServer(nil), "admit rls's metrics": rlsOpsServer(tel, "metrics", nil, http.NewServeMux())} {
 		if _, ok := srv.Handler.(*opshost.Handler); !ok {
 			t.Errorf("%s listener: handler %T, want *opshost.Handler", name, srv.Handler)
 		}

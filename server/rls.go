@@ -22,9 +22,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/reflection"
 
 	"github.com/admitgo/admit/internal/meter"
 	"github.com/admitgo/admit/quota"
@@ -61,8 +61,12 @@ const (
 // runRLS is the rls subcommand: Envoy's rate limit service on admit's
 // stores. It serves until ctx ends; SIGHUP and a change of the
 // configuration's files reload it, keeping the old one when the new one is
-// refused. A bad flag or configuration exits 2.
+// refused. A bad flag or configuration exits 2. admit rls validate checks
+// them without serving.
 func runRLS(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "validate" {
+		return validateRLS(args[1:], getenv, stdout)
+	}
 	o, err := parseRLSFlags(args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -73,7 +77,12 @@ func runRLS(ctx context.Context, args []string, getenv func(string) string, stdo
 	hangups := make(chan os.Signal, 1)
 	signal.Notify(hangups, syscall.SIGHUP)
 	defer signal.Stop(hangups)
-	return serveRLS(ctx, o, hangups, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: o.LogLevel})))
+	opts := &slog.HandlerOptions{Level: o.LogLevel}
+	log := slog.New(slog.NewTextHandler(stderr, opts))
+	if o.LogFormat == "json" {
+		log = slog.New(slog.NewJSONHandler(stderr, opts))
+	}
+	return serveRLS(ctx, o, hangups, log)
 }
 
 func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *slog.Logger) error {
@@ -110,22 +119,30 @@ func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *
 	// to listen; listening before the server is made, since a server made
 	// before a listener failed would leave its stream workers running.
 	logEnv(log, o)
-	ln, mln, err := rlsListen(ctx, o, tel)
+	ln, mln, hln, err := rlsListen(ctx, o, tel)
 	if err != nil {
 		return err
 	}
-	srv, hs := newRLSServer(svc, tlsConfig)
-	msrv := rlsMetricsServer(tel, o.AdminHosts)
-	errs := make(chan error, 2)
+	hs := newRLSHealth()
+	srv := newRLSServer(svc, tlsConfig, hs)
+	msrv := rlsOpsServer(tel, "metrics", o.AdminHosts, rlsMetricsMux(tel, hs, svc))
+	errs := make(chan error, 3)
 	go func() { errs <- srv.Serve(ln) }()
 	go func() { errs <- msrv.Serve(mln) }()
-	log.Info("admit rls: serving", "listen", ln.Addr().String(), "metrics", mln.Addr().String(),
+	addrs := rlsAddrs{grpc: ln.Addr().String(), metrics: mln.Addr().String()}
+	var hsrv *http.Server
+	if hln != nil {
+		hsrv = rlsOpsServer(tel, "http", o.AdminHosts, rlsHTTPMux(hs, svc))
+		go func() { errs <- hsrv.Serve(hln) }()
+		addrs.http = hln.Addr().String()
+	}
+	log.Info("admit rls: serving", "listen", addrs.grpc, "metrics", addrs.metrics, "http", addrs.http,
 		"store", string(o.Store.Kind), "store_fail", o.StoreFail.String(), "domains", cfg.Domains())
 	if o.ready != nil {
-		o.ready(ln.Addr().String(), mln.Addr().String())
+		o.ready(addrs)
 	}
 	err = watchRLS(ctx, o, svc, hangups, errs, log)
-	hs.Shutdown() // NOT_SERVING while in-flight calls finish
+	hs.drain() // not serving, on every surface, while in-flight calls finish
 	stopped := make(chan struct{})
 	go func() { srv.GracefulStop(); close(stopped) }()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -136,13 +153,21 @@ func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *
 		srv.Stop()
 	}
 	msrv.Shutdown(sctx)
+	if hsrv != nil {
+		hsrv.Shutdown(sctx)
+	}
 	return err
 }
 
-// newRLSServer is grpc-go's server of svc and of the health service:
+// rlsAddrs are the addresses admit rls listens on, once it serves; http
+// is empty without --http-listen.
+type rlsAddrs struct{ grpc, metrics, http string }
+
+// newRLSServer is grpc-go's server of svc, of the health service and of
+// server reflection, so that grpcurl calls it without the proto files:
 // grpc-go's own, not net/http's, since it answers small unary calls at
 // about twice the rate (see docs/rls.md).
-func newRLSServer(svc *rls.Service, tlsConfig *tls.Config) (*grpc.Server, *health.Server) {
+func newRLSServer(svc *rls.Service, tlsConfig *tls.Config, hs *rlsHealth) *grpc.Server {
 	opts := append(rls.ServerOptions(),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		// A connection that carries no call for rlsIdleTimeout is closed,
@@ -158,58 +183,70 @@ func newRLSServer(svc *rls.Service, tlsConfig *tls.Config) (*grpc.Server, *healt
 	}
 	srv := grpc.NewServer(opts...)
 	svc.Register(srv)
-	hs := health.NewServer()
-	hs.SetServingStatus(rlsServiceName, healthpb.HealthCheckResponse_SERVING)
-	healthpb.RegisterHealthServer(srv, hs)
-	return srv, hs
+	healthpb.RegisterHealthServer(srv, hs.grpc)
+	reflection.Register(srv)
+	return srv
 }
 
-// logEnv logs the settings taken from the environment, and warns of
-// envoyproxy/ratelimit's variables, which are not read.
+// logEnv logs the settings taken from the environment: in reference mode
+// each of envoyproxy/ratelimit's variables that changes nothing here, and
+// outside it each one set, which is not read.
 func logEnv(log *slog.Logger, o rlsOptions) {
 	if len(o.fromEnv) > 0 {
 		log.Info("admit rls: settings from the environment", "variables", strings.Join(o.fromEnv, ","))
 	}
-	for _, name := range o.referenceEnv {
-		log.Warn("admit rls: an envoyproxy/ratelimit variable is set and not read; if it was meant for admit rls, give its flag (see docs/rls.md)", "variable", name,
-			"instead", "--"+referenceEnv[name]+" or "+rlsEnvName(referenceEnv[name]))
+	for _, info := range o.infos {
+		log.Info("admit rls: " + info)
+	}
+	if len(o.referenceEnv) > 0 {
+		log.Warn("admit rls: envoyproxy/ratelimit's variables are set and not read: they are read with ADMIT_RLS_ENV=envoy, or run as ratelimit (see docs/rls.md)",
+			"variables", strings.Join(o.referenceEnv, ","))
 	}
 }
 
 // rlsListen listens on the service's address, under --max-conns and
-// --max-conns-per-client, and on the metrics' address; the service
-// listener's connections are counted in admit.server.connections as
-// listener rls.
-func rlsListen(ctx context.Context, o rlsOptions, tel *telemetry) (ln, mln net.Listener, err error) {
+// --max-conns-per-client, on the metrics' address, and on --http-listen's
+// when given (hln nil otherwise), under the gRPC listener's caps since
+// /json spends quota as a call does; their connections are counted in
+// admit.server.connections as listeners rls, metrics and http.
+func rlsListen(ctx context.Context, o rlsOptions, tel *telemetry) (ln, mln, hln net.Listener, err error) {
 	var lc net.ListenConfig
-	if ln, err = lc.Listen(ctx, "tcp", o.Listen); err != nil {
-		return nil, nil, fmt.Errorf("admit rls: --listen %q: %w", o.Listen, err)
+	var open []net.Listener
+	fail := func(e error) (net.Listener, net.Listener, net.Listener, error) {
+		for _, l := range open {
+			l.Close()
+		}
+		return nil, nil, nil, e
 	}
-	if mln, err = lc.Listen(ctx, "tcp", o.MetricsListen); err != nil {
-		ln.Close()
-		return nil, nil, fmt.Errorf("admit rls: --metrics-listen %q: %w", o.MetricsListen, err)
+	for _, a := range []struct {
+		flag, addr string
+		ln         *net.Listener
+	}{{"listen", o.Listen, &ln}, {"metrics-listen", o.MetricsListen, &mln}, {"http-listen", o.HTTPListen, &hln}} {
+		if a.addr == "" {
+			continue
+		}
+		if *a.ln, err = lc.Listen(ctx, "tcp", a.addr); err != nil {
+			return fail(fmt.Errorf("admit rls: --%s %q: %w", a.flag, a.addr, err))
+		}
+		open = append(open, *a.ln)
 	}
-	counts, mcounts := new(listener.Counts), new(listener.Counts)
+	counts := map[string]*listener.Counts{"rls": new(listener.Counts), "metrics": new(listener.Counts)}
+	if hln != nil {
+		counts["http"] = new(listener.Counts)
+	}
 	// The registration lives as long as the meter provider, which the
 	// server closes.
-	if _, err := listener.Register(tel.provider.Meter(meter.Name), map[string]*listener.Counts{"rls": counts, "metrics": mcounts}); err != nil {
-		ln.Close()
-		mln.Close()
-		return nil, nil, fmt.Errorf("admit rls: metrics: %w", err)
+	if _, err := listener.Register(tel.provider.Meter(meter.Name), counts); err != nil {
+		return fail(fmt.Errorf("admit rls: metrics: %w", err))
 	}
+	caps := listener.Caps{Max: o.MaxConns, PerClient: o.MaxConnsPerClient}
+	ln = listener.Limit(ln, caps, counts["rls"])
 	// The metrics listener under the proxy's defaults for its own.
-	return listener.Limit(ln, listener.Caps{Max: o.MaxConns, PerClient: o.MaxConnsPerClient}, counts),
-		listener.Limit(mln, listener.Caps{Max: rlsMetricsMaxConns, PerClient: rlsMetricsPerClient}, mcounts), nil
-}
-
-// rlsMetricsServer serves /metrics and /healthz with the proxy's metrics
-// bounds, to its own names and those of --admin-host only.
-func rlsMetricsServer(tel *telemetry, adminHosts []string) *http.Server {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", tel.handler)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
-	return &http.Server{Handler: tel.opsHandler("metrics", adminHosts, mux), ReadHeaderTimeout: metricsReadHeaderTimeout, ReadTimeout: metricsReadTimeout,
-		WriteTimeout: metricsWriteTimeout, IdleTimeout: metricsIdleTimeout, MaxHeaderBytes: maxHeaderBytes}
+	mln = listener.Limit(mln, listener.Caps{Max: rlsMetricsMaxConns, PerClient: rlsMetricsPerClient}, counts["metrics"])
+	if hln != nil {
+		hln = listener.Limit(hln, caps, counts["http"])
+	}
+	return ln, mln, hln, nil
 }
 
 // watchRLS reloads on SIGHUP and when the configuration's files change,

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"flag"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -46,6 +45,7 @@ descriptors:
 // rlsServer is a running admit rls.
 type rlsServer struct {
 	addr, metrics string
+	http          string // empty without --http-listen
 	hangups       chan os.Signal
 	config        string
 }
@@ -55,32 +55,15 @@ type rlsServer struct {
 func startRLS(t *testing.T, yaml string, args ...string) *rlsServer {
 	t.Helper()
 	dir := t.TempDir()
-	s := &rlsServer{hangups: make(chan os.Signal, 1), config: filepath.Join(dir, "edge.yaml")}
-	if err := os.WriteFile(s.config, []byte(yaml), 0o644); err != nil {
+	config := filepath.Join(dir, "edge.yaml")
+	if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o, err := parseRLSFlags(append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--config", s.config}, args...), func(string) string { return "" }, io.Discard)
+	o, err := parseRLSFlags(append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--config", config}, args...), func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.watchEvery = 10 * time.Millisecond
-	ready := make(chan struct{})
-	o.ready = func(addr, metrics string) { s.addr, s.metrics = addr, metrics; close(ready) }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serveRLS(ctx, o, s.hangups, slog.New(slog.DiscardHandler)) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("admit rls: %v", err)
-		}
-	})
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("admit rls ended before serving: %v", err)
-	}
-	return s
+	return serveWith(t, o)
 }
 
 // client dials s as Envoy's rate limit cluster does: HTTP/2, cleartext or

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -18,7 +16,9 @@ import (
 
 // rlsOptions are the settings of admit rls.
 type rlsOptions struct {
+	Env                       string // envAdmit or envReference
 	Listen, MetricsListen     string
+	HTTPListen                string // "": no HTTP listener
 	MaxConns                  int
 	MaxConnsPerClient         int
 	Store                     storeurl.Store
@@ -31,10 +31,13 @@ type rlsOptions struct {
 	LimitHeader, RemainingHdr string
 	ResetHeader               string
 	LogLevel                  slog.Level
+	LogFormat                 string        // text or json
 	AdminHosts                []string      // names the metrics listener answers to beyond addresses and localhost
-	fromEnv, referenceEnv     []string      // variables read, and the reference's set but not read
+	fromEnv                   []string      // variables read
+	referenceEnv              []string      // the reference's variables set, outside reference mode
+	infos                     []string      // in reference mode, the reference's variables that change nothing
 	watchEvery                time.Duration // tests shorten it
-	ready                     func(grpcAddr, metricsAddr string)
+	ready                     func(rlsAddrs)
 }
 
 // parseRLSFlags reads admit rls's flags, and for each one not given its
@@ -45,8 +48,10 @@ func parseRLSFlags(args []string, getenv func(string) string, out io.Writer) (rl
 	fs := flag.NewFlagSet("admit rls", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() { printRLSUsage(out, fs) }
+	fs.StringVar(&o.Env, "env", envAdmit, "whose environment variables are read beside admit rls's own: admit (none) or envoy (envoyproxy/ratelimit's, below admit's; the default when run as ratelimit; see docs/rls.md)")
 	fs.StringVar(&o.Listen, "listen", ":8081", "address of the gRPC service (envoyproxy/ratelimit's GRPC_HOST and GRPC_PORT); cleartext HTTP/2 (h2c) unless --tls-cert")
-	fs.StringVar(&o.MetricsListen, "metrics-listen", "127.0.0.1:9464", "address of /metrics and /healthz")
+	fs.StringVar(&o.MetricsListen, "metrics-listen", "127.0.0.1:9464", "address of /metrics, /healthz, /healthcheck and /rlconfig (envoyproxy/ratelimit's DEBUG_HOST and DEBUG_PORT)")
+	fs.StringVar(&o.HTTPListen, "http-listen", "", "address of /healthcheck and /json, ShouldRateLimit over JSON (envoyproxy/ratelimit's HOST and PORT); empty: not served")
 	fs.IntVar(&o.MaxConns, "max-conns", 4096, "connections the gRPC listener keeps open at most; newer ones are closed on arrival")
 	fs.IntVar(&o.MaxConnsPerClient, "max-conns-per-client", 0, "connections one client (an IPv4 address or IPv6 /64) keeps open on the gRPC listener at most; 0: no cap, since a mesh's sidecar may carry every Envoy's connections from one address")
 	storeURL := fs.String("store", "memory", "memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://... (rediss for TLS): where the counts live")
@@ -63,17 +68,17 @@ func parseRLSFlags(args []string, getenv func(string) string, out io.Writer) (rl
 	fs.StringVar(&o.RemainingHdr, "remaining-header", rls.DefaultHeaders.Remaining, "name of the remaining header (LIMIT_REMAINING_HEADER)")
 	fs.StringVar(&o.ResetHeader, "reset-header", rls.DefaultHeaders.Reset, "name of the reset header (LIMIT_RESET_HEADER)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.LogFormat, "log-format", "text", "text or json")
 	var adminHosts []string
 	fs.Func("admin-host", "names the metrics listener answers to besides an IP address, localhost and names under .localhost, comma or space separated; repeatable; a request with any other Host is refused with 421, so that a web page cannot reach it by DNS rebinding",
 		func(v string) error { adminHosts = append(adminHosts, v); return nil })
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	from, read, ignored, err := applyEnv(fs, getenv)
+	from, err := o.applyEnv(fs, getenv)
 	if err != nil {
 		return o, err
 	}
-	o.fromEnv, o.referenceEnv = read, ignored
 	if o.MaxConns < 1 {
 		return o, fmt.Errorf("admit rls: %s %d: must be at least 1", from("max-conns"), o.MaxConns)
 	}
@@ -83,7 +88,10 @@ func parseRLSFlags(args []string, getenv func(string) string, out io.Writer) (rl
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("admit rls: unexpected argument %q", fs.Arg(0))
 	}
-	for _, a := range []struct{ flag, v string }{{"listen", o.Listen}, {"metrics-listen", o.MetricsListen}} {
+	for _, a := range []struct{ flag, v string }{{"listen", o.Listen}, {"metrics-listen", o.MetricsListen}, {"http-listen", o.HTTPListen}} {
+		if a.v == "" && a.flag == "http-listen" {
+			continue
+		}
 		if _, err := config.ParseAddr(a.v); err != nil {
 			return o, fmt.Errorf("admit rls: %s %q: %w", from(a.flag), a.v, err)
 		}
@@ -103,6 +111,9 @@ func parseRLSFlags(args []string, getenv func(string) string, out io.Writer) (rl
 	if o.LogLevel, err = config.ParseLogLevel(*level); err != nil {
 		return o, fmt.Errorf("admit rls: %s %q: %w", from("log-level"), *level, err)
 	}
+	if o.LogFormat != "text" && o.LogFormat != "json" {
+		return o, fmt.Errorf("admit rls: %s %q: want text or json", from("log-format"), o.LogFormat)
+	}
 	for _, v := range adminHosts {
 		names, err := opshost.ParseNames(v)
 		if err != nil {
@@ -121,33 +132,28 @@ func rlsEnvName(flag string) string {
 	return "ADMIT_RLS_" + strings.TrimPrefix(config.EnvName(flag), "ADMIT_")
 }
 
-// referenceEnv are envoyproxy/ratelimit's environment variables, which
-// admit rls does not read, and the flag that says the same: a deployment
-// moved over with its variables is told which are ignored.
-var referenceEnv = map[string]string{
-	"GRPC_HOST": "listen", "GRPC_PORT": "listen", "PROMETHEUS_ADDR": "metrics-listen", "LOG_LEVEL": "log-level",
-	"BACKEND_TYPE": "store", "REDIS_URL": "store", "REDIS_SOCKET_TYPE": "store", "REDIS_AUTH": "store", "REDIS_TLS": "store", "REDIS_TYPE": "store",
-	"CACHE_KEY_PREFIX": "store-prefix", "RUNTIME_ROOT": "config", "RUNTIME_SUBDIRECTORY": "config", "RUNTIME_APPDIRECTORY": "config",
-	"GRPC_SERVER_USE_TLS": "tls-cert", "GRPC_SERVER_TLS_CERT": "tls-cert", "GRPC_SERVER_TLS_KEY": "tls-key",
-	"SHADOW_MODE": "shadow", "QUOTA_MODE": "quota-mode", "LIMIT_RESPONSE_HEADERS_ENABLED": "response-headers",
-	"LIMIT_LIMIT_HEADER": "limit-header", "LIMIT_REMAINING_HEADER": "remaining-header", "LIMIT_RESET_HEADER": "reset-header",
-}
-
 // applyEnv sets each flag of fs that args did not give from its
-// environment variable, when set, and returns how an error names a flag's
-// value (by the variable it came from, or as the flag), the variables it
-// read, and the reference's variables that are set but not read.
-func applyEnv(fs *flag.FlagSet, getenv func(string) string) (from func(flag string) string, read, ignored []string, err error) {
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+// environment variable, when set, then in reference mode (--env envoy)
+// from envoyproxy/ratelimit's variables (applyReference). It records the
+// variables read, and returns how an error names a flag's value: by the
+// variables it came from, or as the flag.
+func (o *rlsOptions) applyEnv(fs *flag.FlagSet, getenv func(string) string) (from func(flag string) string, err error) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	byEnv := map[string]string{}
+	from = func(flag string) string {
+		if name, ok := byEnv[flag]; ok {
+			return name
+		}
+		return "--" + flag
+	}
 	fs.VisitAll(func(f *flag.Flag) {
 		name := rlsEnvName(f.Name)
 		v := getenv(name)
-		if given[f.Name] || v == "" || err != nil {
+		if set[f.Name] || v == "" || err != nil {
 			return
 		}
-		byEnv[f.Name], read = name, append(read, name)
+		set[f.Name], byEnv[f.Name], o.fromEnv = true, name, append(o.fromEnv, name)
 		if fs.Set(f.Name, v) != nil {
 			// The flag package's own words are "parse error". Only the
 			// boolean and int flags can fail to parse; the rest are strings.
@@ -158,17 +164,22 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string) (from func(flag stri
 			err = fmt.Errorf("admit rls: %s %q: %s", name, v, want)
 		}
 	})
-	for _, name := range slices.Sorted(maps.Keys(referenceEnv)) {
-		if getenv(name) != "" {
-			ignored = append(ignored, name)
-		}
+	if err != nil {
+		return from, err
 	}
-	return func(flag string) string {
-		if name, ok := byEnv[flag]; ok {
-			return name
+	switch o.Env {
+	case envReference:
+		o.infos, err = applyReference(fs, set, getenv, byEnv)
+	case envAdmit:
+		for _, r := range refVars {
+			if getenv(r.name) != "" {
+				o.referenceEnv = append(o.referenceEnv, r.name)
+			}
 		}
-		return "--" + flag
-	}, read, ignored, err
+	default:
+		err = fmt.Errorf("admit rls: %s %q: want %s or %s", from("env"), o.Env, envAdmit, envReference)
+	}
+	return from, err
 }
 
 func (o rlsOptions) headers() rls.Headers {
@@ -183,7 +194,8 @@ func (o rlsOptions) headers() rls.Headers {
 var rlsPlaceholders = map[string]string{
 	"config": "FILE|DIR", "listen": "ADDR", "metrics-listen": "ADDR", "max-conns": "N", "max-conns-per-client": "N",
 	"store": "STORE", "store-table": "TABLE", "store-prefix": "PREFIX", "store-fail": "POLICY",
-	"tls-cert": "FILE", "tls-key": "FILE", "log-level": "LEVEL", "admin-host": "NAMES",
+	"tls-cert": "FILE", "tls-key": "FILE", "log-level": "LEVEL", "log-format": "FORMAT", "admin-host": "NAMES",
+	"env": "NAME", "http-listen": "ADDR",
 	"limit-header": "NAME", "remaining-header": "NAME", "reset-header": "NAME",
 }
 

@@ -2,13 +2,15 @@
 // an app: signed webhooks, public links and health probes. It is package
 // server's Main; see that package, admit -h and docs/operators.md. Unless
 // the environment sets them, it runs with GOGC=400 and a soft memory limit
-// of three quarters of the memory it may use (gc.go).
+// of three quarters of the memory it may use (gc.go). Run as ratelimit, it
+// is admit rls reading envoyproxy/ratelimit's environment (docs/rls.md).
 package main
 
 import (
 	"context"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/admitgo/admit/server"
@@ -21,5 +23,9 @@ func main() {
 		<-ctx.Done()
 		stop() // a second signal ends the process at once
 	}()
-	os.Exit(server.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+	args := os.Args[1:]
+	if filepath.Base(os.Args[0]) == server.ReferenceName {
+		args = server.AsReference(args)
+	}
+	os.Exit(server.Main(ctx, args, os.Getenv, os.Stdout, os.Stderr))
 }

@@ -1,0 +1,256 @@
+package server
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// refVar is one variable of envoyproxy/ratelimit's settings and what admit
+// rls does with it in reference mode (see refVars).
+type refVar struct {
+	name, def string // the variable and the reference's default
+	kind      refKind
+	// flag is the admit rls flag the variable sets (through refFlags):
+	// honoured. "": it sets none.
+	flag string
+	// refuse is the values that ask for something admit lacks: such a
+	// value, set, stops startup. The same value as the reference's default,
+	// unset, passes with an info line, so that a deployment that never
+	// chose it still starts. nil: no value is refused.
+	refuse *refusal
+	// note says, for a variable without a flag, why it changes nothing
+	// here; an info line at startup names each such variable set.
+	note string
+}
+
+// refKind is how the reference parses a variable's value.
+type refKind uint8
+
+const (
+	refText refKind = iota
+	refInt
+	refBool
+	refDuration
+	refFloat
+	refPairs // key:value,key:value
+)
+
+// refusal is a class of values admit lacks the feature for.
+type refusal struct {
+	when  string // the values, in the docs' words
+	test  func(v string) bool
+	lacks string // what those values ask for
+}
+
+func whenTrue(lacks string) *refusal {
+	return &refusal{"true", func(v string) bool { b, _ := strconv.ParseBool(v); return b }, lacks}
+}
+
+func whenSet(lacks string) *refusal {
+	return &refusal{"set", func(v string) bool { return v != "" }, lacks}
+}
+
+func whenPositive(lacks string) *refusal {
+	return &refusal{"above 0", func(v string) bool { n, _ := strconv.Atoi(v); return n > 0 }, lacks}
+}
+
+// whenNot refuses every value but ok, compared as the reference compares
+// it: exactly, or in any case when fold.
+func whenNot(lacks string, fold bool, ok ...string) *refusal {
+	return &refusal{"other than " + strings.Join(ok, " or "), func(v string) bool {
+		for _, o := range ok {
+			if v == o || fold && strings.EqualFold(v, o) {
+				return false
+			}
+		}
+		return true
+	}, lacks}
+}
+
+// Notes shared by families of variables.
+const (
+	noteStats     = "admit rls sends no statsd; its metrics are on /metrics of the metrics listener (DEBUG_HOST:DEBUG_PORT)"
+	noteXDS       = "read only with CONFIG_TYPE=GRPC_XDS_SOTW, which is refused"
+	noteMemcache  = "read only with BACKEND_TYPE=memcache, which is refused"
+	notePerSecond = "read only with REDIS_PERSECOND=true, which is refused"
+	noteTracing   = "read only with TRACING_ENABLED=true, which is refused"
+)
+
+// refVars is every variable of envoyproxy/ratelimit's settings, in its
+// order: honoured (it sets a flag), refused for some values, or accepted
+// with no effect. A test keeps it equal to the reference's settings, and
+// docs/rls.md's migration table equal to it.
+var refVars = []refVar{
+	{name: "HOST", def: "0.0.0.0", flag: "http-listen"},
+	{name: "PORT", def: "8080", kind: refInt, flag: "http-listen"},
+	{name: "DEBUG_HOST", def: "0.0.0.0", flag: "metrics-listen"},
+	{name: "DEBUG_PORT", def: "6070", kind: refInt, flag: "metrics-listen"},
+	{name: "GRPC_UDS", refuse: whenSet("a gRPC listener on a Unix socket")},
+	{name: "GRPC_HOST", def: "0.0.0.0", flag: "listen"},
+	{name: "GRPC_PORT", def: "8081", kind: refInt, flag: "listen"},
+	{name: "GRPC_MAX_CONNECTION_AGE", def: "24h", kind: refDuration, note: "admit rls closes every connection after 30 minutes, with 10 seconds for the calls in flight"},
+	{name: "GRPC_MAX_CONNECTION_AGE_GRACE", def: "1h", kind: refDuration, note: "admit rls closes every connection after 30 minutes, with 10 seconds for the calls in flight"},
+	{name: "GRPC_SERVER_USE_TLS", def: "false", kind: refBool, flag: "tls-cert"},
+	{name: "GRPC_SERVER_TLS_CERT", flag: "tls-cert"},
+	{name: "GRPC_SERVER_TLS_KEY", flag: "tls-key"},
+	{name: "GRPC_CLIENT_TLS_CACERT", refuse: whenSet("verifying the certificates of gRPC clients")},
+	{name: "GRPC_CLIENT_TLS_SAN", refuse: whenSet("verifying the certificates of gRPC clients")},
+	{name: "LOG_LEVEL", def: "WARN", flag: "log-level"},
+	{name: "LOG_FORMAT", def: "text", flag: "log-format"},
+	{name: "CONFIG_TYPE", def: "FILE", refuse: whenNot("configuration from an xDS server", false, "FILE")},
+	{name: "FORCE_START_WITHOUT_INITIAL_CONFIG", def: "false", kind: refBool, note: "admit rls does not start without its configuration files"},
+	{name: "CONFIG_GRPC_XDS_NODE_ID", def: "default", note: noteXDS},
+	{name: "CONFIG_GRPC_XDS_NODE_METADATA", note: noteXDS},
+	{name: "CONFIG_GRPC_XDS_SERVER_URL", def: "localhost:18000", note: noteXDS},
+	{name: "CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", def: "3s", kind: refDuration, note: noteXDS},
+	{name: "CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", kind: refPairs, note: noteXDS},
+	{name: "CONFIG_GRPC_XDS_SERVER_USE_TLS", def: "false", kind: refBool, note: noteXDS},
+	{name: "CONFIG_GRPC_XDS_CLIENT_TLS_CERT", note: noteXDS},
+	{name: "CONFIG_GRPC_XDS_CLIENT_TLS_KEY", note: noteXDS},
+	{name: "CONFIG_GRPC_XDS_SERVER_TLS_CACERT", note: noteXDS},
+	{name: "CONFIG_GRPC_XDS_SERVER_TLS_SAN", note: noteXDS},
+	{name: "XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", def: "10s", kind: refDuration, note: noteXDS},
+	{name: "XDS_CLIENT_BACKOFF_MAX_INTERVAL", def: "60s", kind: refDuration, note: noteXDS},
+	{name: "XDS_CLIENT_BACKOFF_RANDOM_FACTOR", def: "0.5", kind: refFloat, note: noteXDS},
+	{name: "XDS_CLIENT_BACKOFF_JITTER", def: "true", kind: refBool, note: noteXDS},
+	{name: "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", kind: refInt, note: noteXDS},
+	{name: "USE_DOG_STATSD", def: "false", kind: refBool, refuse: whenTrue("DogStatsD")},
+	{name: "USE_DOG_STATSD_MOGRIFIERS", note: noteStats},
+	{name: "USE_STATSD", def: "true", kind: refBool, refuse: whenTrue("statsd")},
+	{name: "STATSD_HOST", def: "localhost", note: noteStats},
+	{name: "STATSD_PORT", def: "8125", kind: refInt, note: noteStats},
+	{name: "EXTRA_TAGS", kind: refPairs, note: noteStats},
+	{name: "STATS_FLUSH_INTERVAL", def: "10s", kind: refDuration, note: noteStats},
+	{name: "DISABLE_STATS", def: "false", kind: refBool, note: noteStats},
+	{name: "USE_PROMETHEUS", def: "false", kind: refBool, refuse: whenTrue("the reference's Prometheus listener and metric names (admit's are on DEBUG_HOST:DEBUG_PORT/metrics)")},
+	{name: "PROMETHEUS_ADDR", def: ":9090", note: noteStats},
+	{name: "PROMETHEUS_PATH", def: "/metrics", note: noteStats},
+	{name: "PROMETHEUS_MAPPER_YAML", note: noteStats},
+	{name: "RUNTIME_ROOT", def: "/srv/runtime_data/current", flag: "config"},
+	{name: "RUNTIME_SUBDIRECTORY", flag: "config"},
+	{name: "RUNTIME_APPDIRECTORY", def: "config", flag: "config"},
+	{name: "RUNTIME_IGNOREDOTFILES", def: "false", kind: refBool, note: "admit rls always leaves out files and directories whose names start with a dot"},
+	{name: "RUNTIME_WATCH_ROOT", def: "true", kind: refBool, note: "admit rls looks at every file under the configuration directory every second, and reloads on SIGHUP"},
+	{name: "EXPIRATION_JITTER_MAX_SECONDS", def: "300", kind: refInt, note: "admit's counters expire with their window"},
+	{name: "LOCAL_CACHE_SIZE_IN_BYTES", def: "0", kind: refInt, refuse: whenPositive("the local over-limit cache")},
+	{name: "NEAR_LIMIT_RATIO", def: "0.8", kind: refFloat, note: "it only sorts the reference's statistics"},
+	{name: "CACHE_KEY_PREFIX", flag: "store-prefix"},
+	{name: "BACKEND_TYPE", def: "redis", flag: "store", refuse: whenNot("a store other than Redis (memcached)", false, "redis")},
+	{name: "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", def: "false", kind: refBool, refuse: whenTrue("counting stopped over the limit")},
+	{name: "LIMIT_RESPONSE_HEADERS_ENABLED", def: "false", kind: refBool, flag: "response-headers"},
+	{name: "LIMIT_LIMIT_HEADER", def: "RateLimit-Limit", flag: "limit-header"},
+	{name: "LIMIT_REMAINING_HEADER", def: "RateLimit-Remaining", flag: "remaining-header"},
+	{name: "LIMIT_RESET_HEADER", def: "RateLimit-Reset", flag: "reset-header"},
+	{name: "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", def: "false", kind: refBool, note: "admit rls serves only once its configuration is loaded"},
+	{name: "REDIS_SOCKET_TYPE", def: "unix", flag: "store", refuse: whenNot("Redis over a Unix socket", false, "tcp")},
+	{name: "REDIS_TYPE", def: "SINGLE", flag: "store", refuse: whenNot("a Redis topology other than single, cluster or sentinel", true, "single", "cluster", "sentinel")},
+	{name: "REDIS_URL", def: "/var/run/nutcracker/ratelimit.sock", flag: "store"},
+	{name: "REDIS_POOL_SIZE", def: "10", kind: refInt, flag: "store"},
+	{name: "REDIS_AUTH", flag: "store"},
+	{name: "REDIS_TLS", def: "false", kind: refBool, flag: "store"},
+	{name: "REDIS_TLS_CLIENT_CERT", refuse: whenSet("Redis client certificates")},
+	{name: "REDIS_TLS_CLIENT_KEY", refuse: whenSet("Redis client certificates")},
+	{name: "REDIS_TLS_CACERT", refuse: whenSet("a Redis certificate authority other than the system's")},
+	{name: "REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", def: "false", kind: refBool, refuse: whenTrue("Redis TLS without hostname verification")},
+	{name: "REDIS_PIPELINE_WINDOW", def: "0", kind: refDuration, note: "admit batches the calls that arrive together by itself"},
+	{name: "REDIS_PIPELINE_LIMIT", def: "0", kind: refInt, note: "admit batches the calls that arrive together by itself"},
+	{name: "REDIS_PERSECOND", def: "false", kind: refBool, refuse: whenTrue("a second Redis for per-second limits")},
+	{name: "REDIS_PERSECOND_SOCKET_TYPE", def: "unix", note: notePerSecond},
+	{name: "REDIS_PERSECOND_TYPE", def: "SINGLE", note: notePerSecond},
+	{name: "REDIS_PERSECOND_URL", def: "/var/run/nutcracker/ratelimitpersecond.sock", note: notePerSecond},
+	{name: "REDIS_PERSECOND_POOL_SIZE", def: "10", kind: refInt, note: notePerSecond},
+	{name: "REDIS_PERSECOND_AUTH", note: notePerSecond},
+	{name: "REDIS_PERSECOND_TLS", def: "false", kind: refBool, note: notePerSecond},
+	{name: "REDIS_SENTINEL_AUTH", flag: "store"},
+	{name: "REDIS_PERSECOND_SENTINEL_AUTH", note: notePerSecond},
+	{name: "REDIS_PERSECOND_PIPELINE_WINDOW", def: "0", kind: refDuration, note: notePerSecond},
+	{name: "REDIS_PERSECOND_PIPELINE_LIMIT", def: "0", kind: refInt, note: notePerSecond},
+	{name: "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", def: "false", kind: refBool, note: "a Redis that fails is answered by --store-fail, not by the health check"},
+	{name: "REDIS_TIMEOUT", def: "10s", kind: refDuration, flag: "store"},
+	{name: "REDIS_PERSECOND_TIMEOUT", def: "10s", kind: refDuration, note: notePerSecond},
+	{name: "REDIS_POOL_ON_EMPTY_BEHAVIOR", def: "WAIT", note: "a call waits for a pooled connection, as with WAIT"},
+	{name: "REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR", def: "WAIT", note: notePerSecond},
+	{name: "MEMCACHE_HOST_PORT", note: noteMemcache},
+	{name: "MEMCACHE_MAX_IDLE_CONNS", def: "2", kind: refInt, note: noteMemcache},
+	{name: "MEMCACHE_SRV", note: noteMemcache},
+	{name: "MEMCACHE_SRV_REFRESH", def: "0", kind: refDuration, note: noteMemcache},
+	{name: "MEMCACHE_TLS", def: "false", kind: refBool, note: noteMemcache},
+	{name: "MEMCACHE_TLS_CLIENT_CERT", note: noteMemcache},
+	{name: "MEMCACHE_TLS_CLIENT_KEY", note: noteMemcache},
+	{name: "MEMCACHE_TLS_CACERT", note: noteMemcache},
+	{name: "MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION", def: "false", kind: refBool, note: noteMemcache},
+	{name: "SHADOW_MODE", def: "false", kind: refBool, flag: "shadow"},
+	{name: "QUOTA_MODE", def: "false", kind: refBool, flag: "quota-mode"},
+	{name: "RESPONSE_DYNAMIC_METADATA", def: "false", kind: refBool, refuse: whenTrue("dynamic metadata in the answer")},
+	{name: "MERGE_DOMAIN_CONFIG", def: "false", kind: refBool, refuse: whenTrue("a domain configured by several files")},
+	{name: "TRACING_ENABLED", def: "false", kind: refBool, refuse: whenTrue("OpenTelemetry traces")},
+	{name: "TRACING_SERVICE_NAME", def: "RateLimit", note: noteTracing},
+	{name: "TRACING_SERVICE_NAMESPACE", note: noteTracing},
+	{name: "TRACING_SERVICE_INSTANCE_ID", note: noteTracing},
+	{name: "TRACING_EXPORTER_PROTOCOL", def: "http", note: noteTracing},
+	{name: "TRACING_SAMPLING_RATE", def: "1", kind: refFloat, note: noteTracing},
+}
+
+// check parses a value as the reference does, and refuses one that asks
+// for what admit lacks; v is "" when the variable is unset.
+func (r refVar) check(v string) error {
+	if v == "" {
+		return nil
+	}
+	var err error
+	switch r.kind {
+	case refInt:
+		_, err = strconv.Atoi(v)
+	case refBool:
+		_, err = strconv.ParseBool(v)
+	case refDuration:
+		_, err = time.ParseDuration(v)
+	case refFloat:
+		_, err = strconv.ParseFloat(v, 64)
+	case refPairs:
+		for p := range strings.SplitSeq(v, ",") {
+			if !strings.Contains(p, ":") {
+				err = fmt.Errorf("%q is not key:value", p)
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("admit rls: %s %q: not %s", r.name, v, kindWords[r.kind])
+	}
+	if r.refuse != nil && r.refuse.test(v) {
+		return fmt.Errorf("admit rls: %s %q: asks for %s, which admit rls lacks (see docs/rls.md)", r.name, v, r.refuse.lacks)
+	}
+	return nil
+}
+
+var kindWords = map[refKind]string{refInt: "a whole number", refBool: "a boolean (true or false)",
+	refDuration: "a duration (such as 10s)", refFloat: "a number", refPairs: "a list of key:value pairs"}
+
+// effect says what admit rls does with the variable, in docs/rls.md's words.
+func (r refVar) effect() string {
+	var s string
+	switch {
+	case r.flag != "":
+		s = "honoured: `--" + r.flag + "`"
+	case r.refuse == nil:
+		s = "no effect: " + r.note
+	}
+	if r.refuse != nil {
+		if s != "" {
+			s += "; "
+		}
+		s += "refused when " + r.refuse.when + ": " + r.refuse.lacks
+	}
+	return s
+}
+
+// docRow is the variable's row in docs/rls.md's migration table.
+func (r refVar) docRow() string {
+	def := "(empty)"
+	if r.def != "" {
+		def = "`" + r.def + "`"
+	}
+	return fmt.Sprintf("| `%s` | %s | %s |", r.name, def, r.effect())
+}

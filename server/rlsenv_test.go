@@ -1,0 +1,343 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/admitgo/admit/internal/testredis"
+	"github.com/admitgo/admit/server/storeurl"
+)
+
+// referenceEnv returns a getenv of env in reference mode.
+func referenceEnv(env map[string]string) func(string) string {
+	return func(k string) string {
+		if k == "ADMIT_RLS_ENV" {
+			return envReference
+		}
+		return env[k]
+	}
+}
+
+// TestRLSReferenceTableCoversSettings checks that refVars has one row for
+// each variable of envoyproxy/ratelimit's settings (testdata, which the
+// reference module's test keeps equal to its source) and no other.
+func TestRLSReferenceTableCoversSettings(t *testing.T) {
+	data, err := os.ReadFile("testdata/envoy-ratelimit-settings.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Fields(string(data))
+	var got []string
+	for _, r := range refVars {
+		got = append(got, r.name)
+		if (r.flag == "") == (r.note == "") && r.refuse == nil {
+			t.Errorf("%s: a row has a flag or a note, not both", r.name)
+		}
+		if r.flag != "" && refFlags[r.flag] == nil {
+			t.Errorf("%s: flag %q has no way from the variables to a value", r.name, r.flag)
+		}
+		if err := r.check(r.def); err != nil && (r.refuse == nil || !r.refuse.test(r.def)) {
+			t.Errorf("%s: its default %q: %v", r.name, r.def, err)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("rows:\n got %q\nwant %q (the reference's settings, in order)", got, want)
+	}
+}
+
+// TestRLSReferenceRefused stops startup for each value that asks for
+// something admit lacks, naming the variable and its value; the same
+// values are not read outside reference mode.
+func TestRLSReferenceRefused(t *testing.T) {
+	base := map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "127.0.0.1:6379"}
+	for _, tc := range []struct{ name, value, want string }{
+		{"REDIS_PERSECOND", "true", `REDIS_PERSECOND "true": asks for a second Redis for per-second limits`},
+		{"LOCAL_CACHE_SIZE_IN_BYTES", "1048576", `LOCAL_CACHE_SIZE_IN_BYTES "1048576": asks for the local over-limit cache`},
+		{"BACKEND_TYPE", "memcache", `BACKEND_TYPE "memcache": asks for a store other than Redis`},
+		{"CONFIG_TYPE", "GRPC_XDS_SOTW", `CONFIG_TYPE "GRPC_XDS_SOTW": asks for configuration from an xDS server`},
+		{"USE_STATSD", "true", `USE_STATSD "true": asks for statsd`},
+		{"USE_PROMETHEUS", "1", `USE_PROMETHEUS "1": asks for the reference's Prometheus`},
+		{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "true", `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT "true"`},
+		{"REDIS_TLS_CACERT", "ca.pem", `REDIS_TLS_CACERT "ca.pem": asks for`},
+		{"GRPC_CLIENT_TLS_CACERT", "ca.pem", `GRPC_CLIENT_TLS_CACERT "ca.pem": asks for verifying`},
+		{"REDIS_SOCKET_TYPE", "unix", `REDIS_SOCKET_TYPE "unix": asks for Redis over a Unix socket`},
+		{"REDIS_TYPE", "ring", `REDIS_TYPE "ring": asks for`},
+		{"GRPC_PORT", "http", `GRPC_PORT "http": not a whole number`},
+		{"SHADOW_MODE", "maybe", `SHADOW_MODE "maybe": not a boolean`},
+		{"REDIS_TIMEOUT", "10", `REDIS_TIMEOUT "10": not a duration`},
+		{"LOG_LEVEL", "loud", `LOG_LEVEL "loud": want trace, debug`},
+		{"REDIS_URL", "a:1,b:2", `REDIS_URL "a:1,b:2": with REDIS_TYPE single, want one host:port`},
+	} {
+		env := map[string]string{tc.name: tc.value}
+		for k, v := range base {
+			if _, ok := env[k]; !ok {
+				env[k] = v
+			}
+		}
+		var stderr strings.Builder
+		code := Main(context.Background(), []string{"rls"}, referenceEnv(env), io.Discard, &stderr)
+		if code != 2 || !strings.Contains(stderr.String(), "admit rls: "+tc.want) {
+			t.Errorf("%s=%s: exit %d, %q; want exit 2 and %q", tc.name, tc.value, code, stderr.String(), tc.want)
+		}
+	}
+	// The default socket type is refused as the store it names.
+	if _, err := parseRLSFlags(nil, referenceEnv(map[string]string{}), io.Discard); err == nil || !strings.Contains(err.Error(), `REDIS_SOCKET_TYPE unset: the reference's default "unix" asks for Redis over a Unix socket`) {
+		t.Errorf("no REDIS_SOCKET_TYPE: got %v, want the default refused", err)
+	}
+	// Given the store, the reference's Redis variables are not read.
+	if o, err := parseRLSFlags([]string{"--store", "memory"}, referenceEnv(map[string]string{}), io.Discard); err != nil || o.Store.Kind != storeurl.Memory {
+		t.Errorf("--store memory: got %q, %v; want memory", o.Store.Kind, err)
+	}
+	// Outside reference mode nothing of the reference's is read, and
+	// each one set is reported.
+	o, err := parseRLSFlags([]string{"--config", "x"}, func(k string) string { return map[string]string{"REDIS_PERSECOND": "true", "PORT": "1"}[k] }, io.Discard)
+	if err != nil || o.HTTPListen != "" || !slices.Equal(o.referenceEnv, []string{"PORT", "REDIS_PERSECOND"}) {
+		t.Errorf("admit mode: got %v, http-listen %q, reported %q; want no error, no HTTP listener, PORT and REDIS_PERSECOND reported", err, o.HTTPListen, o.referenceEnv)
+	}
+}
+
+// TestRLSReferenceDefaults reads the reference's defaults where its
+// variables are unset, and passes the defaults admit does not follow with
+// an info line.
+func TestRLSReferenceDefaults(t *testing.T) {
+	o, err := parseRLSFlags(nil, referenceEnv(map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "redis:6379", "STATSD_PORT": "9125"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, got, want string }{
+		{"listen", o.Listen, "0.0.0.0:8081"},
+		{"http-listen", o.HTTPListen, "0.0.0.0:8080"},
+		{"metrics-listen", o.MetricsListen, "0.0.0.0:6070"},
+		{"config", o.Config, filepath.Join("/srv/runtime_data/current", "config")},
+		{"store", o.Store.URL, "redis://redis:6379?dial_timeout=10s&pool_size=10"},
+		{"log-level", o.LogLevel.String(), "WARN"},
+		{"log-format", o.LogFormat, "text"},
+		{"limit-header", o.LimitHeader, "RateLimit-Limit"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, c.got, c.want)
+		}
+	}
+	infos := strings.Join(o.infos, "\n")
+	for _, want := range []string{"USE_STATSD unset: the reference's default true asks for statsd", "STATSD_PORT has no effect: admit rls sends no statsd"} {
+		if !strings.Contains(infos, want) {
+			t.Errorf("info lines lack %q:\n%s", want, infos)
+		}
+	}
+}
+
+// TestRLSReferencePrecedence takes a flag first, then its ADMIT_RLS_
+// variable, then the reference's variables, then the reference's default.
+func TestRLSReferencePrecedence(t *testing.T) {
+	env := map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "redis:6379",
+		"GRPC_HOST": "127.0.0.2", "GRPC_PORT": "9001", "ADMIT_RLS_LISTEN": "127.0.0.3:9002",
+		"PORT": "9003", "SHADOW_MODE": "true", "ADMIT_RLS_SHADOW": "false",
+		"RUNTIME_ROOT": "/data", "RUNTIME_SUBDIRECTORY": "rl", "LOG_LEVEL": "debug", "LOG_FORMAT": "JSON",
+		"CACHE_KEY_PREFIX": "rl:", "QUOTA_MODE": "true"}
+	o, err := parseRLSFlags([]string{"--listen", "127.0.0.4:9004"}, referenceEnv(env), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, got, want string }{
+		{"flag over ADMIT_RLS_ and GRPC_*", o.Listen, "127.0.0.4:9004"},
+		{"reference over default", o.HTTPListen, "0.0.0.0:9003"},
+		{"config", o.Config, filepath.Join("/data", "rl", "config")},
+		{"prefix", o.StorePrefix, "rl:"},
+		{"log-level", o.LogLevel.String(), "DEBUG"},
+		{"log-format", o.LogFormat, "json"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, c.got, c.want)
+		}
+	}
+	if o.Shadow || !o.QuotaMode {
+		t.Errorf("shadow %v, quota-mode %v: want ADMIT_RLS_SHADOW=false over SHADOW_MODE, QUOTA_MODE read", o.Shadow, o.QuotaMode)
+	}
+	if !slices.Contains(o.infos, "GRPC_HOST is not read: --listen or ADMIT_RLS_LISTEN is given") {
+		t.Errorf("infos %q lack GRPC_HOST's", o.infos)
+	}
+}
+
+// TestRLSReferenceStore maps the reference's Redis settings onto a store
+// URL.
+func TestRLSReferenceStore(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"REDIS_URL": "r:6379", "REDIS_AUTH": "s3cret", "REDIS_TLS": "true", "REDIS_POOL_SIZE": "4", "REDIS_TIMEOUT": "2s"},
+			"rediss://:s3cret@r:6379?dial_timeout=2s&pool_size=4"},
+		{map[string]string{"REDIS_URL": "r:6379", "REDIS_AUTH": "app:s3cret"}, "redis://app:s3cret@r:6379?dial_timeout=10s&pool_size=10"},
+		{map[string]string{"REDIS_TYPE": "CLUSTER", "REDIS_URL": "a:7000,b:7001,c:7002"},
+			"redis+cluster://a:7000?addr=b%3A7001&addr=c%3A7002&dial_timeout=10s&pool_size=10"},
+		{map[string]string{"REDIS_TYPE": "sentinel", "REDIS_URL": "mymaster,s1:26379,s2:26379", "REDIS_AUTH": "m", "REDIS_SENTINEL_AUTH": "s"},
+			"redis+sentinel://:s@s1:26379?addr=s2%3A26379&dial_timeout=10s&master_name=mymaster&password=m&pool_size=10"},
+	} {
+		tc.env["REDIS_SOCKET_TYPE"] = "tcp"
+		o, err := parseRLSFlags(nil, referenceEnv(tc.env), io.Discard)
+		if err != nil || o.Store.URL != tc.want {
+			t.Errorf("%v: got %q, %v; want %q", tc.env, o.Store.URL, err, tc.want)
+		}
+	}
+}
+
+// TestRLSAsReference runs admit rls in reference mode under the name
+// ratelimit, and ratelimit validate as admit rls validate.
+func TestRLSAsReference(t *testing.T) {
+	for _, tc := range []struct{ args, want []string }{
+		{nil, []string{"rls", "--env=envoy"}},
+		{[]string{"-h"}, []string{"rls", "--env=envoy", "-h"}},
+		{[]string{"validate", "--config", "x"}, []string{"rls", "validate", "--env=envoy", "--config", "x"}},
+	} {
+		if got := AsReference(tc.args); !slices.Equal(got, tc.want) {
+			t.Errorf("%q: got %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	_, err := parseRLSFlags(nil, func(k string) string { return map[string]string{"ADMIT_RLS_ENV": "lyft"}[k] }, io.Discard)
+	if want := `admit rls: ADMIT_RLS_ENV "lyft": want admit or envoy`; err == nil || err.Error() != want {
+		t.Errorf("ADMIT_RLS_ENV=lyft: got %v, want %s", err, want)
+	}
+}
+
+// TestRLSReferenceServes starts admit rls with the reference's
+// environment only, on Redis, and calls it over gRPC and over /json.
+func TestRLSReferenceServes(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "current", "ratelimit", "config")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "edge.yaml"), []byte(rlsTestConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"RUNTIME_ROOT": filepath.Join(root, "current"), "RUNTIME_SUBDIRECTORY": "ratelimit",
+		"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": testredis.Options(t).Addr, "CACHE_KEY_PREFIX": testredis.Prefix(t),
+		"USE_STATSD": "false", "GRPC_HOST": "127.0.0.1", "GRPC_PORT": "0", "HOST": "127.0.0.1", "PORT": "0",
+		"DEBUG_HOST": "127.0.0.1", "DEBUG_PORT": "0"}
+	o, err := parseRLSFlags(nil, referenceEnv(env), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := serveWith(t, o)
+	c := s.client(t, nil)
+	if got := codesOf(t, c, "192.0.2.1", 1); got[0].String() != "OK" {
+		t.Errorf("gRPC: got %v, want OK", got)
+	}
+	// The second and third calls over /json: the limit is 2 a minute.
+	for i, want := range []int{200, 429} {
+		if code, _ := postJSON(t, s.http, "application/json", `{"domain":"edge","descriptors":[{"entries":[{"key":"remote_address","value":"192.0.2.1"}]}]}`); code != want {
+			t.Errorf("/json call %d: got %d, want %d", i+2, code, want)
+		}
+	}
+}
+
+// serveWith runs serveRLS with o, its listeners' addresses read once it
+// serves, until t ends.
+func serveWith(t *testing.T, o rlsOptions) *rlsServer {
+	t.Helper()
+	s := &rlsServer{hangups: make(chan os.Signal, 1), config: o.Config}
+	o.watchEvery = 10 * time.Millisecond
+	ready := make(chan struct{})
+	o.ready = func(a rlsAddrs) { s.addr, s.metrics, s.http = a.grpc, a.metrics, a.http; close(ready) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serveRLS(ctx, o, s.hangups, slog.New(slog.DiscardHandler)) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("admit rls: %v", err)
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("admit rls ended before serving: %v", err)
+	}
+	return s
+}
+
+// TestRLSValidate checks the flags, the environment and the files as
+// startup does, without serving: exit 0 and the limits, or exit 2 and the
+// place of the error, as ratelimit validate too.
+func TestRLSValidate(t *testing.T) {
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "config", "edge.yaml"), filepath.Join(dir, "bad.yaml")
+	os.MkdirAll(filepath.Dir(good), 0o755)
+	if err := os.WriteFile(good, []byte(rlsTestConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("domain: a\ndescriptors:\n  - key: x\n   value: y\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	none := func(string) string { return "" }
+	refArgs := AsReference([]string{"validate"})
+	refEnv := func(k string) string {
+		return map[string]string{"RUNTIME_ROOT": dir, "REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "redis:6379"}[k]
+	}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		getenv func(string) string
+		code   int
+		want   string
+	}{
+		{"good", []string{"rls", "validate", "--config", good}, none, 0, "edge.remote_address: unit=MINUTE requests_per_unit=2, shadow_mode: false, quota_mode: false\nok\n"},
+		{"bad YAML", []string{"rls", "validate", "--config", bad}, none, 2, "bad.yaml:2: YAML: did not find expected '-' indicator"},
+		{"no config", []string{"rls", "validate"}, none, 2, "--config is required"},
+		{"as ratelimit", refArgs, refEnv, 0, "ok\n"},
+		{"as ratelimit, refused", refArgs, func(k string) string { return map[string]string{"REDIS_PERSECOND": "true"}[k] + refEnv(k) }, 2, `REDIS_PERSECOND "true"`},
+	} {
+		var out strings.Builder
+		code := Main(context.Background(), tc.args, tc.getenv, &out, &out)
+		if code != tc.code || !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%s: exit %d, %q; want exit %d and %q", tc.name, code, out.String(), tc.code, tc.want)
+		}
+	}
+}
+
+// TestRLSMigrationTableDocumented keeps docs/rls.md's migration table
+// equal to refVars: one row for each variable, its default and what admit
+// rls does with it.
+func TestRLSMigrationTableDocumented(t *testing.T) {
+	data, err := os.ReadFile("../docs/rls.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range refVars {
+		if row := r.docRow(); !strings.Contains(string(data), "\n"+row+"\n") {
+			t.Errorf("docs/rls.md lacks the row\n%s", row)
+		}
+	}
+}
+
+// FuzzReferenceEnv sets one of the reference's variables to any value:
+// startup never panics, and a refusal names the variable.
+func FuzzReferenceEnv(f *testing.F) {
+	// Seeds: values the reference documents, edges of each kind, and
+	// values that ask for what admit lacks.
+	for _, seed := range []struct {
+		i int
+		v string
+	}{{0, "::1"}, {1, "8080"}, {1, "-1"}, {5, "0.0.0.0"}, {36, "a:b,c"}, {50, "1"}, {59, "sentinel"}, {60, "m,s1:1,s2:2"}, {60, "a:1,b:2"},
+		{62, "user:pa:ss"}, {14, "TRACE"}, {15, "JSON"}, {16, "GRPC_XDS_SOTW"}, {82, "1.5"}} {
+		f.Add(seed.i, seed.v)
+	}
+	f.Fuzz(func(t *testing.T, i int, v string) {
+		if i < 0 || strings.ContainsRune(v, 0) {
+			return
+		}
+		r := refVars[i%len(refVars)]
+		env := map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "redis:6379", r.name: v}
+		_, err := parseRLSFlags(nil, referenceEnv(env), io.Discard)
+		if err != nil && !strings.Contains(err.Error(), r.name) && !strings.Contains(err.Error(), "--") {
+			t.Errorf("%s=%q: %v does not name it", r.name, v, err)
+		}
+	})
+}

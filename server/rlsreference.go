@@ -1,0 +1,221 @@
+package server
+
+import (
+	"flag"
+	"fmt"
+	"maps"
+	"net"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ReferenceName is the name the binary answers to as envoyproxy/ratelimit
+// does: run as ratelimit (the path its images and examples start,
+// /bin/ratelimit), admit is admit rls in reference mode.
+const ReferenceName = "ratelimit"
+
+// AsReference returns the arguments of a process started under
+// [ReferenceName]: admit rls's in reference mode (--env envoy), so that
+// `ratelimit` serves and `ratelimit validate` checks what the reference's
+// environment names.
+func AsReference(args []string) []string {
+	mode := "--env=" + envReference
+	if len(args) > 0 && args[0] == "validate" {
+		return append([]string{"rls", "validate", mode}, args[1:]...)
+	}
+	return append([]string{"rls", mode}, args...)
+}
+
+// The values of --env: admit reads only its own variables; envoy reads
+// envoyproxy/ratelimit's too, below admit's (see refVars).
+const (
+	envAdmit     = "admit"
+	envReference = "envoy"
+)
+
+// refFlags makes the value of each flag the reference's variables set
+// from those variables, each one its default where unset.
+var refFlags = map[string]func(get func(string) string) (string, error){
+	"listen": func(get func(string) string) (string, error) {
+		return net.JoinHostPort(get("GRPC_HOST"), get("GRPC_PORT")), nil
+	},
+	"http-listen": func(get func(string) string) (string, error) { return net.JoinHostPort(get("HOST"), get("PORT")), nil },
+	"metrics-listen": func(get func(string) string) (string, error) {
+		return net.JoinHostPort(get("DEBUG_HOST"), get("DEBUG_PORT")), nil
+	},
+	"config": func(get func(string) string) (string, error) {
+		return filepath.Join(get("RUNTIME_ROOT"), get("RUNTIME_SUBDIRECTORY"), get("RUNTIME_APPDIRECTORY")), nil
+	},
+	"store":        refStore,
+	"store-prefix": refSame("CACHE_KEY_PREFIX"),
+	"log-level":    refLogLevel,
+	"log-format": func(get func(string) string) (string, error) {
+		if strings.EqualFold(get("LOG_FORMAT"), "json") { // anything else is text there
+			return "json", nil
+		}
+		return "text", nil
+	},
+	// The reference reads its certificate only with GRPC_SERVER_USE_TLS.
+	"tls-cert":         refTLS("GRPC_SERVER_TLS_CERT"),
+	"tls-key":          refTLS("GRPC_SERVER_TLS_KEY"),
+	"shadow":           refSame("SHADOW_MODE"),
+	"quota-mode":       refSame("QUOTA_MODE"),
+	"response-headers": refSame("LIMIT_RESPONSE_HEADERS_ENABLED"),
+	"limit-header":     refSame("LIMIT_LIMIT_HEADER"),
+	"remaining-header": refSame("LIMIT_REMAINING_HEADER"),
+	"reset-header":     refSame("LIMIT_RESET_HEADER"),
+}
+
+func refSame(name string) func(func(string) string) (string, error) {
+	return func(get func(string) string) (string, error) { return get(name), nil }
+}
+
+func refTLS(name string) func(func(string) string) (string, error) {
+	return func(get func(string) string) (string, error) {
+		if on, _ := strconv.ParseBool(get("GRPC_SERVER_USE_TLS")); on {
+			return get(name), nil
+		}
+		return "", nil
+	}
+}
+
+// refLogLevel maps logrus's levels, the reference's, onto slog's.
+func refLogLevel(get func(string) string) (string, error) {
+	switch v := get("LOG_LEVEL"); strings.ToLower(v) {
+	case "trace", "debug":
+		return "debug", nil
+	case "info":
+		return "info", nil
+	case "warn", "warning":
+		return "warn", nil
+	case "error", "fatal", "panic":
+		return "error", nil
+	default:
+		return "", fmt.Errorf("admit rls: LOG_LEVEL %q: want trace, debug, info, warn, error, fatal or panic", v)
+	}
+}
+
+// refStore is the store URL of the reference's Redis settings: REDIS_URL
+// is host:port, or for a cluster its nodes, or for Sentinel the master's
+// name and the sentinels, comma separated; REDIS_AUTH is a password or
+// user:password (the master's, under Sentinel), REDIS_SENTINEL_AUTH the
+// sentinels'. BACKEND_TYPE and REDIS_SOCKET_TYPE other than redis and tcp
+// are refused by their rows.
+func refStore(get func(string) string) (string, error) {
+	u := url.URL{Scheme: "redis"}
+	if on, _ := strconv.ParseBool(get("REDIS_TLS")); on {
+		u.Scheme = "rediss"
+	}
+	q := url.Values{}
+	q.Set("pool_size", get("REDIS_POOL_SIZE"))
+	q.Set("dial_timeout", get("REDIS_TIMEOUT"))
+	userinfo := func(auth string) *url.Userinfo {
+		if auth == "" {
+			return nil
+		}
+		if user, pass, ok := strings.Cut(auth, ":"); ok {
+			return url.UserPassword(user, pass)
+		}
+		return url.UserPassword("", auth)
+	}
+	addrs := strings.Split(get("REDIS_URL"), ",")
+	switch strings.ToLower(get("REDIS_TYPE")) {
+	case "cluster":
+		u.Scheme += "+cluster"
+	case "sentinel":
+		if len(addrs) < 2 {
+			return "", fmt.Errorf("admit rls: REDIS_URL %q: with REDIS_TYPE sentinel, want the master's name and the sentinels, comma separated", get("REDIS_URL"))
+		}
+		u.Scheme += "+sentinel"
+		q.Set("master_name", addrs[0])
+		addrs = addrs[1:]
+		if auth := get("REDIS_AUTH"); auth != "" {
+			if user, pass, ok := strings.Cut(auth, ":"); ok {
+				q.Set("username", user)
+				auth = pass
+			}
+			q.Set("password", auth)
+		}
+		u.User = userinfo(get("REDIS_SENTINEL_AUTH"))
+	default:
+		if len(addrs) > 1 {
+			return "", fmt.Errorf("admit rls: REDIS_URL %q: with REDIS_TYPE single, want one host:port", get("REDIS_URL"))
+		}
+	}
+	if u.User == nil && !strings.Contains(u.Scheme, "sentinel") {
+		u.User = userinfo(get("REDIS_AUTH"))
+	}
+	u.Host = addrs[0]
+	for _, a := range addrs[1:] {
+		q.Add("addr", a)
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// applyReference sets each flag in refFlags that neither the command line
+// nor an ADMIT_RLS_ variable set (set) from the reference's variables,
+// recording in byEnv which variables a flag's value came from. It refuses
+// a value that asks for what admit lacks, and returns an info line for
+// each variable set that changes nothing, and for each default of the
+// reference that admit does not follow.
+func applyReference(fs *flag.FlagSet, set map[string]bool, getenv func(string) string, byEnv map[string]string) (infos []string, err error) {
+	defs := map[string]string{}
+	names := map[string][]string{}
+	for _, r := range refVars {
+		defs[r.name] = r.def
+		v := getenv(r.name)
+		switch {
+		case r.flag != "" && set[r.flag]:
+			if v != "" {
+				infos = append(infos, fmt.Sprintf("%s is not read: --%s or %s is given", r.name, r.flag, rlsEnvName(r.flag)))
+			}
+			continue
+		case r.flag != "":
+			names[r.flag] = append(names[r.flag], r.name)
+			if err := r.check(v); err != nil {
+				return nil, err
+			}
+			// The default flows into the flag: refused like a value set.
+			if v == "" && r.refuse != nil && r.refuse.test(r.def) {
+				return nil, fmt.Errorf("admit rls: %s unset: the reference's default %q asks for %s, which admit rls lacks; set %s (see docs/rls.md)",
+					r.name, r.def, r.refuse.lacks, r.name)
+			}
+		default:
+			if err := r.check(v); err != nil {
+				return nil, err
+			}
+			switch {
+			case v != "" && r.refuse == nil:
+				infos = append(infos, fmt.Sprintf("%s has no effect: %s", r.name, r.note))
+			case v == "" && r.refuse != nil && r.refuse.test(r.def):
+				infos = append(infos, fmt.Sprintf("%s unset: the reference's default %s asks for %s, which admit rls lacks; passed over, since it was not chosen (set to %s, it is refused)",
+					r.name, r.def, r.refuse.lacks, r.def))
+			}
+		}
+	}
+	get := func(name string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return defs[name]
+	}
+	for _, f := range slices.Sorted(maps.Keys(refFlags)) {
+		if set[f] {
+			continue
+		}
+		v, err := refFlags[f](get)
+		if err != nil {
+			return nil, err
+		}
+		from := strings.Join(names[f], ", ")
+		if err := fs.Set(f, v); err != nil {
+			return nil, fmt.Errorf("admit rls: %s %q: %w", from, v, err)
+		}
+		byEnv[f] = from
+	}
+	return infos, nil
+}

@@ -1,0 +1,35 @@
+package server
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/admitgo/admit/rls"
+)
+
+// validateRLS is admit rls validate, and under ratelimit the counterpart
+// of envoyproxy/ratelimit's config_check: it checks the flags, the
+// environment and the configuration files as startup does, without
+// listening or connecting, and prints the limits as /rlconfig does. A
+// refusal exits 2, naming the variable or the file, line and field.
+func validateRLS(args []string, getenv func(string) string, stdout io.Writer) error {
+	o, err := parseRLSFlags(args, getenv, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return usageError{err}
+	}
+	cfg, err := rls.Load(o.Config)
+	if err != nil {
+		return usageError{err}
+	}
+	for _, info := range o.infos {
+		fmt.Fprintln(stdout, "info  "+info)
+	}
+	fmt.Fprint(stdout, cfg.Dump())
+	fmt.Fprintln(stdout, "ok")
+	return nil
+}
