@@ -323,10 +323,20 @@ func TestUnit(t *testing.T) {
 		{"MemoryDenyWriteExecute", "yes"},
 		{"SystemCallFilter", "@system-service"},
 		{"CapabilityBoundingSet", ""},
+		// ProtectSystem=strict leaves no path writable but those the
+		// unit names: an access log needs its directory.
+		{"LogsDirectory", "admit"},
 	} {
 		if got := service[want.key]; !slices.Contains(got, want.value) {
 			t.Errorf("[Service] %s=%q, want %s=%s", want.key, got, want.key, want.value)
 		}
+	}
+	env, err := os.ReadFile(filepath.Join(moduleRoot(t), "deploy", "admit.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(env, []byte("\n#ADMIT_ACCESS_LOG=/var/log/admit/")) {
+		t.Error("deploy/admit.env suggests no ADMIT_ACCESS_LOG under /var/log/admit, the unit's LogsDirectory")
 	}
 	if got := service["CapabilityBoundingSet"]; len(got) != 1 {
 		t.Errorf("[Service] CapabilityBoundingSet=%q, want it once and empty", got)
