@@ -13,7 +13,8 @@ fuzz:
 	scripts/fuzz
 
 # The container image of deploy/Containerfile, built with podman (or docker
-# where podman is missing) and tagged IMAGE; see docs/deploy.md.
+# where podman does not run) and tagged IMAGE; the engine and the base image
+# are checked before admit is compiled. See docs/deploy.md.
 IMAGE ?= admit:dev
 image:
 	deploy/build-image $(IMAGE)

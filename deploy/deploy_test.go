@@ -142,6 +142,33 @@ type imageConfig struct {
 	Cmd          []string
 }
 
+// TestImageChecksEngineFirst: build-image finds a container engine that
+// does not run before it compiles anything, and says which.
+func TestImageChecksEngineFirst(t *testing.T) {
+	t.Parallel()
+	bin := t.TempDir()
+	compiled := filepath.Join(bin, "compiled")
+	write := func(name, script string) {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go", "touch "+compiled+"\n")
+	write("broken-engine", "echo 'cannot connect to the engine' >&2\nexit 125\n")
+	cmd := exec.CommandContext(bounded(t, time.Minute), filepath.Join(moduleRoot(t), "deploy", "build-image"), "admit:never")
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "CONTAINER_ENGINE="+filepath.Join(bin, "broken-engine"))
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("build-image with an engine that does not run succeeded:\n%s", out)
+	}
+	if !strings.Contains(string(out), "broken-engine info") || !strings.Contains(string(out), "cannot connect to the engine") {
+		t.Errorf("build-image printed\n%s\nwant the engine's check named, with its error", out)
+	}
+	if _, err := os.Stat(compiled); err == nil {
+		t.Error("build-image compiled admit before checking the container engine")
+	}
+}
+
 func TestImage(t *testing.T) {
 	t.Parallel()
 	podman := need(t, "podman", "podman")
@@ -296,10 +323,20 @@ func TestUnit(t *testing.T) {
 		{"MemoryDenyWriteExecute", "yes"},
 		{"SystemCallFilter", "@system-service"},
 		{"CapabilityBoundingSet", ""},
+		// ProtectSystem=strict leaves no path writable but those the
+		// unit names: an access log needs its directory.
+		{"LogsDirectory", "admit"},
 	} {
 		if got := service[want.key]; !slices.Contains(got, want.value) {
 			t.Errorf("[Service] %s=%q, want %s=%s", want.key, got, want.key, want.value)
 		}
+	}
+	env, err := os.ReadFile(filepath.Join(moduleRoot(t), "deploy", "admit.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(env, []byte("\n#ADMIT_ACCESS_LOG=/var/log/admit/")) {
+		t.Error("deploy/admit.env suggests no ADMIT_ACCESS_LOG under /var/log/admit, the unit's LogsDirectory")
 	}
 	if got := service["CapabilityBoundingSet"]; len(got) != 1 {
 		t.Errorf("[Service] CapabilityBoundingSet=%q, want it once and empty", got)

@@ -31,12 +31,16 @@ import (
 // each of them. Refusals, shadow mode's would-be refusals and requests the
 // failure policy let through unlimited, which a flood makes as fast as it
 // sends, are logged at most perSecond a second, and the next such line says
-// how many were left out. It is safe for concurrent use.
+// how many were left out. Each line says how long the request took, the
+// body bytes it read and wrote, and, when it was forwarded, how long the
+// upstream took and its status (see exchange). It is safe for concurrent
+// use.
 type accessLog struct {
-	log    *slog.Logger
-	out    *reopener // nil: stderr, which the process keeps
-	now    func() time.Time
-	secret []byte // keys the hash of client-chosen keys; random per process
+	log     *slog.Logger
+	out     *reopener // nil: stderr, which the process keeps
+	now     func() time.Time
+	secret  []byte   // keys the hash of client-chosen keys; random per process
+	serving *pending // the exchanges of the requests being served
 
 	// Refusals of the door and of the front sample apart, so that a
 	// flood of malformed requests, which needs no route, cannot hide a
@@ -58,7 +62,7 @@ func openAccessLog(cfg config.Config, stderr io.Writer, now func() time.Time) (*
 	if cfg.AccessLog == "" {
 		return nil, nil
 	}
-	a := &accessLog{now: now, secret: make([]byte, 32)}
+	a := &accessLog{now: now, secret: make([]byte, 32), serving: newPending()}
 	a.door.lim = rate.NewLimiter(rate.Limit(cfg.AccessLogRefusals), cfg.AccessLogRefusals)
 	a.front.lim = rate.NewLimiter(rate.Limit(cfg.AccessLogRefusals), cfg.AccessLogRefusals)
 	rand.Read(a.secret)
@@ -100,21 +104,47 @@ func (a *accessLog) hook(door func() *admit.Door) func(*http.Request, admit.Grou
 		if err != nil {
 			key = ""
 		}
-		a.write(suppressed, slog.String("method", clip(r.Method)), slog.String("route", r.Pattern),
+		var attrs [12]slog.Attr
+		a.write(suppressed, a.serving.find(r), append(attrs[:0], slog.String("method", clip(r.Method)), slog.String("route", r.Pattern),
 			slog.String(config.FieldGroup, string(g)), slog.String("outcome", outcome),
-			slog.Int("status", status), slog.String(config.FieldKey, a.keyText(key)))
+			slog.Int("status", status), slog.String(config.FieldKey, a.keyText(key))))
 	}
 }
 
 // malformed logs a request the front refused with status before any
-// route matched: its method and reason, nothing of what it held.
-func (a *accessLog) malformed(r *http.Request, reason string, status int) {
+// route matched, once x has answered it: its method and reason, nothing
+// of what it held.
+func (a *accessLog) malformed(r *http.Request, x *exchange, reason string, status int) {
 	suppressed, ok := a.front.sample(true, a.now())
 	if !ok {
 		return
 	}
-	a.write(suppressed, slog.String("method", clip(r.Method)), slog.String("outcome", "malformed"),
-		slog.String("reason", reason), slog.Int("status", status))
+	var attrs [12]slog.Attr
+	a.write(suppressed, x, append(attrs[:0], slog.String("method", clip(r.Method)), slog.String("outcome", "malformed"),
+		slog.String("reason", reason), slog.Int("status", status)))
+}
+
+// begin returns the exchange a request is served through, which answers
+// to w.
+func (a *accessLog) begin(w http.ResponseWriter) *exchange {
+	x := exchangePool.Get().(*exchange)
+	*x = exchange{ResponseWriter: w, now: a.now, start: a.now()}
+	return x
+}
+
+// track makes x the exchange of c, the request the door decides, until
+// untrack, and counts c's body.
+func (a *accessLog) track(c *http.Request, x *exchange) {
+	x.countBody(c)
+	a.serving.add(c, x)
+}
+
+func (a *accessLog) untrack(c *http.Request) { a.serving.remove(c) }
+
+// end recycles x once its request has been served.
+func (a *accessLog) end(x *exchange) {
+	*x = exchange{}
+	exchangePool.Put(x)
 }
 
 // keyText is a key as the log writes it: a client's prefix, or "global",
@@ -169,11 +199,29 @@ func clip(s string) string {
 	return s
 }
 
-func (a *accessLog) write(suppressed int64, attrs ...slog.Attr) {
+// write writes a line of attrs, and of what x measured when the request
+// has one: duration_ms and bytes_in and bytes_out always, upstream_ms when
+// it was forwarded, upstream_status when an answer came back.
+func (a *accessLog) write(suppressed int64, x *exchange, attrs []slog.Attr) {
+	if x != nil {
+		attrs = append(attrs, slog.Float64("duration_ms", millis(a.now().Sub(x.start))),
+			slog.Int64("bytes_in", x.bodyBytes()), slog.Int64("bytes_out", x.out))
+		if x.up {
+			attrs = append(attrs, slog.Float64("upstream_ms", millis(x.upEnd.Sub(x.upStart))))
+		}
+		if x.upStatus != 0 {
+			attrs = append(attrs, slog.Int("upstream_status", x.upStatus))
+		}
+	}
 	if suppressed > 0 {
 		attrs = append(attrs, slog.Int64("suppressed", suppressed))
 	}
 	a.log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
+}
+
+// millis is d in milliseconds to the microsecond.
+func millis(d time.Duration) float64 {
+	return float64(d.Microseconds()) / 1e3
 }
 
 // reopener is a file that can be opened again under its name.

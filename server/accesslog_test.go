@@ -3,7 +3,9 @@ package server
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -209,5 +211,110 @@ routes:
 	}
 	if got["malformed"] != 2 || got["rate_limited"] != 2 || got["ok"] != 1 {
 		t.Errorf("lines by outcome %v, want 2 malformed, 1 ok and 2 rate_limited", got)
+	}
+}
+
+// TestAccessLogTimes: against an upstream that takes two seconds of the
+// injected clock, a line says how long the request and the upstream took,
+// the body bytes read and written and the upstream's status; a refused
+// request has neither upstream_ms nor upstream_status, and a request the
+// upstream never answered has upstream_ms without upstream_status. Both
+// HTTP engines write the same fields.
+func TestAccessLogTimes(t *testing.T) {
+	const yaml = `
+budgets:
+  api: {rate: 0.001, burst: 2}
+routes:
+  - {group: api, pattern: "GET /api/{x}"}
+  - {group: api, pattern: "POST /api/{x}"}
+`
+	var engines [2][]map[string]any
+	for i, engine := range []string{"admit", "net/http"} {
+		t.Run(engine, func(t *testing.T) {
+			clk := testclock.New(time.Unix(1e9, 0))
+			slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				clk.Advance(2 * time.Second)
+				w.WriteHeader(http.StatusCreated)
+				io.WriteString(w, "created\n")
+			}))
+			defer slow.Close()
+			gone := httptest.NewServer(http.NotFoundHandler())
+			gone.Close()
+			log := filepath.Join(t.TempDir(), "access.log")
+			var refusal string
+			for _, up := range []string{slow.URL, gone.URL} {
+				cfg := serverConfig(t, "--upstream", up, "--config", writeConfig(t, yaml), "--access-log", log, "--http-engine", engine)
+				cfg.Now = clk.Now
+				r := startConfig(t, cfg)
+				if up == gone.URL {
+					r.answers(t, 1, http.StatusBadGateway, "GET", "/api/x", "")
+					continue
+				}
+				r.answers(t, 1, http.StatusCreated, "GET", "/api/x", "")
+				r.answers(t, 1, http.StatusCreated, "POST", "/api/x", "hello")
+				var resp *http.Response
+				resp, refusal = r.do(t, "POST", "/api/x", "hello")
+				if resp.StatusCode != http.StatusTooManyRequests {
+					t.Fatalf("third request: got %d, want 429", resp.StatusCode)
+				}
+				if len(refusal) == 0 {
+					t.Fatal("the refusal has no body to count")
+				}
+			}
+			lines := accessLines(t, log)
+			want := []map[string]any{
+				{"method": "GET", "status": 201.0, "duration_ms": 2000.0, "upstream_ms": 2000.0, "upstream_status": 201.0, "bytes_in": 0.0, "bytes_out": 8.0},
+				{"method": "POST", "status": 201.0, "duration_ms": 2000.0, "upstream_ms": 2000.0, "upstream_status": 201.0, "bytes_in": 5.0, "bytes_out": 8.0},
+				{"method": "POST", "status": 429.0, "outcome": "rate_limited", "duration_ms": 0.0, "bytes_in": 0.0, "bytes_out": float64(len(refusal)), "upstream_ms": nil, "upstream_status": nil},
+				{"method": "GET", "status": 502.0, "duration_ms": 0.0, "upstream_ms": 0.0, "upstream_status": nil, "bytes_in": 0.0},
+			}
+			if len(lines) != len(want) {
+				t.Fatalf("%d lines, want %d:\n%v", len(lines), len(want), lines)
+			}
+			for i, w := range want {
+				for k, v := range w {
+					if got, ok := lines[i][k]; v == nil && ok || got != v {
+						t.Errorf("line %d: %s %v, want %v (%v)", i+1, k, got, v, lines[i])
+					}
+				}
+			}
+			engines[i] = lines
+		})
+	}
+	// The same requests give the same lines, time and key aside.
+	for i := range engines[0] {
+		if i >= len(engines[1]) {
+			break
+		}
+		for k, v := range engines[0][i] {
+			if k != "time" && engines[1][i][k] != v {
+				t.Errorf("line %d: %s %v under admit's engine, %v under net/http", i+1, k, v, engines[1][i][k])
+			}
+		}
+	}
+}
+
+// TestExchangeAllocs: measuring a request without a body for the access
+// log (its exchange, found by the request, and the upstream's times)
+// allocates nothing once the pool and the maps are warm.
+func TestExchangeAllocs(t *testing.T) {
+	a := &accessLog{now: testclock.New(time.Unix(1e9, 0)).Now, serving: newPending()}
+	req := httptest.NewRequest("GET", "/l/x", nil)
+	w := httptest.NewRecorder()
+	measure := func() {
+		x := a.begin(w)
+		a.track(req, x)
+		if y := exchangeOf(x); y != x || a.serving.find(req) != x {
+			t.Fatal("the exchange is not found by its writer and its request")
+		}
+		x.forwarding()
+		x.forwarded()
+		a.untrack(req)
+		a.end(x)
+	}
+	measure()
+	if n := testing.AllocsPerRun(1000, measure); n != 0 {
+		t.Errorf("measuring a request allocates %v times, want 0", n)
 	}
 }

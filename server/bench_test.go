@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -23,12 +24,14 @@ func (roundTrip) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // BenchmarkHandler serves requests through the server's routes with an
 // upstream that costs nothing: a path in no group, a link route whose budget
-// admits everything, and a link route whose client is far over budget.
+// admits everything, a link route whose client is far over budget, and the
+// last two again with an access log.
 func BenchmarkHandler(b *testing.B) {
 	up := httptest.NewServer(http.NotFoundHandler())
 	defer up.Close()
 	allowed := []string{"--upstream", up.URL, "--route", "link=GET /l/{id}", "--config", "testdata/bench-allowed.yaml"}
 	limited := []string{"--upstream", up.URL, "--route", "link=GET /l/{id}"}
+	log := []string{"--access-log", filepath.Join(b.TempDir(), "access.log")}
 	tests := []struct {
 		name, path string
 		args       []string
@@ -37,6 +40,8 @@ func BenchmarkHandler(b *testing.B) {
 		{"unlimited", "/u/x", allowed, http.StatusOK},
 		{"allowed", "/l/x", allowed, http.StatusOK},
 		{"rejected", "/l/x", limited, http.StatusTooManyRequests},
+		{"allowed, logged", "/l/x", append(log, allowed...), http.StatusOK},
+		{"rejected, logged", "/l/x", append(log, limited...), http.StatusTooManyRequests},
 	}
 	for _, tt := range tests {
 		b.Run(tt.name, func(b *testing.B) {

@@ -46,8 +46,9 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 		}
 		return usageError{err}
 	}
-	if *peer == "" {
-		return usageError{errors.New("admit explain: --peer is required: the address the request comes from, as admit would see it (host:port)")}
+	defaultPeer := *peer == ""
+	if defaultPeer {
+		*peer = explainPeer
 	}
 	if fs.NArg() != 2 {
 		return usageError{errors.New("admit explain: want METHOD PATH after the flags, such as GET /l/abc")}
@@ -103,7 +104,7 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 		fmt.Fprintf(out, "refused  %d %s: %v; admit answers it before routing, and it never reaches the upstream\n", status, http.StatusText(status), err)
 		return nil
 	}
-	printExplanation(out, req, p, explained{routes: f.routes, door: door, async: c.Async, fwd: fwd}, resolver.Explain(p.req))
+	printExplanation(out, req, p, explained{routes: f.routes, door: door, async: c.Async, fwd: fwd, defaultPeer: defaultPeer}, resolver.Explain(p.req))
 	return nil
 }
 
@@ -114,7 +115,15 @@ type explained struct {
 	door   *admit.Door
 	async  map[admit.Group]time.Duration
 	fwd    *forwarder // whose header rules apply; nil: none printed
+	// defaultPeer is set when the peer is explainPeer because no --peer
+	// was given.
+	defaultPeer bool
 }
+
+// explainPeer is the peer explain resolves a request from without --peer:
+// an address of TEST-NET-1 (RFC 5737), which is nobody's and no trusted
+// proxy's unless a list trusts everything.
+const explainPeer = "192.0.2.1:40000"
 
 // asyncBound says how far replicas in the async mode may admit beyond the
 // budget, as asyncquota.Bound reckons it: each replica beyond the first a
@@ -173,7 +182,7 @@ var reasons = map[clientip.Reason]string{
 // how its client key was found.
 func printExplanation(w io.Writer, req *http.Request, p plan, x explained, e clientip.Explanation) {
 	printPlan(w, req, p, x)
-	printClient(w, req, e)
+	printClient(w, req, e, x.defaultPeer)
 	if x.fwd != nil {
 		printFacts(w, req, x.fwd)
 	}
@@ -252,7 +261,7 @@ func groupList(gs []admit.Group) string {
 }
 
 // printClient writes how a request's client key was found.
-func printClient(w io.Writer, req *http.Request, e clientip.Explanation) {
+func printClient(w io.Writer, req *http.Request, e clientip.Explanation, defaultPeer bool) {
 	peer := "not an IP address"
 	if e.Peer.IsValid() {
 		peer = e.Peer.String()
@@ -262,7 +271,11 @@ func printClient(w io.Writer, req *http.Request, e clientip.Explanation) {
 			peer += ", not a trusted proxy"
 		}
 	}
-	fmt.Fprintf(w, "peer     %s -> %s\n", e.RemoteAddr, peer)
+	remote := e.RemoteAddr
+	if defaultPeer {
+		remote += " (default; --peer sets it)"
+	}
+	fmt.Fprintf(w, "peer     %s -> %s\n", remote, peer)
 	if e.PeerTrusted {
 		for _, v := range req.Header.Values(e.Header) {
 			fmt.Fprintf(w, "header   %s: %s\n", e.Header, v)
@@ -293,11 +306,11 @@ func printClient(w io.Writer, req *http.Request, e clientip.Explanation) {
 }
 
 func printExplainUsage(w io.Writer) {
-	fmt.Fprint(w, "Usage: admit explain --peer HOST:PORT [-H 'Name: value']... [flags] METHOD PATH\n\n"+
+	fmt.Fprint(w, "Usage: admit explain [--peer HOST:PORT] [-H 'Name: value']... [flags] METHOD PATH\n\n"+
 		"explain prints the group a request would be admitted under, its client key,\n"+
 		"and how the key was derived from the peer and its X-Forwarded-For header.\n"+
 		"It reads the routes and trusted proxies as the server does.\n\n"+
-		"  --peer HOST:PORT\n    \tthe TCP peer of the request (or the source of its PROXY protocol header)\n"+
+		"  --peer HOST:PORT\n    \tthe TCP peer of the request (or the source of its PROXY protocol header);\n    \tdefault "+explainPeer+", an address of no client and no proxy\n"+
 		"  -H, --header 'Name: value'\n    \ta request header; repeatable, and repeated headers count line by line\n")
 	config.PrintOptions(w, explainOptions)
 }

@@ -49,6 +49,20 @@ type front struct {
 }
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if f.access == nil {
+		f.serve(w, r, nil)
+		return
+	}
+	// With an access log the request is served through its exchange,
+	// which measures it. A panic leaves the exchange to the collector,
+	// since a writer may still hold it.
+	x := f.access.begin(w)
+	f.serve(x, r, x)
+	f.access.end(x)
+}
+
+// serve serves r, measured by x when the access log is on (nil: off).
+func (f *front) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if faultyFraming(r) {
 		w.Header()["Connection"] = closeValue
 	}
@@ -56,9 +70,15 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The matches are kept apart from the request, which escapes, so that
 	// found stays on the stack.
 	c, matched, err := f.match(w, r, found[:0])
+	if err != nil {
+		f.refuse(w, r, x, err)
+		return
+	}
+	if x != nil {
+		f.access.track(c, x)
+		defer f.access.untrack(c)
+	}
 	switch {
-	case err != nil:
-		f.refuse(w, r, err)
 	case len(matched) == 0:
 		f.rest.ServeHTTP(w, c)
 	case len(matched) == 1:
@@ -170,16 +190,17 @@ func withHeader(c, r *http.Request, h http.Header) *http.Request {
 // after it. An HTTP/2 connection stays: net/http would turn Connection:
 // close into a GOAWAY for every stream on it, which a balancer may
 // multiplex for many clients.
-func (f *front) refuse(w http.ResponseWriter, r *http.Request, err error) {
+// x, when the access log is on, measured the answer, which is logged.
+func (f *front) refuse(w http.ResponseWriter, r *http.Request, x *exchange, err error) {
 	reason := f.malformed.add(err)
 	status := refusalStatus(err)
-	if f.access != nil {
-		f.access.malformed(r, reason, status)
-	}
 	if r.ProtoMajor == 1 {
 		w.Header()["Connection"] = closeValue
 	}
 	http.Error(w, http.StatusText(status)+": "+err.Error(), status)
+	if f.access != nil {
+		f.access.malformed(r, x, reason, status)
+	}
 }
 
 // errMethodNotServed refuses a method outside --methods, TRACE and others

@@ -103,6 +103,27 @@ func TestExplain(t *testing.T) {
 	}
 }
 
+// TestExplainDefaultPeer: without --peer, explain resolves the request as
+// from a documentation address, and says that it chose it.
+func TestExplainDefaultPeer(t *testing.T) {
+	out, err := runArgs(t, nil, "explain", "--route", "link=GET /s/{token}", "GET", "/s/abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"peer     192.0.2.1:40000 (default; --peer sets it) -> 192.0.2.1, not a trusted proxy\n",
+		"key      192.0.2.1/32\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain without --peer printed\n%s\nwant it to hold %q", out, want)
+		}
+	}
+	out, err = runArgs(t, nil, "explain", "--peer", "198.51.100.7:1", "--route", "link=GET /s/{token}", "GET", "/s/abc")
+	if err != nil || strings.Contains(out, "default") {
+		t.Errorf("explain --peer printed\n%s(err %v), want no word of a default", out, err)
+	}
+}
+
 func TestRunErrors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -114,7 +135,6 @@ func TestRunErrors(t *testing.T) {
 		{"explain bad flag", []string{"explain", "-X", "GET", "/"}, "admit explain: unknown flag -X; admit explain --help lists the flags"},
 		{"schema bad flag", []string{"schema", "--table", "t"}, "admit schema: unknown flag --table; admit schema --help lists the flags"},
 		{"schema flag without value", []string{"schema", "--store-table"}, "admit schema: --store-table needs a value (--store-table TABLE)"},
-		{"explain without peer", []string{"explain", "GET", "/"}, "admit explain: --peer is required"},
 		{"explain without path", []string{"explain", "--peer", "192.0.2.1:1", "GET"}, "admit explain: want METHOD PATH"},
 		{"explain bad header", []string{"explain", "--peer", "192.0.2.1:1", "-H", "X-Forwarded-For 1.2.3.4", "GET", "/"}, `admit explain: -H "X-Forwarded-For 1.2.3.4": want "Name: value"`},
 		{"explain /0", []string{"explain", "--peer", "192.0.2.1:1", "--trusted-proxy", "0.0.0.0/0", "GET", "/"}, `admit: --trusted-proxy "0.0.0.0/0": `},

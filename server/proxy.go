@@ -99,6 +99,10 @@ func newProxy(target *url.URL, resolver *clientip.Resolver, rules headerRules, a
 }
 
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if x := exchangeOf(w); x != nil { // the access log times the upstream
+		x.forwarding()
+		defer x.forwarded()
+	}
 	if p.direct == nil || !p.direct.Takes(r) {
 		p.reverse.ServeHTTP(w, r)
 		return
@@ -243,6 +247,9 @@ func (f *forwarder) fromTrustedPeer(r *http.Request) bool {
 }
 
 func (f *forwarder) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if x := exchangeOf(w); x != nil { // the answer is admit's, not the upstream's
+		x.failed = true
+	}
 	if r.Context().Err() == nil { // not the client hanging up
 		// The transport's error names the request's URL, whose path or
 		// query may hold a link's token: log only the cause.

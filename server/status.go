@@ -53,6 +53,10 @@ type statusView struct {
 	Refresh                int
 	Over                   string // what the rates average over; "" before a second sample
 	Groups                 []groupView
+	// Unused names the groups no route uses, such as a built-in group the
+	// routes leave out, which decide nothing and get no section.
+	Unused string
+	Token  bool // an admin token is set: reading a client needs it
 }
 
 type groupView struct {
@@ -128,7 +132,7 @@ func (p *statusPage) view(counts map[groupOutcome]float64, evictions map[string]
 	prev, last := p.prev, p.last
 	p.mu.Unlock()
 	v := statusView{Version: config.Version(), Store: string(g.cfg.Store.Kind), Reload: p.reloadText(),
-		Now: p.now().UTC().Format(time.RFC3339), Refresh: statusRefresh}
+		Now: p.now().UTC().Format(time.RFC3339), Refresh: statusRefresh, Token: g.cfg.AdminToken != ""}
 	span := last.at.Sub(prev.at).Seconds()
 	if !prev.at.IsZero() && span > 0 {
 		v.Over = config.DurationText(last.at.Sub(prev.at).Round(time.Second))
@@ -142,6 +146,13 @@ func (p *statusPage) view(counts map[groupOutcome]float64, evictions map[string]
 			Clients: st.Clients, MaxClients: b.MaxClients, Evictions: evictions[string(name)],
 			Store: storeState(g.cfg.Store.Kind, st), Failing: st.OnFallback}
 		gv.Routes = groupRoutes(routes, name)
+		if gv.Routes == "" {
+			if v.Unused != "" {
+				v.Unused += ", "
+			}
+			v.Unused += string(name)
+			continue
+		}
 		for _, o := range outcomeNames(counts, name) {
 			ov := outcomeView{Name: o, Total: counts[groupOutcome{string(name), o}], PerSecond: "-"}
 			if v.Over != "" {
@@ -239,6 +250,7 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 {{else}}<tr><td colspan="3">no request yet</td></tr>
 {{end}}</table>
 {{end}}
-<p>Counts are those of <a href="/metrics">/metrics</a>. A client's state: <code>GET /admit/groups/GROUP/clients/KEY</code> with the admin token.</p>
+{{if .Unused}}<p id="unused">No route uses {{.Unused}}.</p>
+{{end}}<p>Counts are those of <a href="/metrics">/metrics</a>. A client's state: <code>GET /admit/groups/GROUP/clients/KEY</code>, {{if .Token}}with the admin token of <code>--admin-token-file</code>, from anywhere{{else}}without <code>--admin-token-file</code>, only from this host (a loopback peer){{end}}.</p>
 </body></html>
 `))

@@ -162,3 +162,34 @@ func TestStatusPageHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusPageGroupsAndFooter: a built-in group no route uses gets no
+// section of its own, only a line naming it; the footer says who may read
+// a client's state, which depends on whether an admin token is set.
+func TestStatusPageGroupsAndFooter(t *testing.T) {
+	page := func(t *testing.T, r *running) string {
+		t.Helper()
+		resp, err := r.client.Get(r.metrics + "/admit/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	routes := []string{"--upstream", newRecorder(t).url, "--route", "link=GET /s/{token}"}
+	html := page(t, start(t, routes...))
+	if strings.Contains(html, `id="group-webhook"`) || !strings.Contains(html, `id="group-link"`) {
+		t.Errorf("the page has a section for webhook, which no route uses, or none for link:\n%s", html)
+	}
+	if !strings.Contains(html, `<p id="unused">No route uses webhook.</p>`) {
+		t.Errorf("the page does not name webhook as unused:\n%s", html)
+	}
+	if !strings.Contains(html, "without <code>--admin-token-file</code>, only from this host") {
+		t.Errorf("without a token, the footer does not say a client's state is read from this host:\n%s", html)
+	}
+	html = page(t, start(t, append(routes, "--admin-token-file", tokenFile(t, "s3cret-token\n"))...))
+	if !strings.Contains(html, "with the admin token of <code>--admin-token-file</code>, from anywhere") {
+		t.Errorf("with a token, the footer does not say the token is needed:\n%s", html)
+	}
+}
