@@ -35,7 +35,7 @@ func ExampleRule_Validate() {
 	// quota: invalid rule "login": Burst -1, want 0 (Limit) or more
 }
 
-func ExamplePolicy_Fail() {
+func ExampleFailure_Fail() {
 	// A store that cannot reach its server decides by its policy.
 	rule := quota.Rule{Name: "signup", Limit: 5, Window: time.Hour}
 	down := errors.New("connection refused")
@@ -46,4 +46,18 @@ func ExamplePolicy_Fail() {
 	// Output:
 	// fail closed: allowed=false retry after 1h0m0s
 	// fail open: allowed=true remaining=5
+}
+
+func ExampleParseFailure() {
+	// A flag's value becomes the one failure type; the zero value stands
+	// for the front's default.
+	f, err := quota.ParseFailure("open")
+	fmt.Println(f, err)
+	fmt.Println(quota.FailDefault.Or(quota.FailClosed))
+	_, err = quota.ParseFailure("fail-open")
+	fmt.Println(err)
+	// Output:
+	// open <nil>
+	// closed
+	// quota: store failure "fail-open": want error, closed, open or local
 }

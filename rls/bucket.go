@@ -166,11 +166,11 @@ func (s *Service) take(ctx context.Context, d *decision) error {
 			down = err
 		}
 		switch s.failure {
-		case FailClosed:
+		case quota.FailClosed:
 			t.d, t.refused = quota.Decision{}, true
-		case FailOpen:
+		case quota.FailOpen:
 			t.d, t.refused = quota.Decision{Allowed: true, Remaining: t.rule.Burst}, false
-		case FailLocal:
+		case quota.FailLocal:
 			var err error
 			if t.d, err = s.local.AllowN(ctx, *t.rule, t.subject, t.n()); err != nil {
 				return unavailable(fmt.Errorf("%w: the fallback failed too: %w", errStore, err))
