@@ -16,11 +16,12 @@ import (
 	"github.com/admitgo/admit/quota/memquota"
 )
 
-// outage is a shared store that fails, as the stores do under their
-// fail-closed policy, while down is set, and counts the calls it gets.
+// outage is a shared store that fails by its policy (closed unless set)
+// while down is set, and counts the calls it gets.
 type outage struct {
 	quota.Charger
-	down  atomic.Bool
+	policy quota.Failure
+	down   atomic.Bool
 	calls atomic.Int64
 }
 
@@ -29,7 +30,7 @@ var errOutage = errors.New("store unreachable")
 func (o *outage) AllowN(ctx context.Context, r quota.Rule, s string, n int) (quota.Decision, error) {
 	o.calls.Add(1)
 	if o.down.Load() {
-		return quota.Decision{RetryAfter: r.Window, Limit: r.Limit, Window: r.Window}, errOutage
+		return o.policy.Fail(r, errOutage)
 	}
 	return o.Charger.AllowN(ctx, r, s, n)
 }
@@ -283,10 +284,10 @@ func (s *heldStore) AllowN(ctx context.Context, r quota.Rule, subject string, n 
 	if s.armed.Load() {
 		s.in <- struct{}{}
 		<-s.open
-		return quota.Decision{RetryAfter: r.Window, Limit: r.Limit, Window: r.Window}, errOutage
+		return quota.FailClosed.Fail(r, errOutage)
 	}
 	if s.down.Load() {
-		return quota.Decision{RetryAfter: r.Window, Limit: r.Limit, Window: r.Window}, errOutage
+		return quota.FailClosed.Fail(r, errOutage)
 	}
 	return s.Charger.AllowN(ctx, r, subject, n)
 }
