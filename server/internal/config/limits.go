@@ -59,7 +59,7 @@ func (c *Config) checkRoutes(file string) error {
 			if !onStore && r.Spend() > b.SharedBurst {
 				return fmt.Errorf("admit: %s: cost %d is more than group %q admits from its shared bucket, which serves clients once its table is full (its shared_burst is %d)", where, r.Spend(), g, b.SharedBurst)
 			}
-			if onStore && c.StoreFail == StoreFailLocal {
+			if onStore && c.StoreFail == quota.FailLocal {
 				holds := b.Burst
 				if b.Algorithm == admit.FixedWindow {
 					holds = b.Limit
@@ -201,8 +201,8 @@ func DoorBudgets(cfg Config, charger quota.Charger) map[admit.Group]admit.Budget
 	maps.Copy(budgets, cfg.Budgets)
 	if charger != nil {
 		for g, b := range budgets {
-			b.Store = charger
-			if cfg.StoreFail == StoreFailLocal {
+			b.Store, b.Failure = charger, cfg.StoreFail
+			if cfg.StoreFail == quota.FailLocal {
 				b.Replicas = cfg.Replicas
 			}
 			budgets[g] = b
