@@ -157,9 +157,9 @@ type Budget struct {
 	// them by the door's own buckets at the budget's share (see Replicas).
 	// quota.FailError is refused: it hands the decision back to a front
 	// before the door, and the door is the last to decide. Under every
-	// policy a store that failed is not asked again for a second: the
-	// requests meanwhile get the policy's answer at once, one request a
-	// second probes the store, and the first answer brings the group back
+	// policy a store that failed is not asked again for half a second: the
+	// requests meanwhile get the policy's answer at once, one request each
+	// half second probes the store, and the first answer brings the group back
 	// to it. 0 (quota.FailDefault): quota.FailLocal when Replicas is set,
 	// else what the store's own failure policy decided (its Config's
 	// Failure; closed unless it says open).

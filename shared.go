@@ -29,7 +29,7 @@ type shared struct {
 	// caps of its own. nil: the budget's Failure decides.
 	fallback *group
 	// down, on the door's time line, keeps the group from asking a store
-	// that failed but once a second (see internal/storedown), so that
+	// that failed but twice a second (see internal/storedown), so that
 	// requests do not each wait for a store that is likely down.
 	down storedown.Breaker
 	// storeOpen is what the store's own policy decided on its last failure,
@@ -157,7 +157,7 @@ func (e *shared) admit(ctx context.Context, t *ticket, now int64) verdict {
 		}
 		open := e.failOpen()
 		e.logs.Do(func() {
-			g.set.logger.Warn("admit: shared store failed; its failure policy decides, and it is asked again once a second until it answers", "group", g.name, "allowed", open, "err", err)
+			g.set.logger.Warn("admit: shared store failed; its failure policy decides, and it is asked again twice a second until it answers", "group", g.name, "allowed", open, "err", err)
 		})
 		return e.storeFailed(t, open)
 	}

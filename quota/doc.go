@@ -34,7 +34,7 @@
 // returns the error. Either way the caller learns that the store failed, and
 // the store counts the decision in its metrics. The same type, with the same
 // spellings, is the failure policy of the door and of admit rls, which also
-// stop asking a store that failed for a second at a time; a program that
+// stop asking a store that failed for half a second at a time; a program that
 // calls a store directly asks it on every call. A caller error (an invalid
 // rule or a subject that did not come from [Subject]) is refused with an
 // error whatever the policy. Stores never retry an increment: a retried

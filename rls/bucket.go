@@ -134,7 +134,7 @@ func (t *take) judge() { t.refused = t.cost > 0 && (t.n() == 0 || !t.d.Allowed) 
 // take decides d's token-bucket descriptors, one limiter call each, in
 // order. Once the limiter fails, or while it is down and no probe is due,
 // the failure policy decides the rest of the request without asking it,
-// so that an outage costs one timeout a second rather than one a
+// so that an outage costs two timeouts a second rather than one a
 // descriptor.
 func (s *Service) take(ctx context.Context, d *decision) error {
 	var down error // the limiter's failure, once it failed

@@ -94,8 +94,8 @@ type Service struct {
 	log      *slog.Logger
 	storeLog rate.Sometimes // throttles the log of store failures
 	// counterDown and limiterDown keep calls from asking a store that
-	// failed within the last second (see internal/storedown), so that an
-	// outage costs one timeout a second rather than one a call. Their
+	// failed within the last half second (see internal/storedown), so that an
+	// outage costs two timeouts a second rather than one a call. Their
 	// time line is the monotonic time since epoch.
 	counterDown, limiterDown storedown.Breaker
 	epoch                    time.Time
@@ -209,7 +209,7 @@ func (s *Service) Config() *Config { return s.config.Load() }
 var errStore = errors.New("rls: the store cannot count")
 
 // errDown is the failure of a call not asked of a store that is down.
-var errDown = errors.New("rls: the store is down; not asked until a probe a second finds it answering")
+var errDown = errors.New("rls: the store is down; not asked until a probe, twice a second, finds it answering")
 
 // sinceStart is the time on the breakers' time line: monotonic, so a step
 // of the wall clock neither holds a down store back nor probes it early.
