@@ -127,6 +127,7 @@ func TestStoreOutage(t *testing.T) {
 						}
 
 						stop()
+						t.Cleanup(start) // for the next case, should this one fail
 						down := time.Now()
 						tick := time.NewTicker(every)
 						defer tick.Stop()

@@ -34,6 +34,7 @@ type run struct {
 	wg       sync.WaitGroup
 	errs     atomic.Int64
 	failedAt atomic.Int64 // when the first failed store call ended, Unix nanoseconds; 0 before
+	lastFail atomic.Int64 // when the latest failed store call ended, Unix nanoseconds
 	downAt   time.Time    // when the server went down; set before phase down
 	backAt   time.Time    // when the server answered again; set before phase back
 	mu       sync.Mutex   // guards the following fields
@@ -95,9 +96,13 @@ func (r *run) client(i int) {
 		c, w := send(r.h, peer)
 		lat := time.Since(start)
 		p1 := int(r.phase.Load())
-		r.check(peer, p0, p1, c, w, lat)
+		// A call that timed out while the server was up sends the door off
+		// the store until its next probe, as any failure does.
+		excused := start.UnixNano() < r.lastFail.Load()+storedown.Every
+		r.check(peer, p0, p1, c, w, lat, excused)
 		if c.err != nil {
 			r.failedAt.CompareAndSwap(0, start.Add(lat).UnixNano())
+			r.lastFail.Store(start.Add(lat).UnixNano())
 		}
 		if p0 >= back && (c.err != nil || !c.decided) {
 			lastFailure = start.Add(lat)
@@ -138,7 +143,9 @@ func timedOut(err error) bool {
 }
 
 // check holds one request to the failure policy and the timeout.
-func (r *run) check(peer string, p0, p1 int, c *call, w *httptest.ResponseRecorder, lat time.Duration) {
+// A request that was not asked while the server was up is excused when it
+// began within storedown.Every of a failed call's end.
+func (r *run) check(peer string, p0, p1 int, c *call, w *httptest.ResponseRecorder, lat time.Duration, excused bool) {
 	var problems []string
 	if lat > r.Timeout+Margin {
 		problems = append(problems, fmt.Sprintf("took %v, want at most the store's timeout %v + %v", lat, r.Timeout, Margin))
@@ -148,7 +155,7 @@ func (r *run) check(peer string, p0, p1 int, c *call, w *httptest.ResponseRecord
 		why = "not asked"
 	}
 	switch {
-	case !c.decided && (p0 == up || p0 == settled):
+	case !c.decided && (p0 == up || p0 == settled) && !excused:
 		problems = append(problems, "the store was not asked while it answered")
 	case c.decided && c.err == nil:
 		if w.Code != http.StatusOK || !c.served {
