@@ -84,12 +84,14 @@ func (r *run) client(i int) {
 	var transit stats
 	var lastFailure time.Time // the end of the last failed or skipped call that began after the server was back
 	var outage []time.Duration
+	tick := time.NewTicker(pace)
+	defer tick.Stop()
 	for n := 0; n < maxRequests; n++ {
 		select {
 		case <-r.stop:
 			n = maxRequests
 			continue
-		default:
+		case <-tick.C:
 		}
 		p0 := int(r.phase.Load())
 		start := time.Now()
