@@ -355,6 +355,7 @@ func TestFailedOpenAdmissionIsNotRefunded(t *testing.T) {
 		t.Errorf("refunds sent for admissions the store never counted: %d, want 0", got)
 	}
 	store.down.Store(false)
+	clk.Advance(time.Second) // past the probe interval: the store decides again
 	if got := send("192.0.2.9:1"); got != http.StatusTooManyRequests {
 		t.Errorf("a new address after the outage: got %d, want 429 (the tenant's 3 are spent)", got)
 	}
