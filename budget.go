@@ -148,18 +148,29 @@ type Budget struct {
 	// at Rate and Burst, the client key hashed with quota.Subject), so several
 	// replicas enforce one budget. In-flight caps stay per process, and the
 	// shared bucket and client table are not used. A store failure follows
-	// the store's failure policy and counts as outcome store_error, unless
-	// Replicas turns on the local fallback. nil: the door's own buckets.
+	// Failure and counts as outcome store_error, or fallback under
+	// quota.FailLocal. nil: the door's own buckets.
 	Store quota.Charger
-	// Replicas, with a Store, turns on the local fallback and says how many
-	// replicas share the store: while the store fails, the door decides by
-	// its own buckets at the budget divided by Replicas (Rate and
-	// SharedRate exactly; Burst, SharedBurst and Limit rounded down, but at
-	// least 1), so that the replicas together admit at most the budget, and
-	// counts what it admits as
-	// outcome fallback. After a failure it stops asking the store; one
-	// request a second probes it, and the first answer brings the group back
-	// to it. 0: no fallback.
+	// Failure is what the group's requests get while Store cannot decide:
+	// quota.FailClosed refuses them with 503 and Retry-After: 1,
+	// quota.FailOpen admits them uncounted, and quota.FailLocal decides
+	// them by the door's own buckets at the budget's share (see Replicas).
+	// quota.FailError is refused: it hands the decision back to a front
+	// before the door, and the door is the last to decide. Under every
+	// policy a store that failed is not asked again for half a second: the
+	// requests meanwhile get the policy's answer at once, one request each
+	// half second probes the store, and the first answer brings the group back
+	// to it. 0 (quota.FailDefault): quota.FailLocal when Replicas is set,
+	// else what the store's own failure policy decided (its Config's
+	// Failure; closed unless it says open).
+	Failure quota.Failure
+	// Replicas, under quota.FailLocal, says how many replicas share the
+	// store: while the store fails, the door decides by its own buckets at
+	// the budget divided by Replicas (Rate and SharedRate exactly; Burst,
+	// SharedBurst and Limit rounded down, but at least 1), so that the
+	// replicas together admit at most the budget, and counts what it
+	// admits as outcome fallback. Setting it with a zero Failure turns on
+	// the fallback as it did before Failure existed. 0: no fallback.
 	Replicas int
 }
 
@@ -191,6 +202,14 @@ func (b Budget) validate(g Group) error {
 		return fieldsError(g, "{Algorithm} %v, want {TokenBucket} or {FixedWindow}", b.Algorithm)
 	case b.Replicas < 0 || b.Replicas > 0 && b.Store == nil:
 		return fieldsError(g, "{Replicas} %v, want 0, or with a {Store} at least 1", b.Replicas)
+	case b.Failure == quota.FailError || !b.Failure.Valid():
+		return fieldsError(g, "{Failure} %v: the door is the last to decide, so it cannot hand the decision back; want closed, open or local", b.Failure)
+	case b.Failure != quota.FailDefault && b.Store == nil:
+		return fieldsError(g, "{Failure} %v applies to a group with a {Store}", b.Failure)
+	case b.Failure == quota.FailLocal && b.Replicas < 1:
+		return fieldsError(g, "{Failure} local needs {Replicas}: how many replicas share the store, so that each admits its share while it is down")
+	case b.Replicas > 0 && b.Failure != quota.FailLocal:
+		return fieldsError(g, "{Replicas} %v applies to {Failure} local only, not %v", b.Replicas, b.Failure)
 	case b.MinBodyRate > 0 && b.BodyRateGrace < 0:
 		return fieldsError(g, "{BodyRateGrace} {None} with {MinBodyRate} %d: a body's first bytes take time to arrive, so nearly every body would be cut; want a positive {BodyRateGrace}, or {MinBodyRate} {None}", b.MinBodyRate)
 	}

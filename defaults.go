@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/admitgo/admit/quota"
 )
 
 // defaults are the built-in groups' budgets, every field set.
@@ -130,6 +132,9 @@ func (b Budget) resolve(g Group) (Budget, error) {
 	pick(&b.BodyRateGrace, base.BodyRateGrace)
 	pick(&b.HoldTimeout, base.HoldTimeout)
 	pick(&b.Charge, base.Charge)
+	if b.Failure == quota.FailDefault && b.Replicas > 0 {
+		b.Failure = quota.FailLocal // Replicas alone turned the fallback on before Failure
+	}
 	return b, b.validate(g)
 }
 

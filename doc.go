@@ -80,11 +80,12 @@
 // A Budget with a Store decides client tokens in a shared quota store (see
 // package quota), so several replicas enforce one budget; in-flight caps stay
 // per process. Each group picks its engine once, in New: the door's own
-// buckets, or the store. A store failure follows the store's failure policy
-// and counts as store_error, unless Budget.Replicas turns on the local
-// fallback: while the store fails, each replica decides by its own buckets
-// at its share of the budget (the budget divided by Replicas) and counts what
-// they admit as fallback, probing the store once a second until it answers.
+// buckets, or the store. A store failure follows Budget.Failure, one
+// quota.Failure: closed and open count as store_error; under local (or with
+// Budget.Replicas alone) each replica decides by its own buckets at its
+// share of the budget (the budget divided by Replicas) and counts what they
+// admit as fallback. Under every policy the door probes a failed store
+// twice a second until it answers, and asks it for nothing in between.
 //
 // # Refused budgets and routes
 //

@@ -11,17 +11,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/admitgo/admit/internal/storedown"
 	"github.com/admitgo/admit/internal/testclock"
 	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/memquota"
 )
 
-// outage is a shared store that fails, as the stores do under their
-// fail-closed policy, while down is set, and counts the calls it gets.
+// outage is a shared store that fails by its policy (closed unless set)
+// while down is set, and counts the calls it gets.
 type outage struct {
 	quota.Charger
-	down  atomic.Bool
-	calls atomic.Int64
+	policy quota.Failure
+	down   atomic.Bool
+	calls  atomic.Int64
 }
 
 var errOutage = errors.New("store unreachable")
@@ -29,7 +31,7 @@ var errOutage = errors.New("store unreachable")
 func (o *outage) AllowN(ctx context.Context, r quota.Rule, s string, n int) (quota.Decision, error) {
 	o.calls.Add(1)
 	if o.down.Load() {
-		return quota.Decision{RetryAfter: r.Window, Limit: r.Limit, Window: r.Window}, errOutage
+		return o.policy.Fail(r, errOutage)
 	}
 	return o.Charger.AllowN(ctx, r, s, n)
 }
@@ -109,9 +111,9 @@ func TestFallbackHoldsTheBudgetThroughAnOutage(t *testing.T) {
 	if fallback != int64(during) {
 		t.Errorf("fallback outcomes: got %d, want %d (every admission during the outage)", fallback, during)
 	}
-	// Each replica asks once on the failure, then probes once a second.
-	if asked, most := store.calls.Load()-before, int64(replicas*(1+int(outage/time.Second)+1)); asked > most {
-		t.Errorf("store calls during the outage: %d, want at most %d (a probe a second per replica)", asked, most)
+	// Each replica asks once on the failure, then probes once an interval.
+	if asked, most := store.calls.Load()-before, int64(replicas*(1+int(int64(outage)/storedown.Every)+1)); asked > most {
+		t.Errorf("store calls during the outage: %d, want at most %d (a probe an interval per replica)", asked, most)
 	}
 
 	// Back, the store decides again; its bucket, charged nothing during
@@ -283,10 +285,10 @@ func (s *heldStore) AllowN(ctx context.Context, r quota.Rule, subject string, n 
 	if s.armed.Load() {
 		s.in <- struct{}{}
 		<-s.open
-		return quota.Decision{RetryAfter: r.Window, Limit: r.Limit, Window: r.Window}, errOutage
+		return quota.FailClosed.Fail(r, errOutage)
 	}
 	if s.down.Load() {
-		return quota.Decision{RetryAfter: r.Window, Limit: r.Limit, Window: r.Window}, errOutage
+		return quota.FailClosed.Fail(r, errOutage)
 	}
 	return s.Charger.AllowN(ctx, r, subject, n)
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -23,14 +24,17 @@ type shared struct {
 	rule quota.Rule
 	logs rate.Sometimes // throttles the log of store failures
 
-	// fallback, with Budget.Replicas, decides while the store fails: a
+	// fallback, under quota.FailLocal, decides while the store fails: a
 	// group of the same name with the budget's share of the tokens and no
-	// caps of its own. nil: the store's failure policy decides.
+	// caps of its own. nil: the budget's Failure decides.
 	fallback *group
-	// down, on the door's time line, keeps a group with a fallback from
-	// asking a store that failed but once a second (see internal/storedown),
-	// so that requests do not each wait for a store that is likely down.
+	// down, on the door's time line, keeps the group from asking a store
+	// that failed but twice a second (see internal/storedown), so that
+	// requests do not each wait for a store that is likely down.
 	down storedown.Breaker
+	// storeOpen is what the store's own policy decided on its last failure,
+	// for the requests that do not ask it under quota.FailDefault.
+	storeOpen atomic.Bool
 	// The fallback's buckets run on a time line of their own that stands
 	// still while the store answers, so they fill only while the group
 	// decides on them: an outage does not open with a burst that refilled
@@ -113,8 +117,11 @@ func (e *shared) admit(ctx context.Context, t *ticket, now int64) verdict {
 	}
 	t.taken, t.held = true, onFailure
 	s.mu.Unlock()
-	if e.fallback != nil && !e.down.Ask(now) {
-		return e.decideLocally(ctx, t, now)
+	if !e.down.Ask(now) {
+		if e.fallback != nil {
+			return e.decideLocally(ctx, t, now)
+		}
+		return e.storeFailed(t, e.failOpen())
 	}
 	decided := false
 	defer func() {
@@ -137,30 +144,25 @@ func (e *shared) admit(ctx context.Context, t *ticket, now int64) verdict {
 		e.release(t)
 		return verdict{outcome: outcomeStoreError, retry: 1}
 	}
-	if err != nil && e.fallback != nil {
-		if e.failed(now) {
-			g.set.logger.Warn("admit: shared store failed; deciding by this replica's share of the budget until it answers", "group", g.name, "err", err)
-		}
-		return e.decideLocally(ctx, t, now)
-	}
-	if e.fallback != nil && e.down.Down() && e.answered(now) {
-		g.set.logger.Info("admit: shared store answers again; deciding by it", "group", g.name)
-	}
 	if err != nil {
+		first := e.failed(now)
+		if e.fallback != nil {
+			if first {
+				g.set.logger.Warn("admit: shared store failed; deciding by this replica's share of the budget until it answers", "group", g.name, "err", err)
+			}
+			return e.decideLocally(ctx, t, now)
+		}
+		if g.budget.Failure == quota.FailDefault {
+			e.storeOpen.Store(dec.Allowed)
+		}
+		open := e.failOpen()
 		e.logs.Do(func() {
-			g.set.logger.Warn("admit: shared store failed; its failure policy decides", "group", g.name, "allowed", dec.Allowed, "err", err)
+			g.set.logger.Warn("admit: shared store failed; its failure policy decides, and it is asked again twice a second until it answers", "group", g.name, "allowed", open, "err", err)
 		})
-		if dec.Allowed {
-			t.uncounted = true
-			return verdict{admitted: true, outcome: outcomeStoreError}
-		}
-		e.release(t)
-		if g.set.shadow {
-			return verdict{admitted: true, outcome: outcomeStoreError}
-		}
-		// The failure policy's RetryAfter is the rule's whole window, which
-		// would send a client that honours it away for an hour over a blip.
-		return verdict{outcome: outcomeStoreError, retry: 1}
+		return e.storeFailed(t, open)
+	}
+	if e.down.Down() && e.answered(now) {
+		g.set.logger.Info("admit: shared store answers again; deciding by it", "group", g.name)
 	}
 	allowed := dec.Allowed
 	if onFailure {
@@ -173,6 +175,35 @@ func (e *shared) admit(ctx context.Context, t *ticket, now int64) verdict {
 		return v
 	}
 	return verdict{admitted: true, left: dec.Remaining - int(held), reset: ceilSeconds(e.toFull(dec))}
+}
+
+// failOpen reports whether a request the store did not decide is admitted:
+// as the budget's Failure says, or under quota.FailDefault as the store's
+// own policy decided on its last failure.
+func (e *shared) failOpen() bool {
+	switch e.g.budget.Failure {
+	case quota.FailOpen:
+		return true
+	case quota.FailClosed:
+		return false
+	}
+	return e.storeOpen.Load()
+}
+
+// storeFailed answers a request the store did not decide by the failure
+// policy: admitted uncounted when open, else refused with its slots freed.
+func (e *shared) storeFailed(t *ticket, open bool) verdict {
+	if open {
+		t.uncounted = true
+		return verdict{admitted: true, outcome: outcomeStoreError}
+	}
+	e.release(t)
+	if e.g.set.shadow {
+		return verdict{admitted: true, outcome: outcomeStoreError}
+	}
+	// A refusing policy's RetryAfter is the rule's whole window, which
+	// would send a client that honours it away for an hour over a blip.
+	return verdict{outcome: outcomeStoreError, retry: 1}
 }
 
 // fallbackBurst returns the most a request may cost on the group's local
@@ -254,7 +285,8 @@ func (e *shared) unholdLocked(s *shard, t *ticket) {
 
 // cancel frees the slots of a request a later limit refused and gives back
 // the cost it spent on the store (none when the store failed and its policy
-// admitted the request), under a context that outlives the request's
+// admitted the request, nor while the store is down, which would make the
+// request wait for its timeout), under a context that outlives the request's
 // cancellation. A failed refund is logged: the cost stays spent.
 func (e *shared) cancel(ctx context.Context, t *ticket) {
 	if t.fallback {
@@ -263,7 +295,7 @@ func (e *shared) cancel(ctx context.Context, t *ticket) {
 		e.release(t)
 		return
 	}
-	if !t.held && !t.uncounted {
+	if !t.held && !t.uncounted && !e.down.Down() {
 		if err := e.g.budget.Store.Refund(context.WithoutCancel(ctx), e.rule, e.subject(t.key), int(t.cost)); err != nil {
 			e.logs.Do(func() {
 				e.g.set.logger.Warn("admit: shared store failed to refund a request another limit refused", "group", e.g.name, "err", err)
@@ -273,7 +305,8 @@ func (e *shared) cancel(ctx context.Context, t *ticket) {
 	e.release(t)
 }
 
-// settle charges the store for a charge-on-failure request answered 4xx, then
+// settle charges the store for a charge-on-failure request answered 4xx
+// (unless the store is down: the charge would wait for its timeout), then
 // frees the slots: the slot counts toward the client's held tokens, so a
 // request arriving meanwhile cannot pass on the token this one is about to
 // spend. The charge runs under a context that outlives the request's
@@ -285,7 +318,7 @@ func (e *shared) settle(ctx context.Context, t *ticket, status int) {
 		e.release(t)
 		return
 	}
-	if t.held && status >= 400 && status < 500 {
+	if t.held && status >= 400 && status < 500 && !e.down.Down() {
 		g := e.g
 		_, err := g.budget.Store.AllowN(context.WithoutCancel(ctx), e.rule, e.subject(t.key), int(t.cost))
 		if err != nil {

@@ -355,6 +355,7 @@ func TestFailedOpenAdmissionIsNotRefunded(t *testing.T) {
 		t.Errorf("refunds sent for admissions the store never counted: %d, want 0", got)
 	}
 	store.down.Store(false)
+	clk.Advance(time.Second) // past the probe interval: the store decides again
 	if got := send("192.0.2.9:1"); got != http.StatusTooManyRequests {
 		t.Errorf("a new address after the outage: got %d, want 429 (the tenant's 3 are spent)", got)
 	}
@@ -422,5 +423,102 @@ func TestStorePanicFreesEarlierLimits(t *testing.T) {
 	}
 	if st.Tokens != 5 {
 		t.Errorf("first: %v tokens left, want all 5 given back", st.Tokens)
+	}
+}
+
+// TestDownStoreIsAskedOnceASecond fails the store under each policy: the
+// first request asks it and gets the policy's answer, the requests after it
+// get the same answer without asking, one a second probes it, and once it
+// answers requests go to it again. The budget's Failure decides; its zero
+// value leaves the decision to the store's own policy.
+func TestDownStoreIsAskedOnceASecond(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		budget, store quota.Failure
+		want          int
+	}{
+		{"default, the store fails closed", quota.FailDefault, quota.FailClosed, http.StatusServiceUnavailable},
+		{"default, the store fails open", quota.FailDefault, quota.FailOpen, http.StatusOK},
+		{"closed over a store that fails open", quota.FailClosed, quota.FailOpen, http.StatusServiceUnavailable},
+		{"open over a store that fails closed", quota.FailOpen, quota.FailClosed, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock()
+			mem, err := memquota.New(memquota.Config{Now: clk.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			store := &outage{Charger: mem, policy: tc.store}
+			budget := DefaultBudgets()[GroupLink]
+			budget.Store, budget.Failure = store, tc.budget
+			d := newDoor(t, clk, Config{Budgets: map[Group]Budget{GroupLink: budget}})
+			h := d.Wrap(GroupLink, status(http.StatusOK), nil)
+			n := 0
+			send := func(want int) {
+				t.Helper()
+				n++
+				if w := do(h, "GET", fmt.Sprintf("192.0.2.%d:1", n)); w.Code != want {
+					t.Fatalf("request %d: got %d, want %d", n, w.Code, want)
+				}
+			}
+			asked := func(want int64) {
+				t.Helper()
+				if got := store.calls.Load(); got != want {
+					t.Fatalf("after request %d: the store was asked %d times, want %d", n, got, want)
+				}
+			}
+			send(http.StatusOK)
+			asked(1)
+			store.down.Store(true)
+			for range 20 {
+				send(tc.want)
+			}
+			asked(2)
+			if got := outcomeCount(d.groups[GroupLink], outcomeStoreError); got != 20 {
+				t.Fatalf("store_error count: got %d, want 20", got)
+			}
+			clk.Advance(time.Second)
+			send(tc.want)
+			send(tc.want)
+			asked(3)
+			store.down.Store(false)
+			clk.Advance(time.Second)
+			send(http.StatusOK)
+			send(http.StatusOK)
+			asked(5)
+			assertIdle(t, d.groups[GroupLink])
+		})
+	}
+}
+
+// TestStoreFailureBudgetChecks refuses the failure policies a door cannot
+// carry out, naming the field.
+func TestStoreFailureBudgetChecks(t *testing.T) {
+	store := failing{quota.FailClosed}
+	for _, tc := range []struct {
+		name   string
+		budget Budget
+		want   string
+	}{
+		{"error", Budget{Store: store, Failure: quota.FailError}, "Failure error"},
+		{"out of range", Budget{Store: store, Failure: quota.Failure(9)}, "Failure Failure(9)"},
+		{"without a store", Budget{Failure: quota.FailOpen}, "Failure open applies to a group with a Store"},
+		{"local without replicas", Budget{Store: store, Failure: quota.FailLocal}, "Failure local needs Replicas"},
+		{"replicas under open", Budget{Store: store, Failure: quota.FailOpen, Replicas: 2}, "Replicas 2 applies to Failure local only"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(Config{Budgets: map[Group]Budget{GroupLink: tc.budget}})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+	// Replicas alone still turns the fallback on.
+	d, err := New(Config{Budgets: map[Group]Budget{GroupLink: {Store: store, Replicas: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := d.Budget(GroupLink); b.Failure != quota.FailLocal {
+		t.Fatalf("Replicas 2 alone: Failure %v, want local", b.Failure)
 	}
 }

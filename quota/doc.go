@@ -27,11 +27,15 @@
 // # Failure policy
 //
 // A store that cannot decide (it is down, slow past its timeout, or answers
-// with an error) follows one [Policy], set in its config: [FailClosed] (the
-// zero value) refuses the call with RetryAfter set to the rule's window and
-// returns the error; [FailOpen] allows it with Remaining set to the limit and
+// with an error) follows one [Failure], set in its config: [FailClosed] (and
+// the zero value, and [FailError] and [FailLocal], which a front carries
+// out) refuses the call with RetryAfter set to the rule's window and returns
+// the error; [FailOpen] allows it with Remaining set to the limit and
 // returns the error. Either way the caller learns that the store failed, and
-// the store counts the decision in its metrics. A caller error (an invalid
+// the store counts the decision in its metrics. The same type, with the same
+// spellings, is the failure policy of the door and of admit rls, which also
+// stop asking a store that failed for half a second at a time; a program that
+// calls a store directly asks it on every call. A caller error (an invalid
 // rule or a subject that did not come from [Subject]) is refused with an
 // error whatever the policy. Stores never retry an increment: a retried
 // increment could count one call twice.

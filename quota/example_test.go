@@ -35,7 +35,7 @@ func ExampleRule_Validate() {
 	// quota: invalid rule "login": Burst -1, want 0 (Limit) or more
 }
 
-func ExamplePolicy_Fail() {
+func ExampleFailure_Fail() {
 	// A store that cannot reach its server decides by its policy.
 	rule := quota.Rule{Name: "signup", Limit: 5, Window: time.Hour}
 	down := errors.New("connection refused")
@@ -60,4 +60,18 @@ func ExampleRuleError() {
 	// Output:
 	// rule signup: Window 0s, want a positive duration
 	// true
+}
+
+func ExampleParseFailure() {
+	// A flag's value becomes the one failure type; the zero value stands
+	// for the front's default.
+	f, err := quota.ParseFailure("open")
+	fmt.Println(f, err)
+	fmt.Println(quota.FailDefault.Or(quota.FailClosed))
+	_, err = quota.ParseFailure("fail-open")
+	fmt.Println(err)
+	// Output:
+	// open <nil>
+	// closed
+	// quota: store failure "fail-open": want error, closed, open or local
 }

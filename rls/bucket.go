@@ -134,7 +134,7 @@ func (t *take) judge() { t.refused = t.cost > 0 && (t.n() == 0 || !t.d.Allowed) 
 // take decides d's token-bucket descriptors, one limiter call each, in
 // order. Once the limiter fails, or while it is down and no probe is due,
 // the failure policy decides the rest of the request without asking it,
-// so that an outage costs one timeout a second rather than one a
+// so that an outage costs two timeouts a second rather than one a
 // descriptor.
 func (s *Service) take(ctx context.Context, d *decision) error {
 	var down error // the limiter's failure, once it failed
@@ -166,11 +166,11 @@ func (s *Service) take(ctx context.Context, d *decision) error {
 			down = err
 		}
 		switch s.failure {
-		case FailClosed:
+		case quota.FailClosed:
 			t.d, t.refused = quota.Decision{}, true
-		case FailOpen:
+		case quota.FailOpen:
 			t.d, t.refused = quota.Decision{Allowed: true, Remaining: t.rule.Burst}, false
-		case FailLocal:
+		case quota.FailLocal:
 			var err error
 			if t.d, err = s.local.AllowN(ctx, *t.rule, t.subject, t.n()); err != nil {
 				return unavailable(fmt.Errorf("%w: the fallback failed too: %w", errStore, err))

@@ -2,7 +2,6 @@ package rls
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/admitgo/admit/quota"
 )
@@ -18,43 +17,37 @@ type Hit = quota.Hit
 type Counter = quota.Counter
 
 // Failure is what a descriptor gets while the counter cannot count, or,
-// for a token bucket, the limiter cannot decide. The zero value is
+// for a token bucket, the limiter cannot decide: [quota.Failure], the one
+// failure model of every front. For a [Service] the zero value means
 // FailError.
-type Failure uint8
+//
+// Deprecated: use quota.Failure; Failure is an alias kept so that code
+// naming it compiles.
+type Failure = quota.Failure
 
+// The policies of [Options].Failure, as admit rls carries them out.
+//
+// Deprecated: use quota.FailError, quota.FailClosed, quota.FailOpen and
+// quota.FailLocal; these are the same values.
 const (
 	// FailError answers the request with gRPC's UNAVAILABLE, so that
 	// Envoy's failure_mode_deny decides, as it does when
-	// envoyproxy/ratelimit cannot reach Redis.
-	FailError Failure = iota
+	// envoyproxy/ratelimit cannot reach Redis. It is the default.
+	FailError = quota.FailError
 	// FailClosed answers OVER_LIMIT for every limited descriptor.
-	FailClosed
+	FailClosed = quota.FailClosed
 	// FailOpen answers OK for every limited descriptor.
-	FailOpen
+	FailOpen = quota.FailOpen
 	// FailLocal counts in this process's memory instead ([Options].Fallback),
 	// and decides token buckets in a memory limiter of its own, so each
 	// replica enforces the limits on its own until the store is back.
-	FailLocal
+	FailLocal = quota.FailLocal
 )
 
-var failureNames = [...]string{"error", "closed", "open", "local"}
-
-func (f Failure) String() string {
-	if int(f) < len(failureNames) {
-		return failureNames[f]
-	}
-	return fmt.Sprintf("Failure(%d)", f)
-}
-
 // ParseFailure returns the Failure that String spells s as.
-func ParseFailure(s string) (Failure, error) {
-	for i, n := range failureNames {
-		if s == n {
-			return Failure(i), nil
-		}
-	}
-	return 0, fmt.Errorf("rls: store failure %q: want error, closed, open or local", s)
-}
+//
+// Deprecated: use quota.ParseFailure, which this calls.
+func ParseFailure(s string) (Failure, error) { return quota.ParseFailure(s) }
 
 // storeContext is ctx for a call to the counter or the limiter: without
 // the caller's cancellation, so that the store's own timeout ends the call

@@ -15,6 +15,7 @@ import (
 
 	"github.com/admitgo/admit/internal/storedown"
 	"github.com/admitgo/admit/internal/subject"
+	"github.com/admitgo/admit/quota"
 )
 
 // A decision is the working state of one request, pooled.
@@ -44,7 +45,7 @@ var decisions = sync.Pool{New: func() any { return new(decision) }}
 // when they do not. The error is a *connect.Error: INVALID_ARGUMENT for a
 // request outside the bounds (see [MaxDescriptors]) or that
 // envoyproxy/ratelimit refuses, UNAVAILABLE when the counter or the
-// limiter fails under [FailError]. A token bucket whose rule the limiter
+// limiter fails under [quota.FailError]. A token bucket whose rule the limiter
 // refuses is OVER_LIMIT under every policy.
 func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
 	if err := check(req); err != nil {
@@ -205,15 +206,15 @@ func (s *Service) count(ctx context.Context, d *decision) (time.Time, error) {
 	}
 	s.failed(ctx, d, "rls: the counter cannot count", err)
 	switch s.failure {
-	case FailClosed:
+	case quota.FailClosed:
 		for i := range batch {
 			batch[i].Count = math.MaxUint64
 		}
-	case FailOpen:
+	case quota.FailOpen:
 		for i := range batch {
 			batch[i].Count = 0
 		}
-	case FailLocal:
+	case quota.FailLocal:
 		now, err := s.fallback.Count(ctx, batch)
 		if err == nil {
 			return now, nil

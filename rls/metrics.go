@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/admitgo/admit/internal/meter"
+	"github.com/admitgo/admit/quota"
 )
 
 // MaxMetricLimits bounds the limits named in admit.rls.hits. A file's own
@@ -48,8 +49,8 @@ type metrics struct {
 	overOpts  []metric.AddOption
 	errorOpts []metric.AddOption
 	reasons   map[string][]metric.AddOption
-	policies  [len(failureNames)][]metric.AddOption
-	loadOpts  [2][]metric.AddOption // failed, loaded
+	policies  [quota.FailLocal + 1][]metric.AddOption // by the service's resolved Failure
+	loadOpts  [2][]metric.AddOption                   // failed, loaded
 
 	mu     sync.Mutex // guards limits
 	limits map[string]*limitStats
@@ -88,8 +89,8 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 	for _, r := range reasons {
 		m.reasons[r] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("admit.rls.reason", r)))}
 	}
-	for i, p := range failureNames {
-		m.policies[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("admit.rls.policy", p)))}
+	for _, f := range []quota.Failure{quota.FailError, quota.FailClosed, quota.FailOpen, quota.FailLocal} {
+		m.policies[f] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("admit.rls.policy", f.String())))}
 	}
 	for i, r := range []string{"failed", "loaded"} {
 		m.loadOpts[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("admit.rls.result", r)))}

@@ -40,9 +40,10 @@ type Options struct {
 	// and never forgets one over its limit. Share a Redis or PostgreSQL
 	// counter to share the limits across replicas.
 	Counter Counter
-	// Failure is what a request gets while Counter fails; the zero value
-	// is FailError.
-	Failure Failure
+	// Failure is what a request gets while Counter or Limiter fails:
+	// quota.FailError (the zero value's meaning here), FailClosed,
+	// FailOpen or FailLocal.
+	Failure quota.Failure
 	// Fallback counts while Counter fails under FailLocal; nil means a
 	// [memquota.Counter] with its defaults. Other policies ignore it.
 	Fallback Counter
@@ -85,7 +86,7 @@ type Service struct {
 	fallback Counter // nil unless Failure is FailLocal
 	limiter  quota.Charger
 	local    quota.Charger // nil unless Failure is FailLocal
-	failure  Failure
+	failure  quota.Failure // resolved: never the zero value
 	shadow   bool
 	quota    bool
 	headers  Headers
@@ -94,8 +95,8 @@ type Service struct {
 	log      *slog.Logger
 	storeLog rate.Sometimes // throttles the log of store failures
 	// counterDown and limiterDown keep calls from asking a store that
-	// failed within the last second (see internal/storedown), so that an
-	// outage costs one timeout a second rather than one a call. Their
+	// failed within the last half second (see internal/storedown), so that an
+	// outage costs two timeouts a second rather than one a call. Their
 	// time line is the monotonic time since epoch.
 	counterDown, limiterDown storedown.Breaker
 	epoch                    time.Time
@@ -105,13 +106,13 @@ type Service struct {
 
 // New returns a service configured by o.
 func New(o Options) (*Service, error) {
-	if o.Failure > FailLocal {
-		return nil, fmt.Errorf("rls: Failure %d, want FailError, FailClosed, FailOpen or FailLocal", o.Failure)
+	if !o.Failure.Valid() {
+		return nil, fmt.Errorf("rls: Failure %d, want quota.FailError, FailClosed, FailOpen or FailLocal", o.Failure)
 	}
 	if o.NearLimitRatio < 0 || o.NearLimitRatio > 1 {
 		return nil, fmt.Errorf("rls: NearLimitRatio %v, want 0 (the default, 0.8) to 1", o.NearLimitRatio)
 	}
-	s := &Service{counter: o.Counter, failure: o.Failure, shadow: o.ShadowMode, quota: o.QuotaMode,
+	s := &Service{counter: o.Counter, failure: o.Failure.Or(quota.FailError), shadow: o.ShadowMode, quota: o.QuotaMode,
 		headers: o.Headers, near: o.NearLimitRatio, log: o.Logger, storeLog: rate.Sometimes{Interval: 10 * time.Second}, epoch: time.Now()}
 	if s.near == 0 {
 		s.near = 0.8
@@ -134,7 +135,7 @@ func New(o Options) (*Service, error) {
 			return nil, fmt.Errorf("rls: %w", err)
 		}
 	}
-	if s.failure == FailLocal {
+	if s.failure == quota.FailLocal {
 		s.fallback = o.Fallback
 		if s.fallback == nil {
 			if s.fallback, err = memquota.NewCounter(memquota.CounterConfig{MeterProvider: o.MeterProvider}); err != nil {
@@ -209,7 +210,7 @@ func (s *Service) Config() *Config { return s.config.Load() }
 var errStore = errors.New("rls: the store cannot count")
 
 // errDown is the failure of a call not asked of a store that is down.
-var errDown = errors.New("rls: the store is down; not asked until a probe a second finds it answering")
+var errDown = errors.New("rls: the store is down; not asked until a probe, twice a second, finds it answering")
 
 // sinceStart is the time on the breakers' time line: monotonic, so a step
 // of the wall clock neither holds a down store back nor probes it early.

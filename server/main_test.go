@@ -139,6 +139,7 @@ func TestRunErrors(t *testing.T) {
 		{"explain bad header", []string{"explain", "--peer", "192.0.2.1:1", "-H", "X-Forwarded-For 1.2.3.4", "GET", "/"}, `admit explain: -H "X-Forwarded-For 1.2.3.4": want "Name: value"`},
 		{"explain /0", []string{"explain", "--peer", "192.0.2.1:1", "--trusted-proxy", "0.0.0.0/0", "GET", "/"}, `admit: --trusted-proxy "0.0.0.0/0": `},
 		{"explain relative path", []string{"explain", "--peer", "192.0.2.1:1", "GET", "l/x"}, `admit explain: path "l/x": want a path`},
+		{"store fail error", []string{"--store", "redis://127.0.0.1:1", "--store-fail", "error"}, `admit: --store-fail "error": error hands the decision back to the front`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

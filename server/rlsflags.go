@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/rls"
 	"github.com/admitgo/admit/server/internal/config"
 	"github.com/admitgo/admit/server/internal/opshost"
@@ -23,7 +24,7 @@ type rlsOptions struct {
 	MaxConnsPerClient         int
 	Store                     storeurl.Store
 	StoreTable, StorePrefix   string
-	StoreFail                 rls.Failure
+	StoreFail                 quota.Failure
 	TLSCert, TLSKey           string
 	Config                    string
 	Shadow, QuotaMode         bool
@@ -99,7 +100,7 @@ func parseRLSFlags(args []string, getenv func(string) string, out io.Writer) (rl
 	if o.Store, err = storeurl.Parse(*storeURL); err != nil {
 		return o, fmt.Errorf("admit rls: %s %q: %w", from("store"), storeurl.Redact(*storeURL), err)
 	}
-	if o.StoreFail, err = rls.ParseFailure(*fail); err != nil {
+	if o.StoreFail, err = quota.ParseFailure(*fail); err != nil {
 		return o, fmt.Errorf("admit rls: %s %q: want error, closed, open or local", from("store-fail"), *fail)
 	}
 	if (o.TLSCert == "") != (o.TLSKey == "") {

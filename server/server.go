@@ -182,7 +182,7 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *ser
 	log.Info("admit: starting", "upstream", target.Redacted(), "upstream_health", cfg.UpstreamHealth,
 		config.FieldRoutes, len(cfg.Routes), "trusted_proxies", len(cfg.TrustedProxies),
 		"proxy_protocol_from", len(cfg.ProxyProtocolFrom), "shadow", cfg.Shadow,
-		"store", cfg.Store.Kind, "store_url", storeurl.Redact(cfg.Store.URL), "store_fail", cfg.StoreFail,
+		"store", cfg.Store.Kind, "store_url", storeurl.Redact(cfg.Store.URL), "store_fail", cfg.StoreFail.String(),
 		"config", cfg.ConfigFile)
 	logRoutes(log, cfg, s.door)
 	return s, nil

@@ -107,23 +107,13 @@ func openStore(ctx context.Context, cfg config.Config, mp metric.MeterProvider, 
 	return nil, nil
 }
 
-// storeFailure is the stores' failure policy for --store-fail: closed unless
-// the operator asked to admit while the store cannot decide. With local the
-// door decides by its own buckets and ignores the store's decision.
-func storeFailure(cfg config.Config) quota.Policy {
-	if cfg.StoreFail == config.StoreFailOpen {
-		return quota.FailOpen
-	}
-	return quota.FailClosed
-}
-
 func openPostgres(ctx context.Context, cfg config.Config, mp metric.MeterProvider, log *slog.Logger) (*sharedStore, error) {
 	pool, err := storeurl.Pool(ctx, cfg.Store.URL)
 	if err != nil {
 		return nil, usageError{config.StoreURLError(cfg.Store.URL, err)}
 	}
 	st, err := pgquota.New(pool, pgquota.Config{
-		Table: cfg.StoreTable, Failure: storeFailure(cfg), MeterProvider: mp, Logger: log, Batch: postgresBatch,
+		Table: cfg.StoreTable, Failure: cfg.StoreFail, MeterProvider: mp, Logger: log, Batch: postgresBatch,
 	})
 	if err != nil {
 		pool.Close()
@@ -203,7 +193,7 @@ func openRedis(ctx context.Context, cfg config.Config, mp metric.MeterProvider, 
 		return nil, usageError{config.StoreURLError(cfg.Store.URL, err)}
 	}
 	st, err := redisquota.New(client, redisquota.Config{
-		Prefix: cfg.StorePrefix, Failure: storeFailure(cfg), MeterProvider: mp, Batch: redisBatch,
+		Prefix: cfg.StorePrefix, Failure: cfg.StoreFail, MeterProvider: mp, Batch: redisBatch,
 		OneServer: cfg.Store.OneServer(),
 	})
 	if err != nil {

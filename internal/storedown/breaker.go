@@ -7,9 +7,11 @@ import (
 
 // Every is how often a [Breaker] whose store failed lets one call ask it
 // again: often enough that decisions return to the store within a second
-// or so of its recovery, seldom enough that an outage costs one timeout a
-// second, not one a call.
-const Every = int64(time.Second)
+// of its recovery, even when the store's client takes a moment of its own
+// to reconnect (go-redis redials a server it could not reach once a
+// second), seldom enough that an outage costs two timeouts a second, not
+// one a call.
+const Every = int64(500 * time.Millisecond)
 
 // A Breaker decides which calls ask a store that may be down. Its times
 // are nanoseconds on a time line of the caller's choosing, the same for

@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-const sec = int64(time.Second)
+const every = Every
 
 // t0 is any time on the caller's time line.
-const t0 = 7 * sec
+const t0 = 7 * every
 
 // A step is one call on a breaker, at an explicit time.
 type step struct {
@@ -47,42 +47,42 @@ func TestBreaker(t *testing.T) {
 		{"answering store is always asked", []step{
 			{t0, "ask", true, false},
 			{t0, "answered", false, false},
-			{t0 + 5*sec, "ask", true, false},
+			{t0 + 5*every, "ask", true, false},
 		}},
 		{"no call asks within a second of a failure", []step{
 			{t0, "ask", true, false},
 			{t0, "failed", true, true},
 			{t0, "ask", false, true},
-			{t0 + sec/2, "ask", false, true},
-			{t0 + sec - 1, "ask", false, true},
+			{t0 + every/2, "ask", false, true},
+			{t0 + every - 1, "ask", false, true},
 		}},
 		{"one probe a second", []step{
 			{t0, "failed", true, true},
-			{t0 + sec, "ask", true, true},
-			{t0 + sec, "ask", false, true},
-			{t0 + sec + sec/2, "ask", false, true},
-			{t0 + 2*sec, "ask", true, true},
-			{t0 + 2*sec + 1, "ask", false, true},
+			{t0 + every, "ask", true, true},
+			{t0 + every, "ask", false, true},
+			{t0 + every + every/2, "ask", false, true},
+			{t0 + 2*every, "ask", true, true},
+			{t0 + 2*every + 1, "ask", false, true},
 		}},
 		{"a failed probe holds the next one a second after it", []step{
 			{t0, "failed", true, true},
-			{t0 + 3*sec, "ask", true, true},
-			{t0 + 3*sec + 100, "failed", false, true},
-			{t0 + 4*sec, "ask", false, true},
-			{t0 + 4*sec + 100, "ask", true, true},
+			{t0 + 3*every, "ask", true, true},
+			{t0 + 3*every + 100, "failed", false, true},
+			{t0 + 4*every, "ask", false, true},
+			{t0 + 4*every + 100, "ask", true, true},
 		}},
 		{"a late failure of an old call brings no early probe", []step{
 			{t0, "failed", true, true},
-			{t0 - sec/2, "failed", false, true},
-			{t0 + sec/2, "ask", false, true},
-			{t0 + sec, "ask", true, true},
+			{t0 - every/2, "failed", false, true},
+			{t0 + every/2, "ask", false, true},
+			{t0 + every, "ask", true, true},
 		}},
 		{"the first answer ends the outage", []step{
 			{t0, "failed", true, true},
-			{t0 + sec, "ask", true, true},
-			{t0 + sec, "answered", true, false},
-			{t0 + sec, "ask", true, false},
-			{t0 + sec, "answered", false, false},
+			{t0 + every, "ask", true, true},
+			{t0 + every, "answered", true, false},
+			{t0 + every, "ask", true, false},
+			{t0 + every, "answered", false, false},
 		}},
 		{"an old call's answer ends it too", []step{
 			{t0, "failed", true, true},
@@ -92,12 +92,12 @@ func TestBreaker(t *testing.T) {
 		{"a new outage begins afresh", []step{
 			{t0, "failed", true, true},
 			{t0, "answered", true, false},
-			{t0 + 10*sec, "failed", true, true},
-			{t0 + 10*sec, "ask", false, true},
-			{t0 + 11*sec, "ask", true, true},
+			{t0 + 10*every, "failed", true, true},
+			{t0 + 10*every, "ask", false, true},
+			{t0 + 11*every, "ask", true, true},
 		}},
 		{"a probe due at 0 waits a nanosecond, 0 meaning up", []step{
-			{-sec, "failed", true, true},
+			{-every, "failed", true, true},
 			{0, "ask", false, true},
 			{1, "ask", true, true},
 		}},
@@ -115,7 +115,7 @@ func TestBreakerOneProbe(t *testing.T) {
 	asked := 0
 	for range 64 {
 		wg.Go(func() {
-			if b.Ask(t0 + sec) {
+			if b.Ask(t0 + every) {
 				mu.Lock()
 				asked++
 				mu.Unlock()

@@ -141,6 +141,7 @@ func (s *Server) Stop() {
 	proc, exited := s.proc, s.exited
 	s.proc = nil
 	_ = proc.Process.Signal(s.stop)
+	s.signalTree(proc.Process.Pid, syscall.SIGCONT) // a paused server handles the signal once it runs
 	select {
 	case <-exited:
 		return
@@ -149,6 +150,35 @@ func (s *Server) Stop() {
 	_ = proc.Process.Kill()
 	<-exited
 	s.t.Errorf("testserver: %s on %s ignored %v for %v and was killed\n%s", s.name, s.Addr, s.stop, stopTimeout, s.logTail())
+}
+
+// Pause stops the server's process group and its children with SIGSTOP,
+// as a black-holed server: the kernel still accepts connections and takes
+// their requests, and nothing answers them until [Server.Resume]. The
+// children are PostgreSQL's backends, each in a group of its own, so that
+// open connections hang too.
+func (s *Server) Pause() { s.signalGroup(syscall.SIGSTOP) }
+
+// Resume lets a paused server run again.
+func (s *Server) Resume() { s.signalGroup(syscall.SIGCONT) }
+
+func (s *Server) signalGroup(sig syscall.Signal) {
+	s.t.Helper()
+	if s.proc == nil {
+		s.t.Fatalf("testserver: %s on %s: %v sent to a stopped server", s.name, s.Addr, sig)
+	}
+	if err := s.signalTree(s.proc.Process.Pid, sig); err != nil {
+		s.t.Fatalf("testserver: %s on %s: %v: %v", s.name, s.Addr, sig, err)
+	}
+}
+
+// signalTree sends sig to the process group of pid and to its children.
+func (s *Server) signalTree(pid int, sig syscall.Signal) error {
+	err := syscall.Kill(-pid, sig)
+	for _, kid := range children(pid) {
+		_ = syscall.Kill(kid, sig) // a backend may have ended meanwhile
+	}
+	return err
 }
 
 func (s *Server) logPath() string { return s.dir + "/server.log" }

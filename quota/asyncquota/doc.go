@@ -44,7 +44,7 @@
 // # Failures
 //
 // When a reconcile fails, every call goes to the store until the store
-// decides one again, and the store's failure policy (quota.Policy) decides
+// decides one again, and the store's failure policy (quota.Failure) decides
 // it, as it would without the async mode; a door with a local fallback
 // then decides by its own share of the budget. The hits of the round trip
 // that failed are sent again with the next: the store may then count them

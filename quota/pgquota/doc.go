@@ -92,7 +92,7 @@
 // # Failure policy
 //
 // A statement that fails or outlasts Config.Timeout follows Config.Failure, a
-// [quota.Policy]: [quota.FailClosed] by default (refused, RetryAfter the
+// [quota.Failure]: [quota.FailClosed] by default (refused, RetryAfter the
 // rule's window, and the error), or [quota.FailOpen] (allowed, Remaining the
 // limit, and the error).
 // Caller errors (an invalid rule, a subject that did not come from

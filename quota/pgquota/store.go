@@ -50,9 +50,10 @@ type Config struct {
 	// in its own round trip.
 	Batch int
 	// Failure is what a call the store cannot decide (PostgreSQL down, slow
-	// past Timeout, or failing) gets; see [quota.Policy]. The zero value is
-	// quota.FailClosed.
-	Failure quota.Policy
+	// past Timeout, or failing) gets: a
+	// [quota.Failure], under which FailOpen allows and every other value
+	// refuses, with the error. The zero value is quota.FailClosed.
+	Failure quota.Failure
 	// Timeout bounds each decision, waiting for a pooled connection
 	// included; 0 means [DefaultTimeout]. A call that runs out of time
 	// follows the failure policy; its increment may still have been applied.

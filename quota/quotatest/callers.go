@@ -13,7 +13,7 @@ import (
 // policies are the failure policies caller errors are tried under.
 var policies = []struct {
 	name   string
-	policy quota.Policy
+	policy quota.Failure
 }{
 	{"fail closed", quota.FailClosed},
 	{"fail open", quota.FailOpen},

@@ -17,7 +17,7 @@ type Config struct {
 	// Failure is the failure policy the store must follow. Only caller
 	// errors are tried, which a store refuses whatever its policy; a store
 	// that cannot fail may ignore it.
-	Failure quota.Policy
+	Failure quota.Failure
 }
 
 // TestCharger runs the behaviour every store shares as subtests of t,
@@ -60,7 +60,7 @@ var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // both opens the store with a clock reading start and fails t if open
 // returned nil.
-func (o opener) both(t *testing.T, start time.Time, failure quota.Policy) (first, second quota.Charger, clk *testclock.Clock) {
+func (o opener) both(t *testing.T, start time.Time, failure quota.Failure) (first, second quota.Charger, clk *testclock.Clock) {
 	t.Helper()
 	clk = testclock.New(start)
 	first, second = o(t, Config{Now: clk.Now, Failure: failure})

@@ -72,7 +72,7 @@
 // # Failure policy
 //
 // A call Redis cannot answer within [Config].Timeout (default 100ms), or
-// answers with an error, follows [Config].Failure, a [quota.Policy]:
+// answers with an error, follows [Config].Failure, a [quota.Failure]:
 // [quota.FailClosed] by default (refused, RetryAfter = Window), or
 // [quota.FailOpen] (allowed, Remaining = Limit); either way the error is
 // returned and the decision counted in admit.quota.decisions as

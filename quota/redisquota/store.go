@@ -41,9 +41,10 @@ type Config struct {
 	// and then every replica's clock must agree to well within a window.
 	Now func() time.Time
 	// Failure is what a call the store cannot decide (Redis down, slow past
-	// Timeout, or failing) gets; see [quota.Policy]. The zero value is
-	// quota.FailClosed.
-	Failure quota.Policy
+	// Timeout, or failing) gets: a
+	// [quota.Failure], under which FailOpen allows and every other value
+	// refuses, with the error. The zero value is quota.FailClosed.
+	Failure quota.Failure
 	// Timeout bounds each decision, the round trip included; 0 means
 	// [DefaultTimeout]. A call that runs out of time follows the failure
 	// policy. It holds only if the client honours context deadlines (see

@@ -16,8 +16,8 @@ import (
 type Decider struct {
 	// Prefix starts every store error: the store's package name, "pgquota".
 	Prefix string
-	// Failure is what a failed decision becomes; see [quota.Policy.Fail].
-	Failure quota.Policy
+	// Failure is what a failed decision becomes; see [quota.Failure.Fail].
+	Failure quota.Failure
 	// Timeout bounds each decision; it must be positive.
 	Timeout time.Duration
 	// Metrics counts the decisions; nil counts nothing.

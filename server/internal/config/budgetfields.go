@@ -286,7 +286,7 @@ var doorWords = map[string]string{
 	"Key.Header": "header:NAME", "Key.PathValue": "path:NAME", "Key.Global": "global",
 	"ClientKey": "key: peer", "Inf": ".inf", "SharedBurst": "shared_burst", "PerClient": "per_client", "Inflight": "inflight",
 	"MaxClients": "max_clients", "Charge": "charge_on_failure", "ChargeAlways": "false", "ChargeOnFailure": "true",
-	"Algorithm": "algorithm", "TokenBucket": TokenBucket, "Store": "--store", "Replicas": "--replicas",
+	"Algorithm": "algorithm", "TokenBucket": TokenBucket, "Store": "--store", "Replicas": "--replicas", "Failure": "--store-fail",
 	"MinBodyRate": "min_body_rate", "BodyRateGrace": "body_rate_grace", "None": "0 (none)",
 	"Cost": fieldCost, "Groups": FieldGroup, "Peer": "the peer", "Authenticated": "key_authenticated: true",
 }

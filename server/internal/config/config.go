@@ -16,6 +16,7 @@ import (
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/internal/canon"
+	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/server/routes"
 	"github.com/admitgo/admit/server/storeurl"
 )
@@ -56,7 +57,7 @@ type Config struct {
 	StorePrefix       string                        // Redis key prefix; empty: the store's default
 	StoreTable        string                        // PostgreSQL table, may be schema-qualified; empty: the store's default
 	StoreMigrate      bool                          // create the PostgreSQL table at startup when missing
-	StoreFail         StoreFail                     // what a request gets while the store cannot decide
+	StoreFail         quota.Failure                 // what a request gets while the store cannot decide
 	Replicas          int                           // replicas sharing the store, for --store-fail local; 0 otherwise
 	MaxConns          int                           // open connections on the proxy's listener; at least 1
 	MaxConnsPerClient int                           // open connections per client key; 0: no cap

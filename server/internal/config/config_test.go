@@ -20,6 +20,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/server/storeurl"
 )
 
@@ -46,7 +47,7 @@ func defaults() Config {
 		Upstream:          mustURL(app),
 		Store:             storeurl.Store{Kind: storeurl.Memory},
 		StoreMigrate:      true,
-		StoreFail:         StoreFailClosed,
+		StoreFail:         quota.FailClosed,
 		RouteFolding:      true,
 		MaxConns:          4096,
 		MaxConnsPerClient: 64,
@@ -199,10 +200,10 @@ func TestParseConfig(t *testing.T) {
 		{"store migrate flag over env", []string{"--store-migrate"}, map[string]string{"ADMIT_STORE_MIGRATE": "false"}, func(c *Config) {}},
 
 		{"store fail open", []string{"--store", "redis://127.0.0.1:6379", "--store-fail", "open"}, nil, func(c *Config) {
-			c.Store, c.StoreFail = storeurl.Store{Kind: storeurl.Redis, URL: "redis://127.0.0.1:6379"}, StoreFailOpen
+			c.Store, c.StoreFail = storeurl.Store{Kind: storeurl.Redis, URL: "redis://127.0.0.1:6379"}, quota.FailOpen
 		}},
 		{"store fail local env", nil, map[string]string{"ADMIT_STORE": "redis://127.0.0.1:6379", "ADMIT_STORE_FAIL": "local", "ADMIT_REPLICAS": "3"}, func(c *Config) {
-			c.Store, c.StoreFail, c.Replicas = storeurl.Store{Kind: storeurl.Redis, URL: "redis://127.0.0.1:6379"}, StoreFailLocal, 3
+			c.Store, c.StoreFail, c.Replicas = storeurl.Store{Kind: storeurl.Redis, URL: "redis://127.0.0.1:6379"}, quota.FailLocal, 3
 		}},
 		{"store fail flag over env", []string{"--store-fail=closed"}, map[string]string{"ADMIT_STORE": "redis://127.0.0.1:6379", "ADMIT_STORE_FAIL": "open"}, func(c *Config) {
 			c.Store = storeurl.Store{Kind: storeurl.Redis, URL: "redis://127.0.0.1:6379"}
@@ -398,6 +399,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"upstream health relative", []string{"--upstream-health", "healthz"}, nil, `admit: --upstream-health "healthz": want a path on the upstream, such as /healthz`},
 		{"store fail with memory", []string{"--store-fail", "open"}, nil, `admit: --store-fail is set but the store is memory: it applies to a shared store only`},
 		{"store fail bad", []string{"--store", "redis://cache", "--store-fail", "opne"}, nil, `admit: --store-fail "opne": want closed, open or local`},
+		{"store fail error", []string{"--store", "redis://cache", "--store-fail", "error"}, nil, `admit: --store-fail "error": error hands the decision back to the front, and admit is the front here: want closed (503), open or local`},
 		{"store fail local without replicas", []string{"--store", "redis://cache", "--store-fail", "local"}, nil, `admit: --store-fail needs --replicas (ADMIT_REPLICAS): how many replicas share the store, so that each admits its share while it is down`},
 		// The route checks divide by --replicas: before this case they
 		// ran first and panicked on the documented mistake.

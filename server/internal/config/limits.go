@@ -163,8 +163,8 @@ func DoorBudgets(cfg Config, charger quota.Charger) map[admit.Group]admit.Budget
 	maps.Copy(budgets, cfg.Budgets)
 	if charger != nil {
 		for g, b := range budgets {
-			b.Store = charger
-			if cfg.StoreFail == StoreFailLocal {
+			b.Store, b.Failure = charger, cfg.StoreFail
+			if cfg.StoreFail == quota.FailLocal {
 				b.Replicas = cfg.Replicas
 			}
 			budgets[g] = b

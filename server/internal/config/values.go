@@ -19,6 +19,7 @@ import (
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
 	"github.com/admitgo/admit/internal/canon"
+	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/server/internal/opshost"
 	"github.com/admitgo/admit/server/storeurl"
 )
@@ -88,37 +89,32 @@ func parsePath(v string) (string, error) {
 	return v, nil
 }
 
-// StoreFail is what a request gets while the shared store cannot decide.
-type StoreFail string
-
-const (
-	StoreFailClosed StoreFail = "closed" // refused with 503
-	StoreFailOpen   StoreFail = "open"   // admitted without a limit
-	StoreFailLocal  StoreFail = "local"  // decided by this replica's own buckets at 1/--replicas of the budget
-)
-
-func parseStoreFail(v string) (StoreFail, error) {
-	switch f := StoreFail(v); f {
-	case StoreFailClosed, StoreFailOpen, StoreFailLocal:
-		return f, nil
+// parseStoreFail reads --store-fail with quota's one parser. error, which
+// hands the decision back to a proxy in front, has no one to hand it to
+// here: the proxy is the front that answers the client.
+func parseStoreFail(v string) (quota.Failure, error) {
+	f, err := quota.ParseFailure(v)
+	switch {
+	case err != nil:
+		return 0, errors.New("want closed, open or local")
+	case f == quota.FailError:
+		return 0, errors.New("error hands the decision back to the front, and admit is the front here: want closed (503), open or local")
 	}
-	return "", errors.New("want closed, open or local")
+	return f, nil
 }
 
 // checkStoreFail ties --store-fail and --replicas together: local needs
 // the number of replicas, since each then admits its share of the budget,
 // and --replicas means nothing otherwise.
 func checkStoreFail(c *Config, set *OptionSet) error {
-	if c.StoreFail == "" {
-		c.StoreFail = StoreFailClosed
-	}
+	c.StoreFail = c.StoreFail.Or(quota.FailClosed)
 	replicas, given := set.From("replicas")
 	switch from, set := set.From("store-fail"); {
 	case set && c.Store.Kind == storeurl.Memory:
 		return fmt.Errorf("admit: %s is set but the store is memory: it applies to a shared store only", from)
-	case c.StoreFail == StoreFailLocal && !given:
+	case c.StoreFail == quota.FailLocal && !given:
 		return fmt.Errorf("admit: %s needs --replicas (%s): how many replicas share the store, so that each admits its share while it is down", from, EnvName("replicas"))
-	case c.StoreFail != StoreFailLocal && given:
+	case c.StoreFail != quota.FailLocal && given:
 		return fmt.Errorf("admit: %s is set but --store-fail is %s: it applies to --store-fail local only", replicas, c.StoreFail)
 	}
 	return nil
