@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -490,7 +491,7 @@ func TestBudgetFields(t *testing.T) {
 			if got != tt.err {
 				t.Fatalf("error: got %q, want %q", got, tt.err)
 			}
-			if err == nil && c.Budgets[admit.GroupLink] != tt.want {
+			if err == nil && !reflect.DeepEqual(c.Budgets[admit.GroupLink], tt.want) {
 				t.Errorf("link budget: got %+v, want %+v", c.Budgets[admit.GroupLink], tt.want)
 			}
 		})
