@@ -165,7 +165,7 @@ type Budget struct {
 
 	// Exempt lists client prefixes whose requests pass the group without
 	// spending its tokens or counting against the per-client cap, as
-	// nginx's geo and Traefik's excludedIPs let a monitoring network by:
+	// nginx's geo lets a monitoring network by:
 	// a request is exempt when a prefix holds its whole client key, the
 	// address Config.Key resolves (so behind a clientip.Resolver only a
 	// trusted proxy's X-Forwarded-For can name it), before any widening.

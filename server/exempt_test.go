@@ -1,0 +1,109 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/admitgo/admit/quota"
+)
+
+// TestExemptRefusedAtStartup: a bad exemption stops startup with exit 2,
+// naming the entry in the file's words.
+func TestExemptRefusedAtStartup(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"bad CIDR", `budgets: {api: {rate: 1, burst: 2, exempt: [10.0.0.0/8, 10.0.0.0/33]}}`, `line 1: budgets.api.exempt[1]: "10.0.0.0/33": want a prefix length from 1 to 32 after the slash`},
+		{"not an address", `budgets: {api: {rate: 1, burst: 2, exempt: "10.0.0.0/8, monitoring"}}`, `line 1: budgets.api.exempt: "10.0.0.0/8, monitoring": "monitoring": not an IP address or CIDR prefix`},
+		{"everyone", `budgets: {api: {rate: 1, burst: 2, exempt: 0.0.0.0/0}}`, `line 1: budgets.api.exempt: "0.0.0.0/0" exempts every client`},
+		{"IPv6 narrower than a client", `budgets: {api: {rate: 1, burst: 2, exempt: 2001:db8::1}}`, `line 1: budgets.api.exempt: 2001:db8::1/128 is narrower than the /64 an IPv6 client is keyed by`},
+		{"keys of a peer key", `budgets: {api: {rate: 1, burst: 2, exempt_keys_from: "env:KEYS"}}`, `line 1: budgets.api: exempt_keys_from apply to a key by header:NAME, path:NAME or a key function`},
+		{"keys of a chosen header", `budgets: {api: {rate: 1, burst: 2, key: "header:X-Api-Key", exempt_keys_from: "env:KEYS"}}`, `line 1: budgets.api: exempt_keys_from need key_authenticated: a client could send a listed value of its own`},
+		{"keys from an unset variable", `budgets: {api: {rate: 1, burst: 2, key: "header:X-Api-Key", key_authenticated: true, exempt_keys_from: "env:UNSET"}}`, `line 1: budgets.api.exempt_keys_from: "env:UNSET": the environment variable UNSET is empty or unset`},
+		{"keys from a missing file", `budgets: {api: {rate: 1, burst: 2, key: "header:X-Api-Key", key_authenticated: true, exempt_keys_from: /nonexistent/keys}}`, `line 1: budgets.api.exempt_keys_from: "/nonexistent/keys": no such file or directory`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeConfig(t, tc.yaml+"\n")
+			var out bytes.Buffer
+			env := map[string]string{"ADMIT_UPSTREAM": "http://app.internal:3000", "KEYS": "partner"}
+			code := Main(context.Background(), []string{"--config", path}, func(k string) string { return env[k] }, &out, &out)
+			want := fmt.Sprintf("admit: --config %q: %s", path, tc.want)
+			if code != 2 || !strings.HasPrefix(out.String(), want) {
+				t.Errorf("got exit %d and %q, want exit 2 and a message starting %q", code, out.String(), want)
+			}
+		})
+	}
+}
+
+// TestExemptKeysNeverShown: the keys are read from a variable or a file
+// and kept as hashes; validate lists where they come from, never a key.
+func TestExemptKeysNeverShown(t *testing.T) {
+	keys := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(keys, []byte("partner-secret\n\n  other-secret  \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ from, show string }{
+		{"env:PARTNER_KEYS", "exempt_keys_from: env:PARTNER_KEYS"},
+		{keys, "exempt_keys_from: " + keys},
+	} {
+		t.Run(tc.from, func(t *testing.T) {
+			yaml := fmt.Sprintf("budgets: {api: {rate: 1, burst: 2, key: \"header:X-Api-Key\", key_authenticated: true, exempt: [10.0.0.0/8, 192.0.2.7], exempt_keys_from: %q}}", tc.from)
+			env := map[string]string{"PARTNER_KEYS": "partner-secret, other-secret"}
+			c, err := parse(t, []string{"--config", writeConfig(t, yaml+"\n")}, env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{quota.Subject("partner-secret"), quota.Subject("other-secret")}
+			if got := c.Budgets["api"].ExemptKeys; !slices.Equal(got, want) {
+				t.Errorf("ExemptKeys: got %v, want the hashes %v", got, want)
+			}
+			out, err := runArgs(t, map[string]string{"ADMIT_UPSTREAM": "http://app.internal:3000", "PARTNER_KEYS": env["PARTNER_KEYS"]},
+				"validate", "--config", writeConfig(t, yaml+"\nroutes:\n  - {group: [link, api], pattern: GET /x}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range []string{tc.show, "exempt: [10.0.0.0/8, 192.0.2.7/32]"} {
+				if !strings.Contains(out, w) {
+					t.Errorf("validate lacks %q:\n%s", w, out)
+				}
+			}
+			if strings.Contains(out, "secret") || strings.Contains(out, want[0]) {
+				t.Errorf("validate shows a key or its hash:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestExplainExempt: explain says which exemption lets a request past, and
+// a forwarding header from a peer that is not a trusted proxy never makes
+// one exempt.
+func TestExplainExempt(t *testing.T) {
+	path := writeConfig(t, "budgets: {api: {like: link, exempt: [10.0.0.0/8]}}\nroutes:\n  - {group: api, pattern: GET /x}\n")
+	const line = "exempt   api: by 10.0.0.0/8"
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		exempt bool
+	}{
+		{"from the prefix", []string{"--peer", "10.1.2.3:1"}, true},
+		{"from elsewhere", []string{"--peer", "198.51.100.9:1"}, false},
+		{"spoofed by an untrusted peer", []string{"--peer", "198.51.100.9:1", "-H", "X-Forwarded-For: 10.0.0.1"}, false},
+		{"spoofed with Forwarded", []string{"--peer", "198.51.100.9:1", "-H", "Forwarded: for=10.0.0.1"}, false},
+		{"forwarded by a trusted proxy", []string{"--peer", "192.0.2.5:1", "-H", "X-Forwarded-For: 10.0.0.1"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"explain", "--config", path, "--trusted-proxy", "192.0.2.0/24"}, tc.args...)
+			out, err := runArgs(t, nil, append(args, "GET", "/x")...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(out, line); got != tc.exempt {
+				t.Errorf("exempt line: got %v, want %v:\n%s", got, tc.exempt, out)
+			}
+		})
+	}
+}
