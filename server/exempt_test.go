@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/admitgo/admit/internal/testclock"
 	"github.com/admitgo/admit/quota"
 )
 
@@ -105,5 +109,51 @@ func TestExplainExempt(t *testing.T) {
 				t.Errorf("exempt line: got %v, want %v:\n%s", got, tc.exempt, out)
 			}
 		})
+	}
+}
+
+// TestExemptThroughTheProxy: forwarding headers from a peer that is not a
+// trusted proxy never exempt it, whatever they name; the same header from
+// a trusted proxy does. Exempt requests are logged as such, never sampled
+// away, and the status page shows the exemption and its outcome.
+func TestExemptThroughTheProxy(t *testing.T) {
+	r, log := startLogged(t, testclock.New(time.Unix(1e9, 0)), `
+budgets:
+  api: {rate: 0.001, burst: 1, exempt: [10.0.0.0/8]}
+routes:
+  - {group: api, pattern: "GET /api"}
+`, "--trusted-proxy", "127.0.0.9", "--access-log-refusals", "0")
+	const untrusted = "127.0.0.7"
+	if got := get(t, r, untrusted, "/api"); got != http.StatusOK {
+		t.Fatalf("first request: got %d, want 200", got)
+	}
+	for _, spoof := range []string{"X-Forwarded-For: 10.0.0.1", "Forwarded: for=10.0.0.1", "X-Real-Ip: 10.0.0.1", "X-Forwarded-For: 10.0.0.1, 127.0.0.9"} {
+		if got := get(t, r, untrusted, "/api", spoof); got != http.StatusTooManyRequests {
+			t.Errorf("untrusted peer with %q: got %d, want 429", spoof, got)
+		}
+	}
+	for range 3 {
+		if got := get(t, r, "127.0.0.9", "/api", "X-Forwarded-For: 10.0.0.1"); got != http.StatusOK {
+			t.Errorf("trusted proxy for 10.0.0.1: got %d, want 200 (exempt)", got)
+		}
+	}
+	var outcomes []string
+	for _, l := range accessLines(t, log) {
+		outcomes = append(outcomes, fmt.Sprint(l["outcome"]))
+	}
+	// --access-log-refusals 0 writes no refusal, and every exempt request.
+	if got, want := strings.Join(outcomes, ","), "ok,exempt,exempt,exempt"; got != want {
+		t.Errorf("access log outcomes: got %s, want %s", got, want)
+	}
+	resp, err := r.client.Get(r.metrics + "/admit/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"key peer, exempt 10.0.0.0/8", `<tr class="outcome-exempt"><td>exempt</td><td class="n total">3</td>`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("status page lacks %q", want)
+		}
 	}
 }

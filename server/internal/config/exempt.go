@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
 	"github.com/admitgo/admit/quota"
 )
@@ -88,4 +89,23 @@ func (l prefixList) String() string {
 		out[i] = p.String()
 	}
 	return "[" + strings.Join(out, ", ") + "]"
+}
+
+// ExemptText says what a budget exempts, for the status page: ", exempt
+// 10.0.0.0/8 and 2 keys", or "" for nothing. Keys are counted, never shown.
+func ExemptText(b admit.Budget) string {
+	var parts []string
+	if len(b.Exempt) > 0 {
+		parts = append(parts, strings.Trim(prefixList(b.Exempt).String(), "[]"))
+	}
+	switch n := len(b.ExemptKeys); {
+	case n == 1:
+		parts = append(parts, "1 key")
+	case n > 1:
+		parts = append(parts, fmt.Sprintf("%d keys", n))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ", exempt " + strings.Join(parts, " and ")
 }
