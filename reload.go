@@ -16,8 +16,8 @@ import (
 // configuration reload). Handlers are not moved: build the new door's with
 // [Door.Handler] or [Door.Wrap] and swap them in for d's.
 //
-// A group whose resolved budget is the same in cfg as in d is the same
-// group in both doors: its client table, buckets and in-flight counts carry
+// A group whose resolved budget is the same in cfg as in d (a Key.Func
+// never is: Go cannot compare functions) is the same group in both doors: its client table, buckets and in-flight counts carry
 // on, and requests admitted through d's handlers settle against it, so a
 // client that spent part of its burst before the reload has only the rest
 // after it. A group whose budget changed, and a group d does not have,

@@ -157,3 +157,22 @@ routes:
 		}
 	}
 }
+
+// TestExplainExemptKey: explain says a listed key is exempt, and names
+// where the keys come from, never the key.
+func TestExplainExemptKey(t *testing.T) {
+	path := writeConfig(t, "budgets: {api: {like: link, key: \"header:X-Api-Key\", key_authenticated: true, exempt_keys_from: \"env:PARTNER_KEYS\"}}\nroutes:\n  - {group: [link, api], pattern: GET /x}\n")
+	env := map[string]string{"PARTNER_KEYS": "partner-secret"}
+	for key, exempt := range map[string]bool{"partner-secret": true, "other": false} {
+		out, err := runArgs(t, env, "explain", "--config", path, "--peer", "192.0.2.1:1", "-H", "X-Api-Key: "+key, "GET", "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(out, "exempt   api: by key (listed in exempt_keys_from)"); got != exempt {
+			t.Errorf("X-Api-Key %s: exempt line %v, want %v:\n%s", key, got, exempt, out)
+		}
+		if strings.Contains(out, "exempt   link") {
+			t.Errorf("X-Api-Key %s: the link group is exempt:\n%s", key, out)
+		}
+	}
+}
