@@ -170,7 +170,7 @@ type Budget struct {
 	// address Config.Key resolves (so behind a clientip.Resolver only a
 	// trusted proxy's X-Forwarded-For can name it), before any widening.
 	// An exempt request still takes one of the group's Inflight slots,
-	// which protect the app, and counts as outcome exempt. nil: none.
+	// which protect the app, and counts as outcome exempted. nil: none.
 	Exempt []netip.Prefix
 	// ExemptKeys lists keys whose requests pass as Exempt's do, as
 	// quota.Subject writes them (the hex Door.KeyOf returns), so that the

@@ -69,7 +69,7 @@
 // Config.Key resolves, so a forwarding header names an exempt client only
 // when a trusted proxy sent it. An exempt request still takes one of the
 // group's in-flight slots, which protect the app, and counts as outcome
-// exempt.
+// exempted.
 //
 // # Shadow mode and metrics
 //
@@ -83,7 +83,7 @@
 // group_concurrency, cached (served by an overflow handler), store_error,
 // fallback, missing_key (no value to key the request by), body_cut (admitted,
 // and its body cut for its rate or deadline, or cut short: the client's
-// failure, whatever it was answered), exempt (admitted without spending,
+// failure, whatever it was answered), exempted (admitted without spending,
 // see Exemptions), or a would_* form. The door also reports admit.door.inflight,
 // admit.door.clients and admit.door.evictions. Attributes are the group
 // (admit.door.group) and the outcome (admit.door.outcome) only, never a

@@ -69,7 +69,7 @@ func TestExemptPrefixSpendsNothing(t *testing.T) {
 	if n := outcomeCount(g, outcomeExempt); n != 5 {
 		t.Errorf("exempt outcomes: got %d, want 5", n)
 	}
-	if want := "exempt,exempt,exempt,exempt,exempt,ok,rate_limited"; strings.Join(*told, ",") != want {
+	if want := "exempted,exempted,exempted,exempted,exempted,ok,rate_limited"; strings.Join(*told, ",") != want {
 		t.Errorf("Decided: got %v, want %s", *told, want)
 	}
 	// Nothing of the exempt client is in the table: it spent nothing.

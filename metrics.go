@@ -37,7 +37,7 @@ var outcomeNames = [numOutcomes]string{
 	"ok", "client_error", "server_error", "rate_limited", "client_concurrency",
 	"group_concurrency", "cached", "store_error",
 	"would_rate_limited", "would_client_concurrency", "would_group_concurrency",
-	"missing_key", "fallback", "would_missing_key", "body_cut", "exempt",
+	"missing_key", "fallback", "would_missing_key", "body_cut", "exempted",
 }
 
 // String returns the outcome as the metrics spell it, such as "rate_limited".

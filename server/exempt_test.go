@@ -142,7 +142,7 @@ routes:
 		outcomes = append(outcomes, fmt.Sprint(l["outcome"]))
 	}
 	// --access-log-refusals 0 writes no refusal, and every exempt request.
-	if got, want := strings.Join(outcomes, ","), "ok,exempt,exempt,exempt"; got != want {
+	if got, want := strings.Join(outcomes, ","), "ok,exempted,exempted,exempted"; got != want {
 		t.Errorf("access log outcomes: got %s, want %s", got, want)
 	}
 	resp, err := r.client.Get(r.metrics + "/admit/status")
@@ -151,7 +151,7 @@ routes:
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{"key peer, exempt 10.0.0.0/8", `<tr class="outcome-exempt"><td>exempt</td><td class="n total">3</td>`} {
+	for _, want := range []string{"key peer, exempt 10.0.0.0/8", `<tr class="outcome-exempted"><td>exempted</td><td class="n total">3</td>`} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("status page lacks %q", want)
 		}
