@@ -3,6 +3,7 @@ package admit
 import (
 	"fmt"
 	"math"
+	"net/netip"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -59,7 +60,7 @@ const (
 // give its Rate and Burst (or, for FixedWindow, its Limit and Window). A
 // group that is not built in never takes the in-flight caps of the group it
 // is Like: its PerClient and Inflight default to 32 and 256 (256 and 256
-// when it is keyed by a header, a path value or globally). A
+// when it is keyed by a header, a path value, a Func or globally). A
 // budget that changes one figure names one field; the zero Budget is every
 // default.
 type Budget struct {
@@ -90,8 +91,8 @@ type Budget struct {
 	SharedBurst int
 	// PerClient is how many requests one client may have in flight. 0: the
 	// default (for a group that is not built in, Like one or not: 32 when
-	// keyed by the client's address, 256 when by a header, a path value or
-	// globally).
+	// keyed by the client's address, 256 when by a header, a path value, a
+	// Func or globally).
 	PerClient int
 	// Inflight is how many requests the whole group may have in flight;
 	// over-budget requests served by an overflow handler have as many slots
@@ -172,6 +173,23 @@ type Budget struct {
 	// admits as outcome fallback. Setting it with a zero Failure turns on
 	// the fallback as it did before Failure existed. 0: no fallback.
 	Replicas int
+
+	// Exempt lists client prefixes whose requests pass the group without
+	// spending its tokens or counting against the per-client cap, as
+	// nginx's geo lets a monitoring network by:
+	// a request is exempt when a prefix holds its whole client key, the
+	// address Config.Key resolves (so behind a clientip.Resolver only a
+	// trusted proxy's X-Forwarded-For can name it), before any widening.
+	// An exempt request still takes one of the group's Inflight slots,
+	// which protect the app, and counts as outcome exempted. nil: none.
+	Exempt []netip.Prefix
+	// ExemptKeys lists keys whose requests pass as Exempt's do, as
+	// quota.Subject writes them (the hex Door.KeyOf returns), so that the
+	// budget never holds the secret itself: for a group keyed by a header
+	// (its value, or an Authorization header's credential), a path value or
+	// Func. A header or path value must be Authenticated, or a client
+	// could send a listed value of its own. nil: none.
+	ExemptKeys []string
 }
 
 // validate returns an error naming the group and the first bad field of a
@@ -214,6 +232,9 @@ func (b Budget) validate(g Group) error {
 		return fieldsError(g, "{BodyRateGrace} {None} with {MinBodyRate} %d: a body's first bytes take time to arrive, so nearly every body would be cut; want a positive {BodyRateGrace}, or {MinBodyRate} {None}", b.MinBodyRate)
 	}
 	if err := b.Key.validate(g); err != nil {
+		return err
+	}
+	if err := b.validateExempt(g); err != nil {
 		return err
 	}
 	if b.Store != nil {

@@ -93,7 +93,7 @@ func (b Budget) resolve(g Group) (Budget, error) {
 	}
 	if _, own := defaults[g]; !own {
 		base.PerClient, base.Inflight = namedPerClient, namedInflight
-		if b.Key.Header != "" || b.Key.PathValue != "" || b.Key.Global {
+		if b.Key.Header != "" || b.Key.PathValue != "" || b.Key.Global || b.Key.Func != nil {
 			// Its "client" is a tenant or a token, which all its users
 			// share: the group's cap is the only one it asked for.
 			base.PerClient = namedInflight

@@ -51,8 +51,25 @@
 // /64 for IPv6. Behind proxies, use package clientip: it reads forwarding
 // headers only from the proxies you list.
 //
+// A group may instead key by a header, a path value, one global key, or a
+// key function of the app's (Key.Func: a user id from the request's
+// context, as go-chi/httprate's WithKeyFuncs); each value is hashed before
+// any table, store, log line or metric sees it, and counts in the same
+// bounded table.
+//
 // A Budget names only what it changes: a zero field keeps the group's
 // default ([DefaultBudgets]).
+//
+// # Exemptions
+//
+// Budget.Exempt lists client prefixes and Budget.ExemptKeys hashed keys
+// (of an authenticated key) that pass a group without spending its tokens
+// or its per-client cap, as nginx's geo and map: a monitoring network, a
+// partner's token. The prefixes match the client key
+// Config.Key resolves, so a forwarding header names an exempt client only
+// when a trusted proxy sent it. An exempt request still takes one of the
+// group's in-flight slots, which protect the app, and counts as outcome
+// exempted.
 //
 // # Shadow mode and metrics
 //
@@ -66,7 +83,8 @@
 // group_concurrency, cached (served by an overflow handler), store_error,
 // fallback, missing_key (no value to key the request by), body_cut (admitted,
 // and its body cut for its rate or deadline, or cut short: the client's
-// failure, whatever it was answered), or a would_* form. The door also reports admit.door.inflight,
+// failure, whatever it was answered), exempted (admitted without spending,
+// see Exemptions), or a would_* form. The door also reports admit.door.inflight,
 // admit.door.clients and admit.door.evictions. Attributes are the group
 // (admit.door.group) and the outcome (admit.door.outcome) only, never a
 // client key.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -218,17 +219,17 @@ func TestZeroFieldsTakeTheDefaults(t *testing.T) {
 	webhook, _ := d.Budget(GroupWebhook)
 	want := DefaultBudgets()[GroupWebhook]
 	want.Burst, want.SharedBurst = 7, 7
-	if webhook != want {
+	if !reflect.DeepEqual(webhook, want) {
 		t.Errorf("webhook: got %+v, want %+v", webhook, want)
 	}
 	signup, _ := d.Budget("signup")
 	want = DefaultBudgets()[GroupLink]
 	want.Rate, want.Burst, want.SharedRate, want.SharedBurst, want.MaxBodyBytes, want.HoldTimeout = 2, 3, 2, 3, -1, -1
 	want.PerClient, want.Inflight = namedPerClient, namedInflight
-	if signup != want {
+	if !reflect.DeepEqual(signup, want) {
 		t.Errorf("signup: got %+v, want %+v", signup, want)
 	}
-	if link, _ := d.Budget(GroupLink); link != DefaultBudgets()[GroupLink] {
+	if link, _ := d.Budget(GroupLink); !reflect.DeepEqual(link, DefaultBudgets()[GroupLink]) {
 		t.Errorf("link, not named: got %+v, want its defaults", link)
 	}
 }
@@ -251,7 +252,7 @@ func TestBudgetsOverrideOnlyWhatTheyName(t *testing.T) {
 	if b, _ := d.Budget(GroupLink); b.Burst != 3 {
 		t.Errorf("link burst: got %d, want 3", b.Burst)
 	}
-	if b, _ := d.Budget(GroupWebhook); b != DefaultBudgets()[GroupWebhook] {
+	if b, _ := d.Budget(GroupWebhook); !reflect.DeepEqual(b, DefaultBudgets()[GroupWebhook]) {
 		t.Errorf("webhook budget: got %+v, want the default", b)
 	}
 	if got := d.Groups(); len(got) != 4 {

@@ -34,6 +34,7 @@ type group struct {
 	// as they are, and a refusal's fields can be written without the
 	// header map (see appendRefusalFields).
 	writtenAsIs bool
+	exemptions  exemptions
 	shards      []shard
 	shardMask   uint32
 	seed        maphash.Seed // of the shard hash
@@ -97,6 +98,7 @@ func newGroup(name Group, b Budget, set *settings, now int64) *group {
 	}
 	g.policy = `"` + string(name) + `";q=` + strconv.Itoa(b.Burst) + `;w=` + strconv.Itoa(w)
 	g.writtenAsIs = !strings.ContainsAny(string(name), "\r\n")
+	g.exemptions = newExemptions(b)
 	n := shardsFor(b.MaxClients)
 	g.shards = make([]shard, n)
 	g.shardMask = uint32(n - 1)
@@ -167,6 +169,9 @@ type ticket struct {
 	// uncounted marks a request its store's failure policy admitted: the
 	// store did not answer, so there is nothing of it to refund there.
 	uncounted bool
+	// exempt marks a request its group exempts: it holds the group's slot
+	// alone (see admitExempt).
+	exempt bool
 }
 
 // verdict is the result of admission.

@@ -130,7 +130,11 @@ func (h *handler) admitAll(ctx context.Context, r *http.Request, header http.Hea
 			return i, err
 		}
 		t := &tickets[i]
-		verdicts[i] = g.admit(ctx, key, h.cost, now, unslotted, t)
+		if _, ok := g.exempt(r, key, client); ok {
+			verdicts[i] = g.admitExempt(key, h.cost, unslotted, t)
+		} else {
+			verdicts[i] = g.admit(ctx, key, h.cost, now, unslotted, t)
+		}
 		if verdicts[i].evicted {
 			g.shards[t.shard].counts.evictions.Add(1)
 		}
@@ -183,7 +187,7 @@ var passes = sync.Pool{New: func() any { return new(pass) }}
 func (h *handler) cancel(ctx context.Context, tickets []ticket) {
 	for i := len(tickets) - 1; i >= 0; i-- {
 		if t := &tickets[i]; t.taken {
-			h.limits[i].engine.cancel(ctx, t)
+			h.limits[i].cancel(ctx, t)
 		}
 	}
 }
@@ -351,7 +355,7 @@ func (h *handler) settle(ctx context.Context, r *http.Request, tickets []ticket,
 	for i := len(tickets) - 1; i >= 0; i-- {
 		g, t := h.limits[i], &tickets[i]
 		if t.taken {
-			g.engine.settle(ctx, t, charged)
+			g.settle(ctx, t, charged)
 		}
 		o := verdicts[i].outcome
 		if o == outcomeOK {

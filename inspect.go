@@ -140,6 +140,11 @@ func (g *group) parseKey(text string) (netip.Prefix, error) {
 			return netip.Prefix{}, fmt.Errorf("admit: group %q is keyed by path value %s: want its value, not an empty key", g.name, k.PathValue)
 		}
 		return hashKey(text), nil
+	case keyFunc:
+		if text == "" {
+			return netip.Prefix{}, fmt.Errorf("admit: group %q is keyed by its key function: want the value it returns, not an empty key", g.name)
+		}
+		return hashKey(text), nil
 	}
 	p, ok := parseClient(text)
 	if !ok {

@@ -38,13 +38,26 @@ type Key struct {
 	PathValue string
 	// Global puts every request of the group under one key.
 	Global bool
+	// Func keys by the string it returns for a request: a user or tenant
+	// id an earlier middleware put in the request's context, as
+	// go-chi/httprate's WithKeyFuncs. The string is hashed like a header
+	// before any table, store, log line or metric sees it, and counts in
+	// the group's bounded table like any other key. An empty string is a
+	// missing value (see RejectMissing). It runs on the request's
+	// goroutine for every request of the group, so it must be quick, and
+	// safe for concurrent use. It is the app's own code, so a route may be
+	// limited by it alone; Door.Decide, which has no request, finds no
+	// value. A config file cannot name a function: this key is the
+	// library's only.
+	Func func(*http.Request) string
 	// IPv4Prefix and IPv6Prefix widen a client key to a prefix of this many
 	// bits, so one budget covers a /24 or a /48. 0: the client key as it is
 	// (by default /32 and /64). A key is never narrowed below what
 	// Config.Key returns.
 	IPv4Prefix, IPv6Prefix int
 	// RejectMissing refuses a request without the header (or with an empty
-	// path value): 401 when the header is Authorization, 400 otherwise.
+	// path value, or an empty result of Func): 401 when the header is
+	// Authorization, 400 otherwise.
 	// false: such a request is keyed by its client instead. A CORS
 	// preflight is keyed by its client either way: a browser sends it
 	// without credentials, and refusing it fails the request it precedes.
@@ -63,6 +76,8 @@ func (k Key) kind() keyKind {
 		return keyPath
 	case k.Global:
 		return keyGlobal
+	case k.Func != nil:
+		return keyFunc
 	}
 	return keyClient
 }
@@ -74,6 +89,7 @@ const (
 	keyHeader
 	keyPath
 	keyGlobal
+	keyFunc
 )
 
 // chosen reports a key the client chooses freely.
@@ -85,21 +101,21 @@ func (k Key) chosen() bool {
 // validate names the first bad field of k.
 func (k Key) validate(g Group) error {
 	set := 0
-	for _, b := range []bool{k.Header != "", k.PathValue != "", k.Global} {
+	for _, b := range []bool{k.Header != "", k.PathValue != "", k.Global, k.Func != nil} {
 		if b {
 			set++
 		}
 	}
 	switch {
 	case set > 1:
-		return fieldsError(g, "set one of {Key.Header}, {Key.PathValue} and {Key.Global}")
+		return fieldsError(g, "set one of {Key.Header}, {Key.PathValue}, {Key.Global} and {Key.Func}")
 	case k.IPv4Prefix < 0 || k.IPv4Prefix > 32:
 		return fieldsError(g, "{Key.IPv4Prefix} %d, want 1 to 32 (0: the client's address)", k.IPv4Prefix)
 	case k.IPv6Prefix < 0 || k.IPv6Prefix > 128:
 		return fieldsError(g, "{Key.IPv6Prefix} %d, want 1 to 128 (0: the client's address)", k.IPv6Prefix)
 	case (k.IPv4Prefix != 0 || k.IPv6Prefix != 0) && set > 0:
 		return fieldsError(g, "{Key.IPv4Prefix} and {Key.IPv6Prefix} widen a key by the client's address ({ClientKey}), and this key is another")
-	case (k.RejectMissing || k.Authenticated) && k.Header == "" && k.PathValue == "":
+	case (k.RejectMissing && k.Func == nil || k.Authenticated) && k.Header == "" && k.PathValue == "":
 		return fieldsError(g, "{Key.RejectMissing} and {Key.Authenticated} apply to a key by {Key.Header} or {Key.PathValue}")
 	case k.Header != "" && strings.ContainsAny(k.Header, " \t:"):
 		return fieldsError(g, "{Key.Header} %q is not a header name", k.Header)
@@ -131,7 +147,8 @@ func (c *clientKey) of(set *settings, r *http.Request) netip.Prefix {
 }
 
 // keyOf returns the key of a request under group g's Key: the client key
-// (widened), or a hash of the header or path value, or the one global key.
+// (widened), or a hash of the header, path value or Func's result, or the
+// one global key.
 // A missing value falls back to the client key unless the group rejects
 // it. header is the request's; r is nil for a request that is not HTTP,
 // which has no path values.
@@ -159,6 +176,13 @@ func (g *group) keyOf(r *http.Request, header http.Header, client *clientKey) (n
 			break
 		}
 		if v := r.PathValue(k.PathValue); v != "" {
+			return hashKey(v), nil
+		}
+	case keyFunc:
+		if r == nil {
+			break
+		}
+		if v := k.Func(r); v != "" {
 			return hashKey(v), nil
 		}
 	}

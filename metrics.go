@@ -29,6 +29,7 @@ const (
 	outcomeFallback                              // the shared store failed; the door's own buckets admitted it
 	outcomeWouldMissingKey                       // shadow mode: would have been missing_key
 	outcomeBodyCut                               // admitted; its body broke its rate or deadline, or was cut short
+	outcomeExempt                                // admitted without spending: the group exempts its client or key
 	numOutcomes
 )
 
@@ -36,7 +37,7 @@ var outcomeNames = [numOutcomes]string{
 	"ok", "client_error", "server_error", "rate_limited", "client_concurrency",
 	"group_concurrency", "cached", "store_error",
 	"would_rate_limited", "would_client_concurrency", "would_group_concurrency",
-	"missing_key", "fallback", "would_missing_key", "body_cut",
+	"missing_key", "fallback", "would_missing_key", "body_cut", "exempted",
 }
 
 // String returns the outcome as the metrics spell it, such as "rate_limited".

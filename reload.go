@@ -3,6 +3,7 @@ package admit
 import (
 	"fmt"
 	"reflect"
+	"slices"
 
 	"go.opentelemetry.io/otel"
 
@@ -15,8 +16,8 @@ import (
 // configuration reload). Handlers are not moved: build the new door's with
 // [Door.Handler] or [Door.Wrap] and swap them in for d's.
 //
-// A group whose resolved budget is the same in cfg as in d is the same
-// group in both doors: its client table, buckets and in-flight counts carry
+// A group whose resolved budget is the same in cfg as in d (a Key.Func
+// never is: Go cannot compare functions) is the same group in both doors: its client table, buckets and in-flight counts carry
 // on, and requests admitted through d's handlers settle against it, so a
 // client that spent part of its burst before the reload has only the rest
 // after it. A group whose budget changed, and a group d does not have,
@@ -90,13 +91,16 @@ func (d *Door) Reload(cfg Config) (*Door, error) {
 
 // sameBudget reports whether two resolved budgets decide alike. Stores
 // compare as values where their type allows it; two stores of a type that
-// cannot be compared are taken as different.
+// cannot be compared are taken as different, and so are two key functions,
+// which Go cannot compare.
 func sameBudget(a, b Budget) bool {
-	if !sameStore(a.Store, b.Store) {
+	if !sameStore(a.Store, b.Store) || a.Key.Func != nil || b.Key.Func != nil ||
+		!slices.Equal(a.Exempt, b.Exempt) || !slices.Equal(a.ExemptKeys, b.ExemptKeys) {
 		return false
 	}
 	a.Store, b.Store = nil, nil
-	return a == b
+	a.Exempt, b.Exempt, a.ExemptKeys, b.ExemptKeys = nil, nil, nil, nil
+	return reflect.DeepEqual(a, b) // == cannot compare a struct holding a func
 }
 
 func sameStore(a, b quota.Charger) bool {

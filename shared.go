@@ -243,7 +243,7 @@ func (t ticket) local() ticket {
 // bytes, which is quota.Subject of the value it hashes, or quota.Subject of
 // a client key, so the store never sees a raw value.
 func (e *shared) subject(key netip.Prefix) string {
-	if k := e.g.keyKind; k == keyHeader || k == keyPath {
+	if key.Bits() == 0 { // a hash (hashKey), never a client's address
 		b := key.Addr().As16()
 		return hex.EncodeToString(b[:])
 	}

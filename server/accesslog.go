@@ -166,7 +166,7 @@ func (a *accessLog) keyText(key string) string {
 // and store_error, refused or let through by the failure policy.
 func sampledOutcome(outcome string) bool {
 	switch outcome {
-	case "ok", "client_error", "server_error", "fallback":
+	case "ok", "client_error", "server_error", "fallback", "exempted":
 		return false
 	}
 	return true

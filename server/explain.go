@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"net/http"
+	"net/netip"
 	"net/textproto"
 	"net/url"
 	"slices"
@@ -104,7 +105,7 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 		fmt.Fprintf(out, "refused  %d %s: %v; admit answers it before routing, and it never reaches the upstream\n", status, http.StatusText(status), err)
 		return nil
 	}
-	printExplanation(out, req, p, explained{routes: f.routes, door: door, async: c.Async, fwd: fwd, defaultPeer: defaultPeer}, resolver.Explain(p.req))
+	printExplanation(out, req, p, explained{routes: f.routes, door: door, async: c.Async, fwd: fwd, defaultPeer: defaultPeer, client: resolver.Key}, resolver.Explain(p.req))
 	return nil
 }
 
@@ -118,6 +119,7 @@ type explained struct {
 	// defaultPeer is set when the peer is explainPeer because no --peer
 	// was given.
 	defaultPeer bool
+	client      func(*http.Request) netip.Prefix // the door's client key, which exemptions match
 }
 
 // explainPeer is the peer explain resolves a request from without --peer:
@@ -245,6 +247,9 @@ func printPlan(w io.Writer, req *http.Request, p plan, x explained) {
 	}
 	for _, g := range p.route.Groups {
 		printLimit(w, x.door, g, max(p.route.Cost, 1), c)
+		if by := exemptBy(x.door, g, x.client(c), c); by != "" {
+			fmt.Fprintf(w, "exempt   %s: by %s: the request spends none of its tokens, and still takes one of its in-flight slots\n", g, by)
+		}
 		if interval := x.async[g]; interval > 0 {
 			b, _ := x.door.Budget(g)
 			fmt.Fprintf(w, "sync     %s: async, reconciled with the store every %s: %s\n", g, config.DurationText(interval), asyncBound(b, interval))
@@ -332,4 +337,20 @@ func printLimit(w io.Writer, door *admit.Door, g admit.Group, cost int, r *http.
 		}
 	}
 	fmt.Fprintf(w, "limit    %s: %s, cost %d, key %s = %s\n", g, amount, cost, config.KeyText(b.Key), key)
+}
+
+// exemptBy names the exemption of group g that lets r, from client, past
+// without spending, as the door applies them: an exempt prefix that holds
+// the whole client key, or "key" for a listed key; "" for none.
+func exemptBy(door *admit.Door, g admit.Group, client netip.Prefix, r *http.Request) string {
+	b, _ := door.Budget(g)
+	if key, err := door.KeyOf(g, r); err == nil && slices.Contains(b.ExemptKeys, key) {
+		return "key (listed in " + config.FieldExemptKeysFrom + ")"
+	}
+	for _, p := range b.Exempt {
+		if p.Bits() <= client.Bits() && p.Contains(client.Addr()) {
+			return p.String()
+		}
+	}
+	return ""
 }

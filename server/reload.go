@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -75,11 +76,13 @@ func (s *server) reloadLocked() error {
 // sameBudget reports whether two resolved budgets decide alike, as the door
 // judges whether a reload keeps a group.
 func sameBudget(a, b admit.Budget) bool {
-	if !sameStore(a.Store, b.Store) {
+	if !sameStore(a.Store, b.Store) || a.Key.Func != nil || b.Key.Func != nil ||
+		!slices.Equal(a.Exempt, b.Exempt) || !slices.Equal(a.ExemptKeys, b.ExemptKeys) {
 		return false
 	}
 	a.Store, b.Store = nil, nil
-	return a == b
+	a.Exempt, b.Exempt, a.ExemptKeys, b.ExemptKeys = nil, nil, nil, nil
+	return reflect.DeepEqual(a, b) // == cannot compare a struct holding a func
 }
 
 func sameStore(a, b quota.Charger) bool {

@@ -141,7 +141,7 @@ func (p *statusPage) view(counts map[groupOutcome]float64, evictions map[string]
 	for _, name := range g.door.Groups() {
 		b, _ := g.door.Budget(name)
 		st, _ := g.door.GroupState(name)
-		gv := groupView{Name: string(name), Budget: amountText(b) + ", key " + config.KeyText(b.Key),
+		gv := groupView{Name: string(name), Budget: amountText(b) + ", key " + config.KeyText(b.Key) + config.ExemptText(b),
 			Inflight: st.Inflight, Cap: b.Inflight, PerClient: b.PerClient,
 			Clients: st.Clients, MaxClients: b.MaxClients, Evictions: evictions[string(name)],
 			Store: storeState(g.cfg.Store.Kind, st), Failing: st.OnFallback}

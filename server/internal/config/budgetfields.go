@@ -31,19 +31,22 @@ type budgetField struct {
 // budgetDraft is one group's budget as the file is read: the door's
 // Budget, and what the file says beside it.
 type budgetDraft struct {
-	group    admit.Group
-	b        admit.Budget
-	like     admit.Group // the built-in group it is, or is like; "" for neither
-	sync     string      // "exact", "async", or "" when not given
-	interval time.Duration
+	group      admit.Group
+	b          admit.Budget
+	like       admit.Group // the built-in group it is, or is like; "" for neither
+	sync       string      // "exact", "async", or "" when not given
+	interval   time.Duration
+	exemptFrom string                   // where exempt_keys_from reads the keys; "" for none
+	getenv     func(name string) string // the environment exempt_keys_from: env:NAME reads
 }
 
 // budgetView is a resolved budget, with what the file says beside it.
 type budgetView struct {
-	b        admit.Budget
-	name     admit.Group
-	like     admit.Group
-	interval time.Duration // the async mode's; 0: exact
+	b          admit.Budget
+	name       admit.Group
+	like       admit.Group
+	interval   time.Duration // the async mode's; 0: exact
+	exemptFrom string        // exempt_keys_from, shown instead of the keys' hashes
 }
 
 // Spellings of the file's values that more than one field or check uses.
@@ -97,6 +100,8 @@ var budgetFields = []budgetField{
 	{"hold_timeout", readWith(parseFileTimeout, func(b *admit.Budget) *time.Duration { return &b.HoldTimeout }),
 		always(func(b admit.Budget) any { return fileDuration(max(b.HoldTimeout, 0)) })},
 	{"charge_on_failure", readCharge, always(func(b admit.Budget) any { return b.Charge == admit.ChargeOnFailure })},
+	{fieldExempt, readExempt, func(v budgetView) (any, bool) { return prefixList(v.b.Exempt), len(v.b.Exempt) > 0 }},
+	{FieldExemptKeysFrom, readExemptKeys, func(v budgetView) (any, bool) { return v.exemptFrom, v.exemptFrom != "" }},
 	{"sync", readSync, func(v budgetView) (any, bool) { return syncAsync, v.interval > 0 }},
 	{"sync_interval", readSyncInterval, func(v budgetView) (any, bool) { return fileDuration(v.interval), v.interval > 0 }},
 }
@@ -212,6 +217,22 @@ func valueKeyed(f func(admit.Key) any) func(budgetView) (any, bool) {
 	}
 }
 
+// scalarOrList returns a reader of one value, or of a list of values each
+// set parses, at where.
+func scalarOrList(where string, set func(string) error) func(*yaml.Node) error {
+	return func(n *yaml.Node) error {
+		if n.Kind != yaml.SequenceNode {
+			return scalar(where, set)(n)
+		}
+		for i, item := range n.Content {
+			if err := scalar(fmt.Sprintf("%s[%d]", where, i), set)(item); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
 // The readers of one field each.
 
 func readLike(d *budgetDraft, v string) error {
@@ -289,14 +310,15 @@ var doorWords = map[string]string{
 	"Algorithm": "algorithm", "TokenBucket": TokenBucket, "Store": "--store", "Replicas": "--replicas", "Failure": "--store-fail",
 	"MinBodyRate": "min_body_rate", "BodyRateGrace": "body_rate_grace", "None": "0 (none)",
 	"Cost": fieldCost, "Groups": FieldGroup, "Peer": "the peer", "Authenticated": "key_authenticated: true",
+	"Exempt": fieldExempt, "ExemptKeys": FieldExemptKeysFrom, "Key.Func": "a key function (the library's only)",
 }
 
 // readBudget reads one group's fields onto a draft whose like is the
 // built-in group the group is (or is like; "" for neither), and whose
 // interval is the async mode's (0: exact). A field left out keeps the
 // group's default.
-func readBudget(n *yaml.Node, where string, g admit.Group) (budgetDraft, error) {
-	d := budgetDraft{group: g}
+func readBudget(n *yaml.Node, where string, g admit.Group, getenv func(string) string) (budgetDraft, error) {
+	d := budgetDraft{group: g, getenv: getenv}
 	if slices.Contains(builtInGroups, g) {
 		d.like = g
 	}
@@ -305,6 +327,7 @@ func readBudget(n *yaml.Node, where string, g admit.Group) (budgetDraft, error) 
 		for _, f := range budgetFields {
 			readers[f.key] = scalar(dotted(where, f.key), func(v string) error { return f.read(&d, v) })
 		}
+		readers[fieldExempt] = scalarOrList(dotted(where, fieldExempt), func(v string) error { return readExempt(&d, v) })
 		if err := eachField(n, where, readers); err != nil {
 			return d, err
 		}
@@ -329,7 +352,7 @@ func (c *Config) View(door *admit.Door, g admit.Group) budgetView {
 	if like == "" && slices.Contains(builtInGroups, g) {
 		like = g
 	}
-	return budgetView{b: b, name: g, like: like, interval: c.Async[g]}
+	return budgetView{b: b, name: g, like: like, interval: c.Async[g], exemptFrom: c.ExemptFrom[g]}
 }
 
 // RateText is a rate as the config file spells it: .inf for no limit.

@@ -82,6 +82,7 @@ type Config struct {
 	Budgets           map[admit.Group]admit.Budget  // the config file's, field by field; nil when it gives none
 	Likes             map[admit.Group]admit.Group   // the built-in group each group is, or is like
 	Async             map[admit.Group]time.Duration // groups in the async mode, by reconcile interval; nil: none
+	ExemptFrom        map[admit.Group]string        // where each group's exempt_keys_from reads its keys; nil: none
 
 	flagRoutes []Route // those of --route, appended to the file's once it is read
 	// The file's upstream_profile and allow_spellings, which apply unless
@@ -96,6 +97,7 @@ type Config struct {
 
 	file        string              // the config file as errors name it: --config "admit.yaml"
 	budgetLines map[admit.Group]int // the line of each group under the file's budgets
+	getenv      func(string) string // the environment Apply read, for exempt_keys_from: env:NAME
 
 	// Not settings: tests and benchmarks set them.
 	Now       func() time.Time  // the door's clock; nil: time.Now

@@ -235,9 +235,15 @@ func (c *Config) readBudgets(m *yaml.Node) error {
 			if err := checkGroupName(name); err != nil {
 				return at(m.Content[i], fieldBudgets, "%v", err)
 			}
-			d, err := readBudget(n, "budgets."+name, admit.Group(name))
+			d, err := readBudget(n, "budgets."+name, admit.Group(name), c.getenv)
 			if err != nil {
 				return err
+			}
+			if d.exemptFrom != "" {
+				if c.ExemptFrom == nil {
+					c.ExemptFrom = make(map[admit.Group]string)
+				}
+				c.ExemptFrom[admit.Group(name)] = d.exemptFrom
 			}
 			if d.interval > 0 {
 				if c.Async == nil {

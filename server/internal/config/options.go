@@ -132,6 +132,7 @@ func (s *OptionSet) flagError(prefix string, err error) error {
 // its default. Its errors start with "admit: " and name the flag or variable
 // and the value they refuse.
 func (s *OptionSet) Apply(getenv func(string) string, c *Config) error {
+	c.getenv = getenv
 	for _, o := range s.List {
 		vals := s.given[o.Name]
 		from := s.source[o.Name]
