@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -65,9 +64,9 @@ var budgetFields = []budgetField{
 	}},
 	{"limit", readCount(func(b *admit.Budget) *int { return &b.Limit }), fixedOnly(func(b admit.Budget) any { return b.Limit })},
 	{"window", readWith(parsePositive, func(b *admit.Budget) *time.Duration { return &b.Window }), fixedOnly(func(b admit.Budget) any { return fileDuration(b.Window) })},
-	{"rate", readWith(parseFileRate, func(b *admit.Budget) *rate.Limit { return &b.Rate }), bucketOnly(func(b admit.Budget) any { return fileRate(b.Rate) })},
+	{"rate", readWith(ParseRate, func(b *admit.Budget) *rate.Limit { return &b.Rate }), bucketOnly(func(b admit.Budget) any { return fileRate(b.Rate) })},
 	{"burst", readCount(func(b *admit.Budget) *int { return &b.Burst }), bucketOnly(func(b admit.Budget) any { return b.Burst })},
-	{"shared_rate", readWith(parseFileRate, func(b *admit.Budget) *rate.Limit { return &b.SharedRate }), bucketOnly(func(b admit.Budget) any { return fileRate(b.SharedRate) })},
+	{"shared_rate", readWith(ParseRate, func(b *admit.Budget) *rate.Limit { return &b.SharedRate }), bucketOnly(func(b admit.Budget) any { return fileRate(b.SharedRate) })},
 	{"shared_burst", readCount(func(b *admit.Budget) *int { return &b.SharedBurst }), always(func(b admit.Budget) any { return b.SharedBurst })},
 	{FieldKey, func(d *budgetDraft, v string) error { return parseKey(v, &d.b.Key) }, always(func(b admit.Budget) any { return KeyText(b.Key) })},
 	{"ipv4_prefix", readPrefix(32, func(k *admit.Key) *int { return &k.IPv4Prefix }), func(v budgetView) (any, bool) { return v.b.Key.IPv4Prefix, v.b.Key.IPv4Prefix != 0 }},
@@ -151,7 +150,8 @@ func (b BudgetJSON) MarshalJSON() ([]byte, error) {
 	return append(out, '}'), nil
 }
 
-// fileRate is a rate as the file writes it: a number, or .inf for none.
+// fileRate is a rate as the file writes it (see RateText); the admin
+// API's JSON keeps it a number of tokens per second, or ".inf".
 type fileRate rate.Limit
 
 func (r fileRate) String() string { return RateText(rate.Limit(r)) }
@@ -329,14 +329,6 @@ func (c *Config) View(door *admit.Door, g admit.Group) budgetView {
 		like = g
 	}
 	return budgetView{b: b, name: g, like: like, interval: c.Async[g]}
-}
-
-// RateText is a rate as the config file spells it: .inf for no limit.
-func RateText(r rate.Limit) string {
-	if r == rate.Inf {
-		return ".inf"
-	}
-	return strconv.FormatFloat(float64(r), 'g', -1, 64)
 }
 
 // DurationText is a duration as the config file would spell it: 1h rather
