@@ -161,6 +161,18 @@ type Budget struct {
 	// request a second probes it, and the first answer brings the group back
 	// to it. 0: no fallback.
 	Replicas int
+
+	// The answers the group gives, beside admitting: which rate-limit
+	// fields they carry.
+
+	// Fields is the family of rate-limit header fields the group's
+	// rate_limited refusals carry beside Retry-After. The zero value,
+	// DraftFields: the IETF draft's RateLimit-Policy and RateLimit.
+	Fields Fields
+	// FieldsOnAdmitted sends Fields on the answers of admitted requests
+	// too; a field the handler's answer sets itself is left as it is.
+	// false: on refusals only (unless Config.PolicyHeaders).
+	FieldsOnAdmitted bool
 }
 
 // validate returns an error naming the group and the first bad field of a
@@ -187,6 +199,8 @@ func (b Budget) validate(g Group) error {
 		return fieldsError(g, "{MaxClients} %v, want between 1 and 2^31-1", b.MaxClients)
 	case b.Charge != ChargeAlways && b.Charge != ChargeOnFailure:
 		return fieldsError(g, "{Charge} %v, want {ChargeAlways} or {ChargeOnFailure}", b.Charge)
+	case b.Fields > NoFields:
+		return fieldsError(g, "{Fields} %v, want {DraftFields}, {XRateLimitFields} or {NoFields}", b.Fields)
 	case b.Algorithm > FixedWindow:
 		return fieldsError(g, "{Algorithm} %v, want {TokenBucket} or {FixedWindow}", b.Algorithm)
 	case b.Replicas < 0 || b.Replicas > 0 && b.Store == nil:

@@ -28,7 +28,7 @@ type group struct {
 	// is read without case.
 	authorization bool
 	meters        *groupMeters
-	policy        string         // the RateLimit-Policy item
+	fields        *fieldValues   // the rate-limit fields
 	bodies        map[int][]byte // the refusal bodies, by status
 	// writtenAsIs: the name holds no CR or LF, so its header values go out
 	// as they are, and a refusal's fields can be written without the
@@ -95,7 +95,8 @@ func newGroup(name Group, b Budget, set *settings, now int64) *group {
 	if client.fixed {
 		w = ceilNanos(client.window)
 	}
-	g.policy = `"` + string(name) + `";q=` + strconv.Itoa(b.Burst) + `;w=` + strconv.Itoa(w)
+	policy := `"` + string(name) + `";q=` + strconv.Itoa(b.Burst) + `;w=` + strconv.Itoa(w)
+	g.fields = newFieldValues(name, b, policy, b.FieldsOnAdmitted || set.headers)
 	g.writtenAsIs = !strings.ContainsAny(string(name), "\r\n")
 	n := shardsFor(b.MaxClients)
 	g.shards = make([]shard, n)

@@ -96,6 +96,11 @@ var budgetFields = []budgetField{
 	{"hold_timeout", readWith(parseFileTimeout, func(b *admit.Budget) *time.Duration { return &b.HoldTimeout }),
 		always(func(b admit.Budget) any { return fileDuration(max(b.HoldTimeout, 0)) })},
 	{"charge_on_failure", readCharge, always(func(b admit.Budget) any { return b.Charge == admit.ChargeOnFailure })},
+	{"ratelimit_headers", readFields, func(v budgetView) (any, bool) {
+		return fieldsWords[v.b.Fields], v.b.Fields != admit.DraftFields
+	}},
+	{"ratelimit_headers_admitted", func(d *budgetDraft, v string) (err error) { d.b.FieldsOnAdmitted, err = ParseBool(v); return err },
+		func(v budgetView) (any, bool) { return true, v.b.FieldsOnAdmitted }},
 	{"sync", readSync, func(v budgetView) (any, bool) { return syncAsync, v.interval > 0 }},
 	{"sync_interval", readSyncInterval, func(v budgetView) (any, bool) { return fileDuration(v.interval), v.interval > 0 }},
 }
@@ -250,6 +255,19 @@ func readOnMissing(d *budgetDraft, v string) error {
 	return nil
 }
 
+// fieldsWords spells each family of rate-limit fields as the file does.
+var fieldsWords = map[admit.Fields]string{admit.DraftFields: "draft", admit.XRateLimitFields: "x-ratelimit", admit.NoFields: "none"}
+
+func readFields(d *budgetDraft, v string) error {
+	for f, word := range fieldsWords {
+		if v == word {
+			d.b.Fields = f
+			return nil
+		}
+	}
+	return fmt.Errorf("%q: want draft (RateLimit-Policy and RateLimit), x-ratelimit (X-RateLimit-Limit, -Remaining, -Reset) or none", v)
+}
+
 func readCharge(d *budgetDraft, v string) error {
 	on, err := ParseBool(v)
 	d.b.Charge = admit.ChargeAlways
@@ -287,6 +305,7 @@ var doorWords = map[string]string{
 	"ClientKey": "key: peer", "Inf": ".inf", "SharedBurst": "shared_burst", "PerClient": "per_client", "Inflight": "inflight",
 	"MaxClients": "max_clients", "Charge": "charge_on_failure", "ChargeAlways": "false", "ChargeOnFailure": "true",
 	"Algorithm": "algorithm", "TokenBucket": TokenBucket, "Store": "--store", "Replicas": "--replicas",
+	"Fields": "ratelimit_headers", "DraftFields": "draft", "XRateLimitFields": "x-ratelimit", "NoFields": "none",
 	"MinBodyRate": "min_body_rate", "BodyRateGrace": "body_rate_grace", "None": "0 (none)",
 }
 
