@@ -162,8 +162,15 @@ type Budget struct {
 	// to it. 0: no fallback.
 	Replicas int
 
-	// The answers the group gives, beside admitting: which rate-limit
-	// fields they carry.
+	// The answers the group gives, beside admitting: the status of its
+	// refusals and which rate-limit fields they carry.
+
+	// RefusalStatus is the status of the group's refusals for its rate or
+	// a client's in-flight cap (outcomes rate_limited and
+	// client_concurrency), 400 to 599, as nginx's limit_req_status and
+	// HAProxy's deny_status set it; the group's in-flight cap and its
+	// store stay 503. 0: 429.
+	RefusalStatus int
 
 	// Fields is the family of rate-limit header fields the group's
 	// rate_limited refusals carry beside Retry-After. The zero value,
@@ -199,6 +206,8 @@ func (b Budget) validate(g Group) error {
 		return fieldsError(g, "{MaxClients} %v, want between 1 and 2^31-1", b.MaxClients)
 	case b.Charge != ChargeAlways && b.Charge != ChargeOnFailure:
 		return fieldsError(g, "{Charge} %v, want {ChargeAlways} or {ChargeOnFailure}", b.Charge)
+	case b.RefusalStatus != 0 && (b.RefusalStatus < 400 || b.RefusalStatus > 599):
+		return fieldsError(g, "{RefusalStatus} %d, want 400 to 599 (0: 429)", b.RefusalStatus)
 	case b.Fields > NoFields:
 		return fieldsError(g, "{Fields} %v, want {DraftFields}, {XRateLimitFields} or {NoFields}", b.Fields)
 	case b.Algorithm > FixedWindow:

@@ -88,7 +88,7 @@ func shardsFor(maxClients int) int {
 }
 
 func newGroup(name Group, b Budget, set *settings, now int64) *group {
-	g := &group{name: name, budget: b, set: set, meters: newGroupMeters(name), keyKind: b.Key.kind(), bodies: refusalBodies(name),
+	g := &group{name: name, budget: b, set: set, meters: newGroupMeters(name), keyKind: b.Key.kind(), bodies: refusalBodies(name, b),
 		authorization: http.CanonicalHeaderKey(b.Key.Header) == "Authorization"}
 	client, _ := b.refills()
 	w := client.seconds(client.burst)

@@ -205,7 +205,7 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, g *group, t *ti
 		v.outcome, v.retry = outcomeGroupConcurrency, 1 // the overflow is at the group's cap
 	}
 	if aw, ok := w.(answer.Writer); ok && !closesForBody(r) {
-		status := v.status()
+		status := g.refusalStatus(v)
 		fields := appendRefusalFields(scratch, g, v.retry, v.outcome == outcomeRateLimited)
 		if fields != nil && aw.WriteAnswer(status, fields, g.bodies[status]) {
 			g.count(t, v.outcome)
@@ -228,7 +228,7 @@ func (h *handler) refused(hdr http.Header, g *group, t *ticket, v verdict) int {
 	if v.outcome == outcomeRateLimited {
 		g.setRefusalFields(hdr, max(v.retry, 1), g.set.wall)
 	}
-	return v.status()
+	return g.refusalStatus(v)
 }
 
 // refuseKey answers a request a limit cannot key.
@@ -244,11 +244,15 @@ func (g *group) keyRefused(err error) int {
 	return g.keyStatus(err)
 }
 
-// status is what a refusal answers: 503 when the group's in-flight cap or
-// its store refused, 429 for the rest.
-func (v verdict) status() int {
+// refusalStatus is what a refusal by g answers: 503 when the group's
+// in-flight cap or its store refused, the group's RefusalStatus (429
+// unless it says) for the rest.
+func (g *group) refusalStatus(v verdict) int {
 	if v.outcome == outcomeGroupConcurrency || v.outcome == outcomeStoreError {
 		return http.StatusServiceUnavailable
+	}
+	if g.budget.RefusalStatus != 0 {
+		return g.budget.RefusalStatus
 	}
 	return http.StatusTooManyRequests
 }

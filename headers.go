@@ -30,9 +30,10 @@ var (
 
 // refusalBodies returns a group's bodies for each refusal status, built once
 // so that a flood of refusals allocates nothing: the status and the limit.
-func refusalBodies(g Group) map[int][]byte {
-	m := make(map[int][]byte, len(refusalStatuses))
-	for _, status := range refusalStatuses {
+// A group's RefusalStatus gets its body too.
+func refusalBodies(g Group, b Budget) map[int][]byte {
+	m := make(map[int][]byte, len(refusalStatuses)+1)
+	for _, status := range append(refusalStatuses[:len(refusalStatuses):len(refusalStatuses)], b.RefusalStatus) {
 		m[status] = []byte(http.StatusText(status) + ": limit " + strconv.Quote(string(g)) + "\n")
 	}
 	return m

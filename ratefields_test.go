@@ -3,6 +3,7 @@ package admit
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -103,5 +104,31 @@ func TestRefusedFieldsAllocations(t *testing.T) {
 	}
 	if got := w.h.Get("X-RateLimit-Remaining"); got != "0" {
 		t.Errorf("X-RateLimit-Remaining: got %q, want 0", got)
+	}
+}
+
+// TestRefusalStatus: a group's RefusalStatus answers its rate and
+// client-cap refusals, as nginx's limit_req_status does, with Retry-After,
+// its fields and a body of that status; the door refuses a status outside
+// 400 to 599.
+func TestRefusalStatus(t *testing.T) {
+	b := DefaultBudgets()[GroupLink]
+	b.RefusalStatus = http.StatusServiceUnavailable
+	h := newDoor(t, newClock(), Config{Budgets: map[Group]Budget{GroupLink: b}}).Wrap(GroupLink, status(http.StatusOK), nil)
+	for range b.Burst {
+		allowed(t, h, "192.0.2.1:1", http.StatusOK)
+	}
+	w := rejected(t, h, "192.0.2.1:1", http.StatusServiceUnavailable, "1")
+	if got, want := w.Body.String(), "Service Unavailable: limit \"link\"\n"; got != want {
+		t.Errorf("body: got %q, want %q", got, want)
+	}
+	if w.Header().Get("RateLimit") == "" {
+		t.Errorf("RateLimit: none, want the refusal's")
+	}
+	for _, bad := range []int{399, 600, -1} {
+		b.RefusalStatus = bad
+		if _, err := New(Config{Budgets: map[Group]Budget{GroupLink: b}}); err == nil || !strings.Contains(err.Error(), "want 400 to 599") {
+			t.Errorf("RefusalStatus %d: got %v, want a refusal", bad, err)
+		}
 	}
 }

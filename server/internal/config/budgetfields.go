@@ -96,6 +96,8 @@ var budgetFields = []budgetField{
 	{"hold_timeout", readWith(parseFileTimeout, func(b *admit.Budget) *time.Duration { return &b.HoldTimeout }),
 		always(func(b admit.Budget) any { return fileDuration(max(b.HoldTimeout, 0)) })},
 	{"charge_on_failure", readCharge, always(func(b admit.Budget) any { return b.Charge == admit.ChargeOnFailure })},
+	{"refusal_status", func(d *budgetDraft, v string) (err error) { d.b.RefusalStatus, err = parseCount(v, 400); return err },
+		func(v budgetView) (any, bool) { return v.b.RefusalStatus, v.b.RefusalStatus != 0 }},
 	{"ratelimit_headers", readFields, func(v budgetView) (any, bool) {
 		return fieldsWords[v.b.Fields], v.b.Fields != admit.DraftFields
 	}},
@@ -305,7 +307,7 @@ var doorWords = map[string]string{
 	"ClientKey": "key: peer", "Inf": ".inf", "SharedBurst": "shared_burst", "PerClient": "per_client", "Inflight": "inflight",
 	"MaxClients": "max_clients", "Charge": "charge_on_failure", "ChargeAlways": "false", "ChargeOnFailure": "true",
 	"Algorithm": "algorithm", "TokenBucket": TokenBucket, "Store": "--store", "Replicas": "--replicas",
-	"Fields": "ratelimit_headers", "DraftFields": "draft", "XRateLimitFields": "x-ratelimit", "NoFields": "none",
+	"RefusalStatus": "refusal_status", "Fields": "ratelimit_headers", "DraftFields": "draft", "XRateLimitFields": "x-ratelimit", "NoFields": "none",
 	"MinBodyRate": "min_body_rate", "BodyRateGrace": "body_rate_grace", "None": "0 (none)",
 }
 
