@@ -172,13 +172,20 @@ type Budget struct {
 	// store stay 503. 0: 429.
 	RefusalStatus int
 
-	// Fields is the family of rate-limit header fields the group's
-	// rate_limited refusals carry beside Retry-After. The zero value,
-	// DraftFields: the IETF draft's RateLimit-Policy and RateLimit.
-	Fields Fields
-	// FieldsOnAdmitted sends Fields on the answers of admitted requests
-	// too; a field the handler's answer sets itself is left as it is.
-	// false: on refusals only (unless Config.PolicyHeaders).
+	// XRateLimit picks the rate-limit header fields the group's
+	// rate_limited refusals carry beside Retry-After: go-chi/httprate's
+	// X-RateLimit-Limit (the burst, or a fixed window's limit),
+	// X-RateLimit-Remaining (the whole tokens left) and X-RateLimit-Reset
+	// (when the bucket is full again, or on a refusal when a retry may
+	// pass, in Unix epoch seconds). false: the IETF draft's
+	// RateLimit-Policy (q the burst or a fixed window's limit, w the
+	// seconds a drained bucket takes to fill, or the window) and RateLimit
+	// (r the whole tokens left, t the seconds until the bucket is full
+	// again; on a refusal, Retry-After).
+	XRateLimit bool
+	// FieldsOnAdmitted sends those fields on the answers of admitted
+	// requests too; a field the handler's answer sets itself is left as it
+	// is. false: on refusals only (unless Config.PolicyHeaders).
 	FieldsOnAdmitted bool
 }
 
@@ -208,8 +215,6 @@ func (b Budget) validate(g Group) error {
 		return fieldsError(g, "{Charge} %v, want {ChargeAlways} or {ChargeOnFailure}", b.Charge)
 	case b.RefusalStatus != 0 && (b.RefusalStatus < 400 || b.RefusalStatus > 599):
 		return fieldsError(g, "{RefusalStatus} %d, want 400 to 599 (0: 429)", b.RefusalStatus)
-	case b.Fields > NoFields:
-		return fieldsError(g, "{Fields} %v, want {DraftFields}, {XRateLimitFields} or {NoFields}", b.Fields)
 	case b.Algorithm > FixedWindow:
 		return fieldsError(g, "{Algorithm} %v, want {TokenBucket} or {FixedWindow}", b.Algorithm)
 	case b.Replicas < 0 || b.Replicas > 0 && b.Store == nil:

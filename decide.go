@@ -28,7 +28,7 @@ type Verdict struct {
 	Outcome string
 	// Header holds what Handler would send: Retry-After on a 429 or 503,
 	// the rate-limit fields of a rate_limited refusal, and those of an
-	// admitted request when its limits send them (see Budget.Fields).
+	// admitted request when its limits send them (see Budget.FieldsOnAdmitted).
 	Header http.Header
 }
 

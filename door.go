@@ -44,7 +44,7 @@ type Config struct {
 	// MeterProvider provides the door's instruments. nil: the global one.
 	MeterProvider metric.MeterProvider
 	// PolicyHeaders adds every group's rate-limit fields (see
-	// Budget.Fields) to the answers of its admitted requests too, as
+	// Budget.XRateLimit) to the answers of its admitted requests too, as
 	// Budget.FieldsOnAdmitted does for one group: for example
 	// `RateLimit-Policy: "link";q=20;w=20` and `RateLimit: "link";r=3;t=17`.
 	// A rate_limited refusal carries them whatever it says; in-flight

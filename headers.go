@@ -68,7 +68,7 @@ func writeRefusal(w http.ResponseWriter, r *http.Request, g *group, status int) 
 // appendRefusalFields appends to b the header fields of a refusal by g,
 // byte for byte as writeRefusal and refused put them in the header map and
 // http.Header.Write writes them: sorted by name, each "Name: value\r\n".
-// rateLimit adds the group's rate-limit fields (see Fields). It returns
+// rateLimit adds the group's rate-limit fields (see Budget.XRateLimit). It returns
 // nil for a group whose name net/http would rewrite in a value.
 func appendRefusalFields(b []byte, g *group, retry int, rateLimit bool) []byte {
 	if !g.writtenAsIs {
@@ -76,11 +76,8 @@ func appendRefusalFields(b []byte, g *group, retry int, rateLimit bool) []byte {
 	}
 	retry = max(retry, 1)
 	b = append(b, "Content-Type: text/plain; charset=utf-8\r\n"...)
-	kind := NoFields
-	if rateLimit {
-		kind = g.fields.kind
-	}
-	if kind == DraftFields {
+	kind := g.fields.kind
+	if rateLimit && kind == draftFields {
 		b = append(b, "Ratelimit: \""...)
 		b = append(b, g.name...)
 		b = append(b, "\";r=0;t="...)
@@ -92,7 +89,7 @@ func appendRefusalFields(b []byte, g *group, retry int, rateLimit bool) []byte {
 	b = append(b, "Retry-After: "...)
 	b = strconv.AppendInt(b, int64(retry), 10)
 	b = append(b, "\r\nX-Content-Type-Options: nosniff\r\n"...)
-	if kind == XRateLimitFields {
+	if rateLimit && kind == xRateLimitFields {
 		b = append(b, "X-Ratelimit-Limit: "...)
 		b = append(b, g.fields.limit[0]...)
 		b = append(b, "\r\nX-Ratelimit-Remaining: 0\r\nX-Ratelimit-Reset: "...)

@@ -7,33 +7,25 @@ import (
 	"sync/atomic"
 )
 
-// Fields names the family of rate-limit header fields a group's answers
-// carry beside Retry-After. The zero Fields is DraftFields.
-type Fields uint8
+// fieldKind is the family of rate-limit header fields a group's answers
+// carry beside Retry-After (see Budget.XRateLimit).
+type fieldKind uint8
 
 const (
-	// DraftFields are the IETF draft's structured fields
-	// (draft-ietf-httpapi-ratelimit-headers): RateLimit-Policy, with q the
-	// burst (a fixed window's limit) and w the seconds a drained bucket
-	// takes to fill (the window), and RateLimit, with r the whole tokens
-	// left and t the seconds until the bucket is full again (on a refusal,
-	// Retry-After). It is the zero value.
-	DraftFields Fields = iota
-	// XRateLimitFields are go-chi/httprate's X-RateLimit-Limit (the burst,
-	// or a fixed window's limit), X-RateLimit-Remaining (the whole tokens
-	// left) and X-RateLimit-Reset (when the bucket is full again, or on a
-	// refusal when a retry may pass, in Unix epoch seconds), as httprate's
-	// users read them.
-	XRateLimitFields
-	// NoFields sends none: Retry-After only.
-	NoFields
+	// draftFields are the IETF draft's structured fields
+	// (draft-ietf-httpapi-ratelimit-headers): RateLimit-Policy and
+	// RateLimit.
+	draftFields fieldKind = iota
+	// xRateLimitFields are go-chi/httprate's X-RateLimit-Limit,
+	// -Remaining and -Reset.
+	xRateLimitFields
 )
 
 // fieldValues are a group's rate-limit fields, built once so that a flood
 // of refusals allocates nothing. Each slice has its capacity cut to its
 // length, as the header values of headers.go.
 type fieldValues struct {
-	kind      Fields
+	kind      fieldKind
 	admitted  bool       // on admitted answers too
 	policy    []string   // RateLimit-Policy: the group's item
 	rateLimit [][]string // RateLimit of a refusal, by Retry-After below 60
@@ -51,8 +43,11 @@ type resetValue struct {
 var zeroValue = []string{"0"}[:1:1]
 
 func newFieldValues(name Group, b Budget, policy string, admitted bool) *fieldValues {
-	f := &fieldValues{kind: b.Fields, admitted: admitted && b.Fields != NoFields,
+	f := &fieldValues{kind: draftFields, admitted: admitted,
 		policy: []string{policy}[:1:1], limit: []string{strconv.Itoa(b.Burst)}[:1:1]}
+	if b.XRateLimit {
+		f.kind = xRateLimitFields
+	}
 	f.rateLimit = make([][]string, len(retryAfter))
 	for t := range f.rateLimit {
 		f.rateLimit[t] = []string{refusalItem(name, t)}[:1:1]
@@ -84,14 +79,14 @@ func (f *fieldValues) resetAt(at int64) []string {
 func (g *group) setRefusalFields(hdr http.Header, retry int, wall func() int64) {
 	f := g.fields
 	switch f.kind {
-	case DraftFields:
+	case draftFields:
 		hdr["Ratelimit-Policy"] = f.policy
 		if retry < len(f.rateLimit) {
 			hdr["Ratelimit"] = f.rateLimit[retry]
 		} else {
 			hdr["Ratelimit"] = []string{refusalItem(g.name, retry)}
 		}
-	case XRateLimitFields:
+	case xRateLimitFields:
 		hdr["X-Ratelimit-Limit"] = f.limit
 		hdr["X-Ratelimit-Remaining"] = zeroValue
 		hdr["X-Ratelimit-Reset"] = f.resetAt(wall() + int64(retry))
@@ -116,14 +111,14 @@ func (h *handler) addFields(hdr http.Header, tickets []ticket, verdicts []verdic
 			left, reset = 0, 0
 		}
 		switch g.fields.kind {
-		case DraftFields:
+		case draftFields:
 			if policy.Len() > 0 {
 				policy.WriteString(", ")
 				state.WriteString(", ")
 			}
 			policy.WriteString(g.fields.policy[0])
 			state.WriteString(`"` + string(g.name) + `";r=` + strconv.Itoa(left) + `;t=` + strconv.Itoa(reset))
-		case XRateLimitFields:
+		case xRateLimitFields:
 			if x < 0 || left < xLeft {
 				x, xLeft, xReset = i, left, reset
 			}

@@ -13,27 +13,26 @@ import (
 func TestRefusalFieldsByDefault(t *testing.T) {
 	clk := newClock()
 	tests := []struct {
-		fields Fields
-		want   map[string]string // "" : absent
+		xRateLimit bool
+		want       map[string]string // "" : absent
 	}{
-		{DraftFields, map[string]string{"RateLimit-Policy": `"link";q=20;w=20`, "RateLimit": `"link";r=0;t=1`, "X-RateLimit-Limit": ""}},
-		{XRateLimitFields, map[string]string{"X-RateLimit-Limit": "20", "X-RateLimit-Remaining": "0",
+		{false, map[string]string{"RateLimit-Policy": `"link";q=20;w=20`, "RateLimit": `"link";r=0;t=1`, "X-RateLimit-Limit": ""}},
+		{true, map[string]string{"X-RateLimit-Limit": "20", "X-RateLimit-Remaining": "0",
 			"X-RateLimit-Reset": strconv.FormatInt(clk.Now().Unix()+1, 10), "RateLimit": ""}},
-		{NoFields, map[string]string{"RateLimit": "", "RateLimit-Policy": "", "X-RateLimit-Limit": ""}},
 	}
 	for _, tt := range tests {
 		b := DefaultBudgets()[GroupLink]
-		b.Fields = tt.fields
+		b.XRateLimit = tt.xRateLimit
 		h := newDoor(t, clk, Config{Budgets: map[Group]Budget{GroupLink: b}}).Wrap(GroupLink, status(http.StatusOK), nil)
 		for range b.Burst {
 			if w := do(h, "GET", "192.0.2.1:1"); w.Header().Get("RateLimit") != "" || w.Header().Get("X-RateLimit-Limit") != "" {
-				t.Errorf("fields %d: an admitted answer carries them without FieldsOnAdmitted: %v", tt.fields, w.Header())
+				t.Errorf("XRateLimit %v: an admitted answer carries them without FieldsOnAdmitted: %v", tt.xRateLimit, w.Header())
 			}
 		}
 		w := rejected(t, h, "192.0.2.1:1", http.StatusTooManyRequests, "1")
 		for name, want := range tt.want {
 			if got := w.Header().Get(name); got != want {
-				t.Errorf("fields %d, refused: %s: got %q, want %q", tt.fields, name, got, want)
+				t.Errorf("XRateLimit %v, refused: %s: got %q, want %q", tt.xRateLimit, name, got, want)
 			}
 		}
 	}
@@ -54,7 +53,7 @@ func TestRefusalFieldsByDefault(t *testing.T) {
 func TestFieldsOnAdmitted(t *testing.T) {
 	clk := newClock()
 	b := DefaultBudgets()[GroupLink]
-	b.Fields, b.FieldsOnAdmitted = XRateLimitFields, true
+	b.XRateLimit, b.FieldsOnAdmitted = true, true
 	d := newDoor(t, clk, Config{Budgets: map[Group]Budget{GroupLink: b}})
 	h := d.Wrap(GroupLink, status(http.StatusOK), nil)
 	w := do(h, "GET", "192.0.2.1:1")
@@ -85,7 +84,7 @@ func TestRefusedFieldsAllocations(t *testing.T) {
 		t.Skip("allocation counts differ under -race")
 	}
 	b := DefaultBudgets()[GroupLink]
-	b.Fields = XRateLimitFields
+	b.XRateLimit = true
 	d, err := New(Config{MeterProvider: sdkProvider(), Budgets: map[Group]Budget{GroupLink: b}})
 	if err != nil {
 		t.Fatal(err)

@@ -14,9 +14,9 @@ import (
 // Retry-After; a group whose name net/http would rewrite gets none.
 func TestRefusalFieldsAsHeaderWrite(t *testing.T) {
 	link := DefaultBudgets()[GroupLink]
-	for _, kind := range []Fields{DraftFields, XRateLimitFields, NoFields} {
+	for _, x := range []bool{false, true} {
 		b := link
-		b.Fields = kind
+		b.XRateLimit = x
 		d, err := New(Config{Now: newClock().Now, Budgets: map[Group]Budget{GroupLink: b, "a\r\nX-Injected: 1": b}})
 		if err != nil {
 			t.Fatal(err)
@@ -33,7 +33,7 @@ func TestRefusalFieldsAsHeaderWrite(t *testing.T) {
 					t.Fatal(err)
 				}
 				if got := appendRefusalFields(nil, g, retry, o == outcomeRateLimited); string(got) != want.String() {
-					t.Errorf("fields %d, %v, retry %d:\ngot  %q\nwant %q", kind, o, retry, got, want.String())
+					t.Errorf("XRateLimit %v, %v, retry %d:\ngot  %q\nwant %q", x, o, retry, got, want.String())
 				}
 			}
 		}

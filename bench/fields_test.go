@@ -32,7 +32,7 @@ func TestXRateLimitFieldsAsHttprate(t *testing.T) {
 	start := time.Now().Truncate(time.Minute).Add(time.Second)
 	door, err := admit.New(admit.Config{Now: func() time.Time { return start }, Budgets: map[admit.Group]admit.Budget{
 		"api": {Algorithm: admit.FixedWindow, Limit: n, Window: time.Minute, PerClient: 100,
-			Fields: admit.XRateLimitFields, FieldsOnAdmitted: true},
+			XRateLimit: true, FieldsOnAdmitted: true},
 	}})
 	if err != nil {
 		t.Fatal(err)

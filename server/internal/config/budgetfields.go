@@ -98,9 +98,7 @@ var budgetFields = []budgetField{
 	{"charge_on_failure", readCharge, always(func(b admit.Budget) any { return b.Charge == admit.ChargeOnFailure })},
 	{"refusal_status", func(d *budgetDraft, v string) (err error) { d.b.RefusalStatus, err = parseCount(v, 400); return err },
 		func(v budgetView) (any, bool) { return v.b.RefusalStatus, v.b.RefusalStatus != 0 }},
-	{"ratelimit_headers", readFields, func(v budgetView) (any, bool) {
-		return fieldsWords[v.b.Fields], v.b.Fields != admit.DraftFields
-	}},
+	{"ratelimit_headers", readFields, func(v budgetView) (any, bool) { return fieldsXRateLimit, v.b.XRateLimit }},
 	{"ratelimit_headers_admitted", func(d *budgetDraft, v string) (err error) { d.b.FieldsOnAdmitted, err = ParseBool(v); return err },
 		func(v budgetView) (any, bool) { return true, v.b.FieldsOnAdmitted }},
 	{"sync", readSync, func(v budgetView) (any, bool) { return syncAsync, v.interval > 0 }},
@@ -257,17 +255,18 @@ func readOnMissing(d *budgetDraft, v string) error {
 	return nil
 }
 
-// fieldsWords spells each family of rate-limit fields as the file does.
-var fieldsWords = map[admit.Fields]string{admit.DraftFields: "draft", admit.XRateLimitFields: "x-ratelimit", admit.NoFields: "none"}
+// The file's spellings of the families of rate-limit fields.
+const (
+	fieldsDraft      = "draft"
+	fieldsXRateLimit = "x-ratelimit"
+)
 
 func readFields(d *budgetDraft, v string) error {
-	for f, word := range fieldsWords {
-		if v == word {
-			d.b.Fields = f
-			return nil
-		}
+	if v != fieldsDraft && v != fieldsXRateLimit {
+		return fmt.Errorf("%q: want draft (RateLimit-Policy and RateLimit) or x-ratelimit (X-RateLimit-Limit, -Remaining, -Reset)", v)
 	}
-	return fmt.Errorf("%q: want draft (RateLimit-Policy and RateLimit), x-ratelimit (X-RateLimit-Limit, -Remaining, -Reset) or none", v)
+	d.b.XRateLimit = v == fieldsXRateLimit
+	return nil
 }
 
 func readCharge(d *budgetDraft, v string) error {
@@ -307,7 +306,7 @@ var doorWords = map[string]string{
 	"ClientKey": "key: peer", "Inf": ".inf", "SharedBurst": "shared_burst", "PerClient": "per_client", "Inflight": "inflight",
 	"MaxClients": "max_clients", "Charge": "charge_on_failure", "ChargeAlways": "false", "ChargeOnFailure": "true",
 	"Algorithm": "algorithm", "TokenBucket": TokenBucket, "Store": "--store", "Replicas": "--replicas",
-	"RefusalStatus": "refusal_status", "Fields": "ratelimit_headers", "DraftFields": "draft", "XRateLimitFields": "x-ratelimit", "NoFields": "none",
+	"RefusalStatus": "refusal_status",
 	"MinBodyRate": "min_body_rate", "BodyRateGrace": "body_rate_grace", "None": "0 (none)",
 }
 
