@@ -306,8 +306,7 @@ var doorWords = map[string]string{
 	"ClientKey": "key: peer", "Inf": ".inf", "SharedBurst": "shared_burst", "PerClient": "per_client", "Inflight": "inflight",
 	"MaxClients": "max_clients", "Charge": "charge_on_failure", "ChargeAlways": "false", "ChargeOnFailure": "true",
 	"Algorithm": "algorithm", "TokenBucket": TokenBucket, "Store": "--store", "Replicas": "--replicas",
-	"RefusalStatus": "refusal_status",
-	"MinBodyRate": "min_body_rate", "BodyRateGrace": "body_rate_grace", "None": "0 (none)",
+	"RefusalStatus": "refusal_status", "MinBodyRate": "min_body_rate", "BodyRateGrace": "body_rate_grace", "None": "0 (none)",
 }
 
 // readBudget reads one group's fields onto a draft whose like is the
