@@ -190,6 +190,32 @@ type Budget struct {
 	// Func. A header or path value must be Authenticated, or a client
 	// could send a listed value of its own. nil: none.
 	ExemptKeys []string
+
+	// The answers the group gives, beside admitting: the status of its
+	// refusals and which rate-limit fields they carry.
+
+	// RefusalStatus is the status of the group's refusals for its rate or
+	// a client's in-flight cap (outcomes rate_limited and
+	// client_concurrency), 400 to 599, as nginx's limit_req_status and
+	// HAProxy's deny_status set it; the group's in-flight cap and its
+	// store stay 503. 0: 429.
+	RefusalStatus int
+
+	// XRateLimit picks the rate-limit header fields the group's
+	// rate_limited refusals carry beside Retry-After: go-chi/httprate's
+	// X-RateLimit-Limit (the burst, or a fixed window's limit),
+	// X-RateLimit-Remaining (the whole tokens left) and X-RateLimit-Reset
+	// (when the bucket is full again, or on a refusal when a retry may
+	// pass, in Unix epoch seconds). false: the IETF draft's
+	// RateLimit-Policy (q the burst or a fixed window's limit, w the
+	// seconds a drained bucket takes to fill, or the window) and RateLimit
+	// (r the whole tokens left, t the seconds until the bucket is full
+	// again; on a refusal, Retry-After).
+	XRateLimit bool
+	// FieldsOnAdmitted sends those fields on the answers of admitted
+	// requests too; a field the handler's answer sets itself is left as it
+	// is. false: on refusals only (unless Config.PolicyHeaders).
+	FieldsOnAdmitted bool
 }
 
 // validate returns an error naming the group and the first bad field of a
@@ -216,6 +242,8 @@ func (b Budget) validate(g Group) error {
 		return fieldsError(g, "{MaxClients} %v, want between 1 and 2^31-1", b.MaxClients)
 	case b.Charge != ChargeAlways && b.Charge != ChargeOnFailure:
 		return fieldsError(g, "{Charge} %v, want {ChargeAlways} or {ChargeOnFailure}", b.Charge)
+	case b.RefusalStatus != 0 && (b.RefusalStatus < 400 || b.RefusalStatus > 599):
+		return fieldsError(g, "{RefusalStatus} %d, want 400 to 599 (0: 429)", b.RefusalStatus)
 	case b.Algorithm > FixedWindow:
 		return fieldsError(g, "{Algorithm} %v, want {TokenBucket} or {FixedWindow}", b.Algorithm)
 	case b.Replicas < 0 || b.Replicas > 0 && b.Store == nil:

@@ -26,8 +26,9 @@ type Verdict struct {
 	// and its policy let the request in; the status the request ends with
 	// settles the rest.
 	Outcome string
-	// Header holds what Handler would send: Retry-After on a 429 or 503, and
-	// with Config.PolicyHeaders the RateLimit-Policy and RateLimit fields.
+	// Header holds what Handler would send: Retry-After on a 429 or 503,
+	// the rate-limit fields of a rate_limited refusal, and those of an
+	// admitted request when its limits send them (see Budget.FieldsOnAdmitted).
 	Header http.Header
 }
 
@@ -88,8 +89,8 @@ func (d *Door) Decide(ctx context.Context, rt Route, client netip.Prefix, header
 			break
 		}
 	}
-	if h.headers {
-		h.setHeaders(v.Header, tickets, verdicts)
+	if h.fields {
+		h.addFields(v.Header, tickets, verdicts)
 	}
 	var once atomic.Bool
 	return v, func(status int) {

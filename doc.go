@@ -27,8 +27,12 @@
 // A request over budget gets 503 with Retry-After: 1 when its group is at its
 // in-flight cap, 429 with Retry-After: 1 when its client is, and 429 with
 // Retry-After set to the whole seconds until a token frees when it has no
-// token. An overflow handler can serve such requests instead (the server
-// serves a cached health status to probes that way).
+// token; the last also carries the group's rate-limit fields (the IETF
+// draft's RateLimit-Policy and RateLimit, or with Budget.XRateLimit
+// go-chi/httprate's X-RateLimit-Limit, -Remaining and -Reset), which
+// Budget.FieldsOnAdmitted adds to admitted answers too. An overflow handler
+// can serve such requests instead (the server serves a cached health status
+// to probes that way).
 //
 // # Bounded memory
 //

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -44,10 +43,12 @@ type Config struct {
 	Logger *slog.Logger
 	// MeterProvider provides the door's instruments. nil: the global one.
 	MeterProvider metric.MeterProvider
-	// PolicyHeaders adds the IETF draft RateLimit-Policy and RateLimit fields
-	// to the answers of admitted requests and of rate_limited refusals (not
-	// to in-flight refusals or overflow answers), for example
+	// PolicyHeaders adds every group's rate-limit fields (see
+	// Budget.XRateLimit) to the answers of its admitted requests too, as
+	// Budget.FieldsOnAdmitted does for one group: for example
 	// `RateLimit-Policy: "link";q=20;w=20` and `RateLimit: "link";r=3;t=17`.
+	// A rate_limited refusal carries them whatever it says; in-flight
+	// refusals and overflow answers never do.
 	PolicyHeaders bool
 	// Decided, when set, is called for each request the door decides, once
 	// it is answered: for every limit of an admitted request, and for the
@@ -74,7 +75,8 @@ type settings struct {
 	now     func() int64 // nanoseconds on the buckets' time line
 	logger  *slog.Logger
 	shadow  bool
-	headers bool
+	headers bool                                                       // Config.PolicyHeaders
+	wall    func() int64                                               // Unix time in seconds, for X-RateLimit-Reset
 	decided func(r *http.Request, g Group, outcome string, status int) // nil: none
 }
 
@@ -85,6 +87,10 @@ type settings struct {
 // first.
 func New(cfg Config) (*Door, error) {
 	set := &settings{key: cfg.Key, now: timeline(cfg.Now), logger: cfg.Logger, shadow: cfg.Shadow, headers: cfg.PolicyHeaders, decided: cfg.Decided}
+	set.wall = func() int64 { return time.Now().Unix() }
+	if cfg.Now != nil {
+		set.wall = func() int64 { return cfg.Now().Unix() }
+	}
 	if set.logger == nil {
 		set.logger = slog.Default()
 	}
@@ -215,9 +221,8 @@ func (d *Door) route(rt Route) (*handler, error) {
 	if rt.Cost < 0 {
 		return nil, routeError(rt.Groups, "", "Cost", "{Cost} %d, want 1 or more (0: 1)", rt.Cost)
 	}
-	h := &handler{cost: int32(cost), headers: d.set.headers, shadow: d.set.shadow, now: d.set.now, decided: d.set.decided}
+	h := &handler{cost: int32(cost), shadow: d.set.shadow, now: d.set.now, decided: d.set.decided}
 	chosen := true
-	var policies []string
 	for _, name := range rt.Groups {
 		g, ok := d.groups[name]
 		switch {
@@ -241,7 +246,7 @@ func (d *Door) route(rt Route) (*handler, error) {
 		}
 		h.limits = append(h.limits, g)
 		chosen = chosen && g.budget.Key.chosen()
-		policies = append(policies, g.policy)
+		h.fields = h.fields || g.fields.admitted
 		h.maxBody = strictest(h.maxBody, g.budget.MaxBodyBytes)
 		h.rule.Timeout = strictest(h.rule.Timeout, g.budget.ReadTimeout)
 		if rate := g.budget.MinBodyRate; rate > 0 {
@@ -256,7 +261,6 @@ func (d *Door) route(rt Route) (*handler, error) {
 	if chosen {
 		return nil, routeError(rt.Groups, "", "Key", "every limit of the route is keyed by a value the client chooses ({ChosenKeys}), so a forger gets a fresh budget per value: stack a limit keyed by {Peer}, or set {Authenticated} on a group whose value a layer in front of admit (a gateway, an authenticating proxy) checks first: a check in the app runs only after admit has admitted the request, so it needs the limit keyed by {Peer}")
 	}
-	h.policy = strings.Join(policies, ", ")
 	return h, nil
 }
 

@@ -170,3 +170,30 @@ func ExampleBudgetError() {
 	// admit: group "api": a fixed-window group needs a positive Limit and Window
 	// a fixed-window group needs a positive limit and window
 }
+
+// A group whose refusals answer 503, as nginx's limit_req does by default,
+// with go-chi/httprate's X-RateLimit fields on every answer.
+func ExampleBudget_refusal() {
+	door, err := admit.New(admit.Config{Budgets: map[admit.Group]admit.Budget{
+		"api": {Rate: 10, Burst: 2, RefusalStatus: http.StatusServiceUnavailable,
+			XRateLimit: true, FieldsOnAdmitted: true},
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	h := door.Wrap("api", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "ok")
+	}), nil)
+	for range 3 {
+		req := httptest.NewRequest("GET", "/api", nil)
+		req.RemoteAddr = "203.0.113.9:5000"
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		fmt.Printf("%d limit=%s remaining=%s retry-after=%q\n", w.Code, w.Header().Get("X-RateLimit-Limit"),
+			w.Header().Get("X-RateLimit-Remaining"), w.Header().Get("Retry-After"))
+	}
+	// Output:
+	// 200 limit=2 remaining=1 retry-after=""
+	// 200 limit=2 remaining=0 retry-after=""
+	// 503 limit=2 remaining=0 retry-after="1"
+}

@@ -28,7 +28,7 @@ type group struct {
 	// is read without case.
 	authorization bool
 	meters        *groupMeters
-	policy        string         // the RateLimit-Policy item
+	fields        *fieldValues   // the rate-limit fields
 	bodies        map[int][]byte // the refusal bodies, by status
 	// writtenAsIs: the name holds no CR or LF, so its header values go out
 	// as they are, and a refusal's fields can be written without the
@@ -89,14 +89,15 @@ func shardsFor(maxClients int) int {
 }
 
 func newGroup(name Group, b Budget, set *settings, now int64) *group {
-	g := &group{name: name, budget: b, set: set, meters: newGroupMeters(name), keyKind: b.Key.kind(), bodies: refusalBodies(name),
+	g := &group{name: name, budget: b, set: set, meters: newGroupMeters(name), keyKind: b.Key.kind(), bodies: refusalBodies(name, b),
 		authorization: http.CanonicalHeaderKey(b.Key.Header) == "Authorization"}
 	client, _ := b.refills()
 	w := client.seconds(client.burst)
 	if client.fixed {
 		w = ceilNanos(client.window)
 	}
-	g.policy = `"` + string(name) + `";q=` + strconv.Itoa(b.Burst) + `;w=` + strconv.Itoa(w)
+	policy := `"` + string(name) + `";q=` + strconv.Itoa(b.Burst) + `;w=` + strconv.Itoa(w)
+	g.fields = newFieldValues(name, b, policy, b.FieldsOnAdmitted || set.headers)
 	g.writtenAsIs = !strings.ContainsAny(string(name), "\r\n")
 	g.exemptions = newExemptions(b)
 	n := shardsFor(b.MaxClients)

@@ -28,9 +28,8 @@ type handler struct {
 	maxBody int64
 	rule    bodyrate.Rule
 	hold    time.Duration
-	buffer  bool   // read the body before taking the groups' slots (Route.Buffer)
-	headers bool   // send RateLimit-Policy and RateLimit
-	policy  string // RateLimit-Policy: every limit's
+	buffer  bool // read the body before taking the groups' slots (Route.Buffer)
+	fields  bool // a limit sends rate-limit fields on admitted answers
 	shadow  bool
 	now     func() int64
 	decided func(r *http.Request, g Group, outcome string, status int) // nil: none
@@ -54,11 +53,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tickets, verdicts := p.tickets, p.verdicts
-	if h.headers {
-		h.setHeaders(w.Header(), tickets, verdicts)
-	}
 	ww := &p.w
 	ww.ResponseWriter = w
+	if h.fields {
+		ww.fields, ww.tickets, ww.verdicts = h, tickets, verdicts
+	}
 	settled := false
 	var held int64 // a shadow request's buffered body, counted until it has been served
 	defer func() {
@@ -210,8 +209,8 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, g *group, t *ti
 		v.outcome, v.retry = outcomeGroupConcurrency, 1 // the overflow is at the group's cap
 	}
 	if aw, ok := w.(answer.Writer); ok && !closesForBody(r) {
-		status := v.status()
-		fields := appendRefusalFields(scratch, g, v.retry, h.headers && v.outcome == outcomeRateLimited)
+		status := g.refusalStatus(v)
+		fields := appendRefusalFields(scratch, g, v.retry, v.outcome == outcomeRateLimited)
 		if fields != nil && aw.WriteAnswer(status, fields, g.bodies[status]) {
 			g.count(t, v.outcome)
 			h.tell(r, g, v.outcome, status)
@@ -224,16 +223,16 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, g *group, t *ti
 }
 
 // refused counts limit g's refusal v and writes its headers into hdr:
-// Retry-After, and the RateLimit fields of a rate_limited refusal when the
-// door sends them. It returns the refusal's status. Handler answers with
-// it, and Decide reports it.
+// Retry-After, and on a rate_limited refusal the group's rate-limit
+// fields. It returns the refusal's status. Handler answers with it, and
+// Decide reports it.
 func (h *handler) refused(hdr http.Header, g *group, t *ticket, v verdict) int {
 	g.count(t, v.outcome)
 	setRetryAfter(hdr, v.retry)
-	if h.headers && v.outcome == outcomeRateLimited {
-		setRefusalHeaders(hdr, g, v.retry)
+	if v.outcome == outcomeRateLimited {
+		g.setRefusalFields(hdr, max(v.retry, 1), g.set.wall)
 	}
-	return v.status()
+	return g.refusalStatus(v)
 }
 
 // refuseKey answers a request a limit cannot key.
@@ -249,11 +248,15 @@ func (g *group) keyRefused(err error) int {
 	return g.keyStatus(err)
 }
 
-// status is what a refusal answers: 503 when the group's in-flight cap or
-// its store refused, 429 for the rest.
-func (v verdict) status() int {
+// refusalStatus is what a refusal by g answers: 503 when the group's
+// in-flight cap or its store refused, the group's RefusalStatus (429
+// unless it says) for the rest.
+func (g *group) refusalStatus(v verdict) int {
 	if v.outcome == outcomeGroupConcurrency || v.outcome == outcomeStoreError {
 		return http.StatusServiceUnavailable
+	}
+	if g.budget.RefusalStatus != 0 {
+		return g.budget.RefusalStatus
 	}
 	return http.StatusTooManyRequests
 }

@@ -3,7 +3,6 @@ package admit
 import (
 	"net/http"
 	"strconv"
-	"strings"
 )
 
 // setRetryAfter sets Retry-After to retry whole seconds, at least 1, from
@@ -31,9 +30,10 @@ var (
 
 // refusalBodies returns a group's bodies for each refusal status, built once
 // so that a flood of refusals allocates nothing: the status and the limit.
-func refusalBodies(g Group) map[int][]byte {
-	m := make(map[int][]byte, len(refusalStatuses))
-	for _, status := range refusalStatuses {
+// A group's RefusalStatus gets its body too.
+func refusalBodies(g Group, b Budget) map[int][]byte {
+	m := make(map[int][]byte, len(refusalStatuses)+1)
+	for _, status := range append(refusalStatuses[:len(refusalStatuses):len(refusalStatuses)], b.RefusalStatus) {
 		m[status] = []byte(http.StatusText(status) + ": limit " + strconv.Quote(string(g)) + "\n")
 	}
 	return m
@@ -68,62 +68,39 @@ func writeRefusal(w http.ResponseWriter, r *http.Request, g *group, status int) 
 // appendRefusalFields appends to b the header fields of a refusal by g,
 // byte for byte as writeRefusal and refused put them in the header map and
 // http.Header.Write writes them: sorted by name, each "Name: value\r\n".
-// rateLimit adds the RateLimit fields. It returns nil for a group whose
-// name net/http would rewrite in a value.
+// rateLimit adds the group's rate-limit fields (see Budget.XRateLimit). It returns
+// nil for a group whose name net/http would rewrite in a value.
 func appendRefusalFields(b []byte, g *group, retry int, rateLimit bool) []byte {
 	if !g.writtenAsIs {
 		return nil
 	}
 	retry = max(retry, 1)
 	b = append(b, "Content-Type: text/plain; charset=utf-8\r\n"...)
-	if rateLimit {
+	kind := g.fields.kind
+	if rateLimit && kind == draftFields {
 		b = append(b, "Ratelimit: \""...)
 		b = append(b, g.name...)
 		b = append(b, "\";r=0;t="...)
 		b = strconv.AppendInt(b, int64(retry), 10)
 		b = append(b, "\r\nRatelimit-Policy: "...)
-		b = append(b, g.policy...)
+		b = append(b, g.fields.policy[0]...)
 		b = append(b, "\r\n"...)
 	}
 	b = append(b, "Retry-After: "...)
 	b = strconv.AppendInt(b, int64(retry), 10)
-	return append(b, "\r\nX-Content-Type-Options: nosniff\r\n"...)
+	b = append(b, "\r\nX-Content-Type-Options: nosniff\r\n"...)
+	if rateLimit && kind == xRateLimitFields {
+		b = append(b, "X-Ratelimit-Limit: "...)
+		b = append(b, g.fields.limit[0]...)
+		b = append(b, "\r\nX-Ratelimit-Remaining: 0\r\nX-Ratelimit-Reset: "...)
+		b = strconv.AppendInt(b, g.set.wall()+int64(retry), 10)
+		b = append(b, "\r\n"...)
+	}
+	return b
 }
 
 // closesForBody reports whether a refusal of r closes its connection: an
 // HTTP/1.x request whose body is unread.
 func closesForBody(r *http.Request) bool {
 	return r.ProtoMajor == 1 && r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
-}
-
-// setHeaders adds the IETF draft RateLimit-Policy and RateLimit structured
-// fields (draft-ietf-httpapi-ratelimit-headers) of an admitted request, one
-// item per limit of its route: q is the burst (or a fixed window's limit), w
-// the seconds a drained bucket takes to fill (or the window), r the whole
-// tokens left and t the seconds until the bucket is full again (or the
-// window ends).
-func (h *handler) setHeaders(hdr http.Header, tickets []ticket, verdicts []verdict) {
-	hdr.Set("RateLimit-Policy", h.policy)
-	var b strings.Builder
-	for i, g := range h.limits {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		v := verdicts[i]
-		left, reset := max(v.left, 0), max(v.reset, 0)
-		if !tickets[i].taken { // shadow mode: nothing was spent
-			left, reset = 0, 0
-		}
-		b.WriteString(`"` + string(g.name) + `";r=` + strconv.Itoa(left) + `;t=` + strconv.Itoa(reset))
-	}
-	hdr.Set("RateLimit", b.String())
-}
-
-// setRefusalHeaders adds the fields of a request limit g refused: the
-// route's policies, and g's item with nothing left and t equal to
-// Retry-After, as the draft asks (a client must not retry before the
-// effective window ends).
-func setRefusalHeaders(hdr http.Header, g *group, retry int) {
-	hdr.Set("RateLimit-Policy", g.policy)
-	hdr.Set("RateLimit", `"`+string(g.name)+`";r=0;t=`+strconv.Itoa(max(retry, 1)))
 }

@@ -116,7 +116,7 @@ func (l *local) spendLocked(s *shard, t *ticket, now int64) verdict {
 		b.spend(now, cost, f)
 	}
 	v := verdict{admitted: true}
-	if g.set.headers {
+	if g.fields.admitted {
 		v.left = int(math.Floor(avail - need))
 		if onFailure {
 			v.reset = f.seconds(f.burst - avail + need)

@@ -9,33 +9,37 @@ import (
 
 // TestRefusalFieldsAsHeaderWrite: the fields a refusal hands a server that
 // writes answers whole are the bytes http.Header.Write makes of the header
-// map the refusal fills otherwise, with and without the RateLimit fields,
-// for every Retry-After; a group whose name net/http would rewrite gets
-// none.
+// map the refusal fills otherwise, for each family of rate-limit fields,
+// with them (rate_limited) and without (client_concurrency), for every
+// Retry-After; a group whose name net/http would rewrite gets none.
 func TestRefusalFieldsAsHeaderWrite(t *testing.T) {
-	d, err := New(Config{Budgets: map[Group]Budget{GroupLink: DefaultBudgets()[GroupLink], "a\r\nX-Injected: 1": DefaultBudgets()[GroupLink]}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := d.groups[GroupLink]
-	h := &handler{limits: []*group{g}}
-	for _, headers := range []bool{false, true} {
-		h.headers = headers
-		for _, retry := range []int{-1, 0, 1, 7, 59, 60, 3600} {
-			rec := httptest.NewRecorder()
-			v := verdict{outcome: outcomeRateLimited, retry: retry}
-			writeRefusal(rec, httptest.NewRequest("GET", "/l/x", nil), g, h.refused(rec.Header(), g, &ticket{slot: -1}, v))
-			var want bytes.Buffer
-			if err := rec.Result().Header.Write(&want); err != nil {
-				t.Fatal(err)
-			}
-			if got := appendRefusalFields(nil, g, retry, headers); string(got) != want.String() {
-				t.Errorf("headers %v, retry %d:\ngot  %q\nwant %q", headers, retry, got, want.String())
+	link := DefaultBudgets()[GroupLink]
+	for _, x := range []bool{false, true} {
+		b := link
+		b.XRateLimit = x
+		d, err := New(Config{Now: newClock().Now, Budgets: map[Group]Budget{GroupLink: b, "a\r\nX-Injected: 1": b}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := d.groups[GroupLink]
+		h := &handler{limits: []*group{g}}
+		for _, o := range []outcome{outcomeRateLimited, outcomeClientConcurrency} {
+			for _, retry := range []int{-1, 0, 1, 7, 59, 60, 3600} {
+				rec := httptest.NewRecorder()
+				v := verdict{outcome: o, retry: retry}
+				writeRefusal(rec, httptest.NewRequest("GET", "/l/x", nil), g, h.refused(rec.Header(), g, &ticket{slot: -1}, v))
+				var want bytes.Buffer
+				if err := rec.Result().Header.Write(&want); err != nil {
+					t.Fatal(err)
+				}
+				if got := appendRefusalFields(nil, g, retry, o == outcomeRateLimited); string(got) != want.String() {
+					t.Errorf("XRateLimit %v, %v, retry %d:\ngot  %q\nwant %q", x, o, retry, got, want.String())
+				}
 			}
 		}
-	}
-	if got := appendRefusalFields(nil, d.groups["a\r\nX-Injected: 1"], 1, true); got != nil {
-		t.Errorf("a name with CR LF: %q, want none", got)
+		if got := appendRefusalFields(nil, d.groups["a\r\nX-Injected: 1"], 1, true); got != nil {
+			t.Errorf("a name with CR LF: %q, want none", got)
+		}
 	}
 }
 

@@ -18,6 +18,19 @@ type writer struct {
 	status int              // 0 until the handler sends a final status
 	hold   time.Time        // the hold bound; zero: none
 	body   *bodyrate.Reader // the body's reader; nil: the body is read without its rule
+	// fields, when set, adds the rate-limit fields of tickets and verdicts
+	// as the answer's head goes out, so that the answer's own win.
+	fields   *handler
+	tickets  []ticket
+	verdicts []verdict
+}
+
+// addFields adds the rate-limit fields once, before the answer's head.
+func (w *writer) addFields() {
+	if w.fields != nil {
+		w.fields.addFields(w.ResponseWriter.Header(), w.tickets, w.verdicts)
+		w.fields = nil
+	}
 }
 
 // cut returns why the request's body was cut, a 4xx status, or 0 when it
@@ -33,6 +46,7 @@ func (w *writer) cut() int {
 // than 101 may precede it.
 func (w *writer) WriteHeader(code int) {
 	if w.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
+		w.addFields()
 		w.status = code
 	}
 	w.ResponseWriter.WriteHeader(code)
@@ -40,6 +54,7 @@ func (w *writer) WriteHeader(code int) {
 
 func (w *writer) Write(p []byte) (int, error) {
 	if w.status == 0 {
+		w.addFields()
 		w.status = http.StatusOK
 	}
 	return w.ResponseWriter.Write(p)
@@ -48,6 +63,7 @@ func (w *writer) Write(p []byte) (int, error) {
 // FlushError flushes through to the client; http.ResponseController uses it.
 func (w *writer) FlushError() error {
 	if w.status == 0 {
+		w.addFields()
 		w.status = http.StatusOK
 	}
 	return http.NewResponseController(w.ResponseWriter).Flush()

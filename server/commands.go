@@ -127,7 +127,7 @@ func amountText(b admit.Budget) string {
 	case b.Rate == rate.Inf:
 		return config.TokenBucket + " without a rate limit"
 	}
-	return fmt.Sprintf("%s rate %s/s, burst %d", config.TokenBucket, config.RateText(b.Rate), b.Burst)
+	return fmt.Sprintf("%s rate %s, burst %d", config.TokenBucket, config.RateSummary(b.Rate), b.Burst)
 }
 
 // schema is the schema subcommand: it prints the SQL of the PostgreSQL

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -68,9 +67,9 @@ var budgetFields = []budgetField{
 	}},
 	{"limit", readCount(func(b *admit.Budget) *int { return &b.Limit }), fixedOnly(func(b admit.Budget) any { return b.Limit })},
 	{"window", readWith(parsePositive, func(b *admit.Budget) *time.Duration { return &b.Window }), fixedOnly(func(b admit.Budget) any { return fileDuration(b.Window) })},
-	{"rate", readWith(parseFileRate, func(b *admit.Budget) *rate.Limit { return &b.Rate }), bucketOnly(func(b admit.Budget) any { return fileRate(b.Rate) })},
+	{"rate", readWith(ParseRate, func(b *admit.Budget) *rate.Limit { return &b.Rate }), bucketOnly(func(b admit.Budget) any { return fileRate(b.Rate) })},
 	{"burst", readCount(func(b *admit.Budget) *int { return &b.Burst }), bucketOnly(func(b admit.Budget) any { return b.Burst })},
-	{"shared_rate", readWith(parseFileRate, func(b *admit.Budget) *rate.Limit { return &b.SharedRate }), bucketOnly(func(b admit.Budget) any { return fileRate(b.SharedRate) })},
+	{"shared_rate", readWith(ParseRate, func(b *admit.Budget) *rate.Limit { return &b.SharedRate }), bucketOnly(func(b admit.Budget) any { return fileRate(b.SharedRate) })},
 	{"shared_burst", readCount(func(b *admit.Budget) *int { return &b.SharedBurst }), always(func(b admit.Budget) any { return b.SharedBurst })},
 	{FieldKey, func(d *budgetDraft, v string) error { return parseKey(v, &d.b.Key) }, always(func(b admit.Budget) any { return KeyText(b.Key) })},
 	{"ipv4_prefix", readPrefix(32, func(k *admit.Key) *int { return &k.IPv4Prefix }), func(v budgetView) (any, bool) { return v.b.Key.IPv4Prefix, v.b.Key.IPv4Prefix != 0 }},
@@ -102,6 +101,11 @@ var budgetFields = []budgetField{
 	{"charge_on_failure", readCharge, always(func(b admit.Budget) any { return b.Charge == admit.ChargeOnFailure })},
 	{fieldExempt, readExempt, func(v budgetView) (any, bool) { return prefixList(v.b.Exempt), len(v.b.Exempt) > 0 }},
 	{FieldExemptKeysFrom, readExemptKeys, func(v budgetView) (any, bool) { return v.exemptFrom, v.exemptFrom != "" }},
+	{"refusal_status", func(d *budgetDraft, v string) (err error) { d.b.RefusalStatus, err = parseCount(v, 400); return err },
+		func(v budgetView) (any, bool) { return v.b.RefusalStatus, v.b.RefusalStatus != 0 }},
+	{"ratelimit_headers", readFields, func(v budgetView) (any, bool) { return fieldsXRateLimit, v.b.XRateLimit }},
+	{"ratelimit_headers_admitted", func(d *budgetDraft, v string) (err error) { d.b.FieldsOnAdmitted, err = ParseBool(v); return err },
+		func(v budgetView) (any, bool) { return true, v.b.FieldsOnAdmitted }},
 	{"sync", readSync, func(v budgetView) (any, bool) { return syncAsync, v.interval > 0 }},
 	{"sync_interval", readSyncInterval, func(v budgetView) (any, bool) { return fileDuration(v.interval), v.interval > 0 }},
 }
@@ -156,7 +160,8 @@ func (b BudgetJSON) MarshalJSON() ([]byte, error) {
 	return append(out, '}'), nil
 }
 
-// fileRate is a rate as the file writes it: a number, or .inf for none.
+// fileRate is a rate as the file writes it (see RateText); the admin
+// API's JSON keeps it a number of tokens per second, or ".inf".
 type fileRate rate.Limit
 
 func (r fileRate) String() string { return RateText(rate.Limit(r)) }
@@ -271,6 +276,20 @@ func readOnMissing(d *budgetDraft, v string) error {
 	return nil
 }
 
+// The file's spellings of the families of rate-limit fields.
+const (
+	fieldsDraft      = "draft"
+	fieldsXRateLimit = "x-ratelimit"
+)
+
+func readFields(d *budgetDraft, v string) error {
+	if v != fieldsDraft && v != fieldsXRateLimit {
+		return fmt.Errorf("%q: want draft (RateLimit-Policy and RateLimit) or x-ratelimit (X-RateLimit-Limit, -Remaining, -Reset)", v)
+	}
+	d.b.XRateLimit = v == fieldsXRateLimit
+	return nil
+}
+
 func readCharge(d *budgetDraft, v string) error {
 	on, err := ParseBool(v)
 	d.b.Charge = admit.ChargeAlways
@@ -307,7 +326,7 @@ var doorWords = map[string]string{
 	"Key.Header": "header:NAME", "Key.PathValue": "path:NAME", "Key.Global": "global",
 	"ClientKey": "key: peer", "Inf": ".inf", "SharedBurst": "shared_burst", "PerClient": "per_client", "Inflight": "inflight",
 	"MaxClients": "max_clients", "Charge": "charge_on_failure", "ChargeAlways": "false", "ChargeOnFailure": "true",
-	"Algorithm": "algorithm", "TokenBucket": TokenBucket, "Store": "--store", "Replicas": "--replicas", "Failure": "--store-fail",
+	"Algorithm": "algorithm", "TokenBucket": TokenBucket, "Store": "--store", "Replicas": "--replicas", "Failure": "--store-fail", "RefusalStatus": "refusal_status",
 	"MinBodyRate": "min_body_rate", "BodyRateGrace": "body_rate_grace", "None": "0 (none)",
 	"Cost": fieldCost, "Groups": FieldGroup, "Peer": "the peer", "Authenticated": "key_authenticated: true",
 	"Exempt": fieldExempt, "ExemptKeys": FieldExemptKeysFrom, "Key.Func": "a key function (the library's only)",
@@ -353,14 +372,6 @@ func (c *Config) View(door *admit.Door, g admit.Group) budgetView {
 		like = g
 	}
 	return budgetView{b: b, name: g, like: like, interval: c.Async[g], exemptFrom: c.ExemptFrom[g]}
-}
-
-// RateText is a rate as the config file spells it: .inf for no limit.
-func RateText(r rate.Limit) string {
-	if r == rate.Inf {
-		return ".inf"
-	}
-	return strconv.FormatFloat(float64(r), 'g', -1, 64)
 }
 
 // DurationText is a duration as the config file would spell it: 1h rather

@@ -162,7 +162,7 @@ var Options = []Option{
 	{Name: "shadow", aliases: []string{"disable-anon-route-limits"}, Def: "false", Usage: "shadow mode: reject nothing, count what would have been rejected",
 		Set:     func(c *Config, v string) (err error) { c.Shadow, err = ParseBool(v); return err },
 		running: func(c Config) any { return c.Shadow }},
-	{Name: "policy-headers", Def: "false", Usage: "send the IETF draft RateLimit-Policy and RateLimit fields on the groups' answers",
+	{Name: "policy-headers", Def: "false", Usage: "send every group's rate-limit fields (its ratelimit_headers) on admitted answers too; refusals always carry them",
 		Set:     func(c *Config, v string) (err error) { c.PolicyHeaders, err = ParseBool(v); return err },
 		running: func(c Config) any { return c.PolicyHeaders }},
 	{Name: "escaped-slashes", arg: "POLICY", Def: "reject", Usage: "paths with an encoded slash or backslash (%2F, %5C) or a backslash: reject (400), decode (into /, and forward decoded) or keep (forward as they are; only for upstreams that never decode them)",

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
-	"golang.org/x/time/rate"
 )
 
 // The config file's fields: walking a mapping, reading one value, and
@@ -96,20 +95,6 @@ func parseFileCount(v string) (int, error) {
 		return 0, fmt.Errorf("must be at least 1, got %d", n)
 	}
 	return n, nil
-}
-
-func parseFileRate(v string) (rate.Limit, error) {
-	var f float64
-	if err := yaml.Unmarshal([]byte(v), &f); err != nil {
-		return 0, fmt.Errorf("%q is not a number of tokens per second (.inf for no limit)", v)
-	}
-	switch {
-	case math.IsInf(f, 1):
-		return rate.Inf, nil
-	case !(f > 0):
-		return 0, fmt.Errorf("must be positive (.inf for no limit), got %v", f)
-	}
-	return rate.Limit(f), nil
 }
 
 // parseFileTimeout reads a duration such as "10s"; 0 means none.
