@@ -243,7 +243,7 @@ func (b Budget) validate(g Group) error {
 	case b.Charge != ChargeAlways && b.Charge != ChargeOnFailure:
 		return fieldsError(g, "{Charge} %v, want {ChargeAlways} or {ChargeOnFailure}", b.Charge)
 	case b.RefusalStatus != 0 && (b.RefusalStatus < 400 || b.RefusalStatus > 599):
-		return fieldsError(g, "{RefusalStatus} %d, want 400 to 599 (0: 429)", b.RefusalStatus)
+		return fieldsError(g, "{RefusalStatus} %d, want 400 to 599, or 0 for 429", b.RefusalStatus)
 	case b.Algorithm > FixedWindow:
 		return fieldsError(g, "{Algorithm} %v, want {TokenBucket} or {FixedWindow}", b.Algorithm)
 	case b.Replicas < 0 || b.Replicas > 0 && b.Store == nil:

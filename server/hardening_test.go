@@ -89,6 +89,27 @@ routes:
 	r.answers(t, 2, http.StatusOK, "GET", "/api/x", "", "X-Api-Key: own")
 }
 
+// TestConnectionNamedForwardingHeader checks that a client cannot take a
+// trusted proxy's X-Forwarded-For away by naming it in Connection: each
+// client behind the proxy keeps its own budget, rather than all of them
+// sharing the proxy's (or passing as the proxy's address would).
+func TestConnectionNamedForwardingHeader(t *testing.T) {
+	r := policyApp(t, newRecorder(t), `
+budgets:
+  per-address: {rate: 0.001, burst: 1}
+routes:
+  - {group: per-address, pattern: "GET /x"}
+`, "--trusted-proxy", "127.0.0.5")
+	n := 0
+	got := countOK(t, 4, func() int {
+		n++
+		return get(t, r, "127.0.0.5", "/x", "Connection: X-Forwarded-For", fmt.Sprintf("X-Forwarded-For: 203.0.113.%d", n))
+	})
+	if got != 4 {
+		t.Errorf("4 clients behind the proxy, each naming X-Forwarded-For in Connection: %d admitted, want 4 (one each)", got)
+	}
+}
+
 // TestDropConnectionNamed checks which headers a Connection field takes out
 // of the request admit judges, and that the common case, a Connection that
 // names no header the request holds, costs no allocation.
@@ -101,6 +122,7 @@ func TestDropConnectionNamed(t *testing.T) {
 		{[]string{"x-api-key"}, []string{"Connection", "Upgrade", "X-Other"}},
 		{[]string{"close", " X-API-KEY ,x-other"}, []string{"Connection", "Upgrade"}},
 		{[]string{"Upgrade, Connection"}, []string{"Connection", "Upgrade", "X-Api-Key", "X-Other"}},
+		{[]string{"X-Forwarded-For, forwarded"}, []string{"Connection", "Upgrade", "X-Api-Key", "X-Other"}},
 	} {
 		h := http.Header{"Connection": tc.conn, "Upgrade": {"websocket"}, "X-Api-Key": {"k"}, "X-Other": {"o"}}
 		out := dropConnectionNamed(h)

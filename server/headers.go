@@ -339,7 +339,10 @@ func (s spellings) strip(h http.Header) http.Header {
 // hop-by-hop (RFC 9110, section 7.6.1): neither forwarding path sends it
 // on, so the door must not key or match by it either, or a client would
 // pick a fresh key on every request that the app never sees. Connection
-// and Upgrade stay for the upgrade rule, which reads them.
+// and Upgrade stay for the upgrade rule, which reads them, and the proxy
+// facts of factTable, which admit strips or replaces itself: the client's
+// address is read from a trusted proxy's X-Forwarded-For or Forwarded,
+// which a client must not take away by naming it.
 func dropConnectionNamed(h http.Header) http.Header {
 	var out http.Header
 	for _, v := range h["Connection"] {
@@ -348,7 +351,7 @@ func dropConnectionNamed(h http.Header) http.Header {
 			// Compared in place: canonicalising each token would cost an
 			// allocation for every keep-alive request.
 			for name := range h {
-				if !strings.EqualFold(name, token) || name == "Connection" || name == "Upgrade" {
+				if !strings.EqualFold(name, token) || name == "Connection" || name == "Upgrade" || facts.classify(name) != nil {
 					continue
 				}
 				if out == nil {

@@ -188,6 +188,10 @@ func newRLSServer(svc *rls.Service, tlsConfig *tls.Config, hs *rlsHealth) *grpc.
 	return srv
 }
 
+// referenceUnread is the warning startup logs and validate prints when
+// envoyproxy/ratelimit's variables are set outside reference mode.
+const referenceUnread = "envoyproxy/ratelimit's variables are set and not read: they are read with --env envoy (ADMIT_RLS_ENV=envoy), or run as ratelimit (see docs/rls.md)"
+
 // logEnv logs the settings taken from the environment: in reference mode
 // each of envoyproxy/ratelimit's variables that changes nothing here, and
 // outside it each one set, which is not read.
@@ -199,8 +203,7 @@ func logEnv(log *slog.Logger, o rlsOptions) {
 		log.Info("admit rls: " + info)
 	}
 	if len(o.referenceEnv) > 0 {
-		log.Warn("admit rls: envoyproxy/ratelimit's variables are set and not read: they are read with ADMIT_RLS_ENV=envoy, or run as ratelimit (see docs/rls.md)",
-			"variables", strings.Join(o.referenceEnv, ","))
+		log.Warn("admit rls: "+referenceUnread, "variables", strings.Join(o.referenceEnv, ","))
 	}
 }
 

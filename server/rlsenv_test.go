@@ -291,6 +291,9 @@ func TestRLSValidate(t *testing.T) {
 		{"good", []string{"rls", "validate", "--config", good}, none, 0, "edge.remote_address: unit=MINUTE requests_per_unit=2, shadow_mode: false, quota_mode: false\nok\n"},
 		{"bad YAML", []string{"rls", "validate", "--config", bad}, none, 2, "bad.yaml:2: YAML: did not find expected '-' indicator"},
 		{"no config", []string{"rls", "validate"}, none, 2, "--config is required"},
+		{"reference's variables outside its mode", []string{"rls", "validate", "--config", good}, func(k string) string {
+			return map[string]string{"REDIS_URL": "redis:6379", "PORT": "9000"}[k]
+		}, 0, "warn  envoyproxy/ratelimit's variables are set and not read: they are read with --env envoy (ADMIT_RLS_ENV=envoy), or run as ratelimit (see docs/rls.md): PORT,REDIS_URL\nedge."},
 		{"as ratelimit", refArgs, refEnv, 0, "ok\n"},
 		{"as ratelimit, refused", refArgs, func(k string) string { return map[string]string{"REDIS_PERSECOND": "true"}[k] + refEnv(k) }, 2, `REDIS_PERSECOND "true"`},
 	} {

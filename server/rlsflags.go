@@ -203,7 +203,8 @@ var rlsPlaceholders = map[string]string{
 // printRLSUsage writes admit rls -h as the proxy's -h reads: each flag
 // with its placeholder, its environment variable and its default.
 func printRLSUsage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprint(w, "Usage: admit rls --config FILE|DIR [flags]\n\n"+
+	fmt.Fprint(w, "Usage: admit rls --config FILE|DIR [flags]\n"+
+		"       admit rls validate --config FILE|DIR [flags]   check the flags, environment and files without serving\n\n"+
 		"admit rls is Envoy's rate limit service (ShouldRateLimit) on envoyproxy/ratelimit's\n"+
 		"configuration files and admit's stores.\n"+
 		"Each flag may also be set by the environment variable shown; the flag wins.\n\n")

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/admitgo/admit/rls"
 )
@@ -28,6 +29,9 @@ func validateRLS(args []string, getenv func(string) string, stdout io.Writer) er
 	}
 	for _, info := range o.infos {
 		fmt.Fprintln(stdout, "info  "+info)
+	}
+	if len(o.referenceEnv) > 0 {
+		fmt.Fprintf(stdout, "warn  %s: %s\n", referenceUnread, strings.Join(o.referenceEnv, ","))
 	}
 	fmt.Fprint(stdout, cfg.Dump())
 	fmt.Fprintln(stdout, "ok")
