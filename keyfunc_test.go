@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/quota/memquota"
 )
 
 // userKey is the context key an app's authentication middleware would set.
@@ -213,5 +214,26 @@ func BenchmarkKeyFunc(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// TestKeyFuncValueNotAnAddress checks that on a shared store a value the
+// client chooses cannot name a client's budget: the user "192.0.2.7/32"
+// and the anonymous client 192.0.2.7, keyed by its address, spend apart.
+func TestKeyFuncValueNotAnAddress(t *testing.T) {
+	clk := newClock()
+	mem, err := memquota.New(memquota.Config{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDoor(t, clk, Config{Budgets: map[Group]Budget{
+		"api": {Rate: 0.001, Burst: 1, PerClient: 100, Inflight: 100, Store: mem, Key: Key{Func: userOf}},
+	}})
+	h := d.Wrap("api", status(http.StatusOK), nil)
+	if got := doAs(h, "198.51.100.9:1", "192.0.2.7/32"); got != http.StatusOK {
+		t.Fatalf("user 192.0.2.7/32: got %d, want 200", got)
+	}
+	if got := doAs(h, "192.0.2.7:1", ""); got != http.StatusOK {
+		t.Errorf("anonymous client 192.0.2.7 after a user named like it: got %d, want 200 (a budget of its own)", got)
 	}
 }

@@ -241,14 +241,25 @@ func (t ticket) local() ticket {
 
 // subject returns the store's subject for a key: the hex of a hashed key's
 // bytes, which is quota.Subject of the value it hashes, or quota.Subject of
-// a client key, so the store never sees a raw value.
+// a client key, so the store never sees a raw value. In a group keyed by a
+// value, a request without one is keyed by its client under another
+// prefix: the value "192.0.2.7/32" hashes as the client 192.0.2.7's text
+// does, and a client that chooses its value must not name another's
+// budget.
 func (e *shared) subject(key netip.Prefix) string {
 	if key.Bits() == 0 { // a hash (hashKey), never a client's address
 		b := key.Addr().As16()
 		return hex.EncodeToString(b[:])
 	}
+	if k := e.g.keyKind; k == keyHeader || k == keyPath || k == keyFunc {
+		return quota.Subject(valueGroupClient + key.String())
+	}
 	return quota.Subject(key.String())
 }
+
+// valueGroupClient starts the text a group keyed by a value hashes for a
+// request keyed by its client instead.
+const valueGroupClient = "client "
 
 // release gives back the slots, and the held tokens, of a request the
 // store refused or that has ended.
