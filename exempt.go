@@ -37,6 +37,11 @@ func (b Budget) validateExempt(g Group) error {
 		if !p.IsValid() || p.Addr().Zone() != "" {
 			return fieldsError(g, "{Exempt} %v, want a CIDR prefix such as 10.0.0.0/8", p)
 		}
+		if p.Addr().Is4In6() {
+			// Client keys are unmapped, so such a prefix would match
+			// nobody while it reads as an exemption.
+			return fieldsError(g, "{Exempt} %v is IPv4-mapped and matches no client: write the IPv4 prefix, such as 10.0.0.0/8", p)
+		}
 	}
 	if len(b.ExemptKeys) == 0 {
 		return nil
@@ -44,9 +49,9 @@ func (b Budget) validateExempt(g Group) error {
 	k := b.Key
 	switch {
 	case k.Func == nil && k.Header == "" && k.PathValue == "":
-		return fieldsError(g, "{ExemptKeys} apply to a key by {Key.Header}, {Key.PathValue} or {Key.Func}")
+		return fieldsError(g, "{ExemptKeys} applies only to a key by {Key.Header}, {Key.PathValue} or {Key.Func}")
 	case k.Func == nil && !k.Authenticated:
-		return fieldsError(g, "{ExemptKeys} need {Key.Authenticated}: a client could send a listed value of its own")
+		return fieldsError(g, "{ExemptKeys} needs {Key.Authenticated}: a client could send a listed value of its own")
 	}
 	for _, s := range b.ExemptKeys {
 		if _, err := hex.DecodeString(s); err != nil || len(s) != quota.SubjectLen || s != lower(s) {

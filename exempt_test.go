@@ -168,9 +168,10 @@ func TestExemptValidate(t *testing.T) {
 		b    Budget
 		want string
 	}{
-		{"keys on a peer key", Budget{ExemptKeys: []string{sum}}, `admit: group "api": ExemptKeys apply to a key by Key.Header, Key.PathValue or Key.Func`},
-		{"keys on a chosen header", Budget{Key: Key{Header: "X-Api-Key"}, ExemptKeys: []string{sum}}, `admit: group "api": ExemptKeys need Key.Authenticated: a client could send a listed value of its own`},
+		{"keys on a peer key", Budget{ExemptKeys: []string{sum}}, `admit: group "api": ExemptKeys applies only to a key by Key.Header, Key.PathValue or Key.Func`},
+		{"keys on a chosen header", Budget{Key: Key{Header: "X-Api-Key"}, ExemptKeys: []string{sum}}, `admit: group "api": ExemptKeys needs Key.Authenticated: a client could send a listed value of its own`},
 		{"a raw key", Budget{Key: Key{Header: "X-Api-Key", Authenticated: true}, ExemptKeys: []string{"partner"}}, `admit: group "api": ExemptKeys entry "partner", want quota.Subject of the value: 32 lower-case hex digits`},
+		{"an IPv4-mapped prefix", Budget{Exempt: []netip.Prefix{netip.MustParsePrefix("::ffff:10.0.0.0/104")}}, `admit: group "api": Exempt ::ffff:10.0.0.0/104 is IPv4-mapped and matches no client: write the IPv4 prefix, such as 10.0.0.0/8`},
 		{"an invalid prefix", Budget{Exempt: []netip.Prefix{{}}}, `admit: group "api": Exempt invalid Prefix, want a CIDR prefix such as 10.0.0.0/8`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -25,8 +25,8 @@ func TestExemptRefusedAtStartup(t *testing.T) {
 		{"not an address", `budgets: {api: {rate: 1, burst: 2, exempt: "10.0.0.0/8, monitoring"}}`, `line 1: budgets.api.exempt: "10.0.0.0/8, monitoring": "monitoring": not an IP address or CIDR prefix`},
 		{"everyone", `budgets: {api: {rate: 1, burst: 2, exempt: 0.0.0.0/0}}`, `line 1: budgets.api.exempt: "0.0.0.0/0" exempts every client`},
 		{"IPv6 narrower than a client", `budgets: {api: {rate: 1, burst: 2, exempt: 2001:db8::1}}`, `line 1: budgets.api.exempt: 2001:db8::1/128 is narrower than the /64 an IPv6 client is keyed by`},
-		{"keys of a peer key", `budgets: {api: {rate: 1, burst: 2, exempt_keys_from: "env:KEYS"}}`, `line 1: budgets.api: exempt_keys_from apply to a key by header:NAME, path:NAME or a key function`},
-		{"keys of a chosen header", `budgets: {api: {rate: 1, burst: 2, key: "header:X-Api-Key", exempt_keys_from: "env:KEYS"}}`, `line 1: budgets.api: exempt_keys_from need key_authenticated: a client could send a listed value of its own`},
+		{"keys of a peer key", `budgets: {api: {rate: 1, burst: 2, exempt_keys_from: "env:KEYS"}}`, `line 1: budgets.api: exempt_keys_from applies only to a key by header:NAME, path:NAME or a key function`},
+		{"keys of a chosen header", `budgets: {api: {rate: 1, burst: 2, key: "header:X-Api-Key", exempt_keys_from: "env:KEYS"}}`, `line 1: budgets.api: exempt_keys_from needs key_authenticated: a client could send a listed value of its own`},
 		{"keys from an unset variable", `budgets: {api: {rate: 1, burst: 2, key: "header:X-Api-Key", key_authenticated: true, exempt_keys_from: "env:UNSET"}}`, `line 1: budgets.api.exempt_keys_from: "env:UNSET": the environment variable UNSET is empty or unset`},
 		{"keys from a missing file", `budgets: {api: {rate: 1, burst: 2, key: "header:X-Api-Key", key_authenticated: true, exempt_keys_from: /nonexistent/keys}}`, `line 1: budgets.api.exempt_keys_from: "/nonexistent/keys": no such file or directory`},
 	} {

@@ -73,6 +73,7 @@ func TestRLSReferenceRefused(t *testing.T) {
 		{"SHADOW_MODE", "maybe", `SHADOW_MODE "maybe": not a boolean`},
 		{"REDIS_TIMEOUT", "10", `REDIS_TIMEOUT "10": not a duration`},
 		{"LOG_LEVEL", "loud", `LOG_LEVEL "loud": want trace, debug`},
+		{"GRPC_SERVER_USE_TLS", "true", `GRPC_SERVER_USE_TLS "true" asks for TLS, and GRPC_SERVER_TLS_CERT is not set`},
 		{"REDIS_URL", "a:1,b:2", `REDIS_URL "a:1,b:2": with REDIS_TYPE single, want one host:port`},
 	} {
 		env := map[string]string{tc.name: tc.value}

@@ -73,12 +73,19 @@ func refSame(name string) func(func(string) string) (string, error) {
 	return func(get func(string) string) (string, error) { return get(name), nil }
 }
 
+// refTLS reads the certificate or key variable name when
+// GRPC_SERVER_USE_TLS asks for TLS; asked for without it, startup is
+// refused rather than serving cleartext where TLS was meant.
 func refTLS(name string) func(func(string) string) (string, error) {
 	return func(get func(string) string) (string, error) {
-		if on, _ := strconv.ParseBool(get("GRPC_SERVER_USE_TLS")); on {
-			return get(name), nil
+		on, _ := strconv.ParseBool(get("GRPC_SERVER_USE_TLS"))
+		if !on {
+			return "", nil
 		}
-		return "", nil
+		if get(name) == "" {
+			return "", fmt.Errorf("admit rls: GRPC_SERVER_USE_TLS %q asks for TLS, and %s is not set", get("GRPC_SERVER_USE_TLS"), name)
+		}
+		return get(name), nil
 	}
 }
 
