@@ -60,7 +60,7 @@ func (b *blackHole) AllowN(ctx context.Context, r quota.Rule, s string, n int) (
 
 // TestDownStoreIsNotAsked black-holes the counter, and the token buckets'
 // limiter, under each policy: after the first failure no call waits for
-// the store's timeout, one call a second probes it, and once it answers
+// the store's timeout, one call each half second probes it, and once it answers
 // calls go to it again. Each call's descriptor is a new client's, so that
 // every answer is the policy's for an untouched limit.
 func TestDownStoreIsNotAsked(t *testing.T) {

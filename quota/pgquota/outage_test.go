@@ -31,7 +31,7 @@ func TestOutage(t *testing.T) {
 					Failure:   policy,
 					BlackHole: blackHole,
 					Timeout:   pgquota.DefaultTimeout,
-					// The door probes the store once a second.
+					// The door probes the store twice a second.
 					Recovery: outagetest.MaxRecovery,
 					Open: func(t *testing.T, mp metric.MeterProvider) (quota.Charger, func()) {
 						cfg, err := pgxpool.ParseConfig(srv.URL)
