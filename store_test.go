@@ -151,7 +151,7 @@ func TestStackedStoreLimitsRefund(t *testing.T) {
 
 // failing is a store whose every decision fails with its policy applied, as
 // a store that cannot reach its server does.
-type failing struct{ policy quota.Policy }
+type failing struct{ policy quota.Failure }
 
 var errDown = errors.New("store down")
 
@@ -170,7 +170,7 @@ func (failing) Refund(context.Context, quota.Rule, string, int) error {
 func TestStoreFailureFollowsThePolicy(t *testing.T) {
 	tests := []struct {
 		name   string
-		policy quota.Policy
+		policy quota.Failure
 		shadow bool
 		want   int
 	}{

@@ -325,7 +325,7 @@ func TestCallerErrors(t *testing.T) {
 		{"GCRA span past the clock's range", quota.Rule{Name: "long", Limit: 1, Window: 200 * 365 * 24 * time.Hour, Algorithm: quota.GCRA}, quota.Subject("x"), quota.ErrRule},
 		{"GCRA burst past the clock's range", quota.Rule{Name: "wide", Limit: 1, Window: 24 * time.Hour, Algorithm: quota.GCRA, Burst: 30_000}, quota.Subject("x"), quota.ErrRule},
 	}
-	for _, failure := range []quota.Policy{quota.FailClosed, quota.FailOpen} {
+	for _, failure := range []quota.Failure{quota.FailClosed, quota.FailOpen} {
 		s := newStore(t, pool, pgquota.Config{Failure: failure, MeterProvider: mp})
 		failOpen := failure == quota.FailOpen
 		for _, tt := range tests {
@@ -428,7 +428,7 @@ func TestFailurePolicy(t *testing.T) {
 	}
 	policies := []struct {
 		name    string
-		failure quota.Policy
+		failure quota.Failure
 		want    func(quota.Rule) quota.Decision
 		outcome string
 	}{

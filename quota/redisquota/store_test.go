@@ -448,7 +448,7 @@ func TestFailurePolicy(t *testing.T) {
 	tests := []struct {
 		name    string
 		addr    func(*testing.T) string
-		failure quota.Policy
+		failure quota.Failure
 		want    quota.Decision
 	}{
 		{"closed port, fail closed", unreachable, quota.FailClosed, quota.Decision{RetryAfter: time.Minute, Limit: 10, Window: time.Minute}},
@@ -515,7 +515,7 @@ func TestCallerErrors(t *testing.T) {
 		{"gcra cost past 2^53ns", quota.Rule{Name: "r", Limit: 1, Window: 24 * time.Hour, Algorithm: quota.GCRA}, a, 200, quota.ErrRule},
 	}
 	for _, tt := range tests {
-		for _, failure := range []quota.Policy{quota.FailClosed, quota.FailOpen} {
+		for _, failure := range []quota.Failure{quota.FailClosed, quota.FailOpen} {
 			t.Run(fmt.Sprintf("%s, fail open %v", tt.name, failure == quota.FailOpen), func(t *testing.T) {
 				c := testredis.Client(t)
 				prefix := testredis.Prefix(t)

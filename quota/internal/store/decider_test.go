@@ -19,7 +19,7 @@ func TestDecide(t *testing.T) {
 	boom := errors.New("connection refused")
 	tests := []struct {
 		name      string
-		failure   quota.Policy
+		failure   quota.Failure
 		decide    func(context.Context) (quota.Decision, error)
 		want      quota.Decision
 		wantErr   error
