@@ -56,6 +56,8 @@ var refusal = struct {
 }{
 	header: http.Header{
 		"Content-Type":           {"text/plain; charset=utf-8"},
+		"Ratelimit":              {`"link";r=0;t=1`},
+		"Ratelimit-Policy":       {`"link";q=20;w=20`},
 		"Retry-After":            {"1"},
 		"X-Content-Type-Options": {"nosniff"},
 	},
