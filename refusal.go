@@ -101,17 +101,18 @@ func (b Budget) validateRefusal(g Group) error {
 	case "", refusalText, refusalProblem:
 	case refusalHTML:
 		if b.RefusalBody == "" {
-			return fieldsError(g, "{RefusalBody} is needed for {RefusalType} %q", b.RefusalType)
+			return fieldsError(g, "{RefusalBody} is needed for an HTML {RefusalType}")
 		}
 	default:
 		return fieldsError(g, "{RefusalType} %q, want %q, %q or %q", b.RefusalType, refusalText, refusalHTML, refusalProblem)
 	}
 	if _, bad, ok := parseTemplate(b.RefusalBody); !ok {
-		return fieldsError(g, "{RefusalBody} has {%s}: want {group}, {status}, {retry_after} or {outcome}", bad)
+		// Braces would be read as the names of fields (see BudgetError).
+		return fieldsError(g, "{RefusalBody} has an unknown placeholder %q: want group, status, retry_after or outcome in braces", bad)
 	}
 	if b.RefusalProblemType != "" {
 		if b.RefusalType != refusalProblem {
-			return fieldsError(g, "{RefusalProblemType} applies to {RefusalType} %q only", refusalProblem)
+			return fieldsError(g, "{RefusalProblemType} applies to a problem document's {RefusalType} only")
 		}
 		if u, err := url.Parse(b.RefusalProblemType); err != nil || strings.ContainsAny(b.RefusalProblemType, " \t") || u.String() != b.RefusalProblemType {
 			return fieldsError(g, "{RefusalProblemType} %q is not a URI", b.RefusalProblemType)
@@ -123,7 +124,7 @@ func (b Budget) validateRefusal(g Group) error {
 		}
 		for _, v := range values {
 			if !httpguts.ValidHeaderFieldValue(v) {
-				return fieldsError(g, "{RefusalHeaders} %q: its value %q holds a control character", name, v)
+				return fieldsError(g, "{RefusalHeaders} %q: its value holds a control character", name)
 			}
 		}
 	}
