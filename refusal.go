@@ -208,8 +208,11 @@ func newRefusalAnswer(g Group, b Budget, status func(outcome) int) refusalAnswer
 		if typ != refusalProblem {
 			detail()
 		} else {
-			body.text(`{"type":` + jsonString(cmpOr(b.RefusalProblemType, "about:blank")) + `,"title":` + jsonString(http.StatusText(st)) +
-				`,"status":` + strconv.Itoa(st))
+			body.text(`{"type":` + jsonString(cmpOr(b.RefusalProblemType, "about:blank")))
+			if title := http.StatusText(st); title != "" { // a status net/http does not name has none
+				body.text(`,"title":` + jsonString(title))
+			}
+			body.text(`,"status":` + strconv.Itoa(st))
 			if b.RefusalBody != "" {
 				body.text(`,"detail":"`)
 				detail()

@@ -233,3 +233,39 @@ func TestRefusalTemplateAllocations(t *testing.T) {
 		t.Errorf("written whole: %q", whole.got)
 	}
 }
+
+// FuzzRefusalTemplate: a template is refused or parsed, never a panic, and
+// what it parses to spells the template again, each placeholder in braces.
+func FuzzRefusalTemplate(f *testing.F) {
+	for _, seed := range []string{
+		"", // no body
+		"{group} {status} {retry_after} {outcome}", // every placeholder
+		"p { color: red }",                         // CSS: braces around no word
+		"{path}",                                   // an unknown placeholder
+		"{{group}}",                                // a brace before one
+		"{",                                        // an open brace alone
+		"}{group",                                  // a close brace first
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		pieces, bad, ok := parseTemplate(s)
+		if !ok {
+			if !strings.Contains(s, "{"+bad+"}") {
+				t.Fatalf("%q: refused for %q, which it does not hold", s, bad)
+			}
+			return
+		}
+		var again strings.Builder
+		for _, p := range pieces {
+			if p.hole == noHole {
+				again.WriteString(p.text)
+			} else {
+				again.WriteString("{" + placeholders[p.hole] + "}")
+			}
+		}
+		if again.String() != s {
+			t.Fatalf("%q parsed to %q", s, again.String())
+		}
+	})
+}
