@@ -3,6 +3,7 @@ package admit
 import (
 	"fmt"
 	"math"
+	"net/http"
 	"net/netip"
 	"time"
 
@@ -200,6 +201,36 @@ type Budget struct {
 	// HAProxy's deny_status set it; the group's in-flight cap and its
 	// store stay 503. 0: 429.
 	RefusalStatus int
+	// RefusalBody is the body of the group's refusals that carry
+	// Retry-After (outcomes rate_limited, client_concurrency,
+	// group_concurrency and store_error), a template of admit's values
+	// only: {group}, {status}, {retry_after} (the seconds Retry-After
+	// says) and {outcome}; the request's path, key and headers are never
+	// in it, so nothing a client sends is reflected. Any other {word} is
+	// refused; a brace not around a word (CSS's "p { color: red }") is
+	// text. For a problem document it is the detail. "": the status text
+	// and the group's name, as the door's other refusals say.
+	RefusalBody string
+	// RefusalType is the media type of those refusals' body: "" (text/plain;
+	// charset=utf-8), "text/html; charset=utf-8" (the group's name in it
+	// HTML-escaped), or "application/problem+json", which makes the body an
+	// RFC 9457 problem document: type, title (the status text), status,
+	// detail (RefusalBody, when given) and retry_after (seconds, as
+	// Retry-After).
+	RefusalType string
+	// RefusalProblemType is the problem document's type, a URI. "":
+	// "about:blank".
+	RefusalProblemType string
+	// RefusalHeaders are header fields added to those refusals, as
+	// nginx's add_header always does. Any token is a name, but those that
+	// admit or the body's framing set, or that speak for the connection
+	// rather than the answer, are refused: hop-by-hop fields (Connection,
+	// Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade),
+	// Content-Length, Content-Type, Content-Encoding, Content-Range,
+	// Set-Cookie, and admit's own (Retry-After, RateLimit*,
+	// X-RateLimit-*, X-Content-Type-Options, Admit-*). A value holds no
+	// control character but tab. nil: none.
+	RefusalHeaders http.Header
 
 	// XRateLimit picks the rate-limit header fields the group's
 	// rate_limited refusals carry beside Retry-After: go-chi/httprate's
@@ -260,6 +291,9 @@ func (b Budget) validate(g Group) error {
 		return fieldsError(g, "{BodyRateGrace} {None} with {MinBodyRate} %d: a body's first bytes take time to arrive, so nearly every body would be cut; want a positive {BodyRateGrace}, or {MinBodyRate} {None}", b.MinBodyRate)
 	}
 	if err := b.Key.validate(g); err != nil {
+		return err
+	}
+	if err := b.validateRefusal(g); err != nil {
 		return err
 	}
 	if err := b.validateExempt(g); err != nil {

@@ -169,7 +169,7 @@ func (h *handler) giveBack(w http.ResponseWriter, r *http.Request, tickets []tic
 	h.cancel(r.Context(), tickets)
 	g := h.limits[i]
 	status := h.refused(w.Header(), g, &tickets[i], verdict{outcome: outcomeGroupConcurrency, retry: 1})
-	writeRefusal(w, r, g, status)
+	writeRefused(w, r, g, status, outcomeGroupConcurrency, 1, nil)
 	h.tell(r, g, outcomeGroupConcurrency, status)
 }
 

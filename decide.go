@@ -26,8 +26,8 @@ type Verdict struct {
 	// and its policy let the request in; the status the request ends with
 	// settles the rest.
 	Outcome string
-	// Header holds what Handler would send: Retry-After on a 429 or 503,
-	// the rate-limit fields of a rate_limited refusal, and those of an
+	// Header holds what Handler would send: Retry-After on a 429 or 503
+	// with the group's RefusalHeaders, the rate-limit fields of a rate_limited refusal, and those of an
 	// admitted request when its limits send them (see Budget.FieldsOnAdmitted).
 	Header http.Header
 }

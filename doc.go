@@ -30,7 +30,11 @@
 // token; the last also carries the group's rate-limit fields (the IETF
 // draft's RateLimit-Policy and RateLimit, or with Budget.XRateLimit
 // go-chi/httprate's X-RateLimit-Limit, -Remaining and -Reset), which
-// Budget.FieldsOnAdmitted adds to admitted answers too. An overflow handler
+// Budget.FieldsOnAdmitted adds to admitted answers too. A group may answer
+// them with another status (Budget.RefusalStatus), a body of its own, HTML or
+// an RFC 9457 problem document, made from admit's values alone so that
+// nothing a client sent is reflected (Budget.RefusalBody, RefusalType), and
+// extra header fields (Budget.RefusalHeaders). An overflow handler
 // can serve such requests instead (the server serves a cached health status
 // to probes that way).
 //

@@ -197,3 +197,32 @@ func ExampleBudget_refusal() {
 	// 200 limit=2 remaining=0 retry-after=""
 	// 503 limit=2 remaining=0 retry-after="1"
 }
+
+// A JSON API whose refusals are RFC 9457 problem documents, with a field
+// of its own. The detail is a template of admit's values: nothing the
+// request sent can appear in it.
+func ExampleBudget_problemDocument() {
+	door, err := admit.New(admit.Config{Budgets: map[admit.Group]admit.Budget{
+		"api": {Rate: 1, Burst: 1,
+			RefusalType:        "application/problem+json",
+			RefusalProblemType: "https://example.com/problems/rate-limited",
+			RefusalBody:        "{group} allows one request a second; retry in {retry_after} s",
+			RefusalHeaders:     http.Header{"Cache-Control": {"no-store"}}},
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	h := door.Wrap("api", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), nil)
+	var w *httptest.ResponseRecorder
+	for range 2 {
+		req := httptest.NewRequest("GET", "/api/<script>", nil)
+		req.RemoteAddr = "203.0.113.9:5000"
+		w = httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+	}
+	fmt.Println(w.Code, w.Header().Get("Content-Type"), w.Header().Get("Cache-Control"), w.Header().Get("Retry-After"))
+	fmt.Println(w.Body.String())
+	// Output:
+	// 429 application/problem+json no-store 1
+	// {"type":"https://example.com/problems/rate-limited","title":"Too Many Requests","status":429,"detail":"api allows one request a second; retry in 1 s","retry_after":1}
+}

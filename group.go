@@ -30,6 +30,7 @@ type group struct {
 	meters        *groupMeters
 	fields        *fieldValues   // the rate-limit fields
 	bodies        map[int][]byte // the refusal bodies, by status
+	answer        refusalAnswer  // the answer of refusals with Retry-After
 	// writtenAsIs: the name holds no CR or LF, so its header values go out
 	// as they are, and a refusal's fields can be written without the
 	// header map (see appendRefusalFields).
@@ -99,6 +100,7 @@ func newGroup(name Group, b Budget, set *settings, now int64) *group {
 	policy := `"` + string(name) + `";q=` + strconv.Itoa(b.Burst) + `;w=` + strconv.Itoa(w)
 	g.fields = newFieldValues(name, b, policy, b.FieldsOnAdmitted || set.headers)
 	g.writtenAsIs = !strings.ContainsAny(string(name), "\r\n")
+	g.answer = newRefusalAnswer(name, b, func(o outcome) int { return g.refusalStatus(verdict{outcome: o}) })
 	g.exemptions = newExemptions(b)
 	n := shardsFor(b.MaxClients)
 	g.shards = make([]shard, n)

@@ -211,24 +211,37 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, g *group, t *ti
 	if aw, ok := w.(answer.Writer); ok && !closesForBody(r) {
 		status := g.refusalStatus(v)
 		fields := appendRefusalFields(scratch, g, v.retry, v.outcome == outcomeRateLimited)
-		if fields != nil && aw.WriteAnswer(status, fields, g.bodies[status]) {
+		body := g.bodies[status]
+		if g.answer.bodies[v.outcome] != nil {
+			// The body goes after the fields when both fit the scratch
+			// space, or the answer goes through the header map.
+			n := len(fields)
+			if fields != nil && n+g.answer.size[v.outcome] <= cap(fields) {
+				fields = g.answer.appendBody(fields, v.outcome, v.retry)
+				fields, body = fields[:n], fields[n:]
+			} else {
+				fields = nil
+			}
+		}
+		if fields != nil && aw.WriteAnswer(status, fields, body) {
 			g.count(t, v.outcome)
 			h.tell(r, g, v.outcome, status)
 			return
 		}
 	}
 	status := h.refused(w.Header(), g, t, v)
-	writeRefusal(w, r, g, status)
+	writeRefused(w, r, g, status, v.outcome, v.retry, scratch)
 	h.tell(r, g, v.outcome, status)
 }
 
 // refused counts limit g's refusal v and writes its headers into hdr:
-// Retry-After, and on a rate_limited refusal the group's rate-limit
+// Retry-After, the group's RefusalHeaders, and on a rate_limited refusal the group's rate-limit
 // fields. It returns the refusal's status. Handler answers with it, and
 // Decide reports it.
 func (h *handler) refused(hdr http.Header, g *group, t *ticket, v verdict) int {
 	g.count(t, v.outcome)
 	setRetryAfter(hdr, v.retry)
+	g.answer.setExtra(hdr)
 	if v.outcome == outcomeRateLimited {
 		g.setRefusalFields(hdr, max(v.retry, 1), g.set.wall)
 	}

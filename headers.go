@@ -65,6 +65,33 @@ func writeRefusal(w http.ResponseWriter, r *http.Request, g *group, status int) 
 	_, _ = w.Write(g.bodies[status])
 }
 
+// writeRefused answers a refusal of outcome o by g, which carries
+// Retry-After, as writeRefusal does but with the group's own content type
+// and body (see Budget.RefusalBody); scratch holds the retry time's digits.
+func writeRefused(w http.ResponseWriter, r *http.Request, g *group, status int, o outcome, retry int, scratch []byte) {
+	a := &g.answer
+	h := w.Header()
+	if closesForBody(r) {
+		h["Connection"] = closeValue
+	}
+	delete(h, "Content-Length")
+	h["Content-Type"] = a.contentType
+	h["X-Content-Type-Options"] = noSniff
+	w.WriteHeader(status)
+	if a.bodies[o] == nil {
+		_, _ = w.Write(g.bodies[status])
+		return
+	}
+	// The parts go one by one, so that a long body needs no buffer of its
+	// length; the server frames them as one.
+	for i, p := range a.bodies[o] {
+		if i > 0 {
+			_, _ = w.Write(strconv.AppendInt(scratch[:0], int64(max(retry, 1)), 10))
+		}
+		_, _ = w.Write(p)
+	}
+}
+
 // appendRefusalFields appends to b the header fields of a refusal by g,
 // byte for byte as writeRefusal and refused put them in the header map and
 // http.Header.Write writes them: sorted by name, each "Name: value\r\n".
@@ -75,7 +102,10 @@ func appendRefusalFields(b []byte, g *group, retry int, rateLimit bool) []byte {
 		return nil
 	}
 	retry = max(retry, 1)
-	b = append(b, "Content-Type: text/plain; charset=utf-8\r\n"...)
+	a, next := &g.answer, 0
+	b = a.appendExtra(b, &next, "Content-Type")
+	b = append(b, a.typeField...)
+	b = a.appendExtra(b, &next, "Ratelimit")
 	kind := g.fields.kind
 	if rateLimit && kind == draftFields {
 		b = append(b, "Ratelimit: \""...)
@@ -86,9 +116,13 @@ func appendRefusalFields(b []byte, g *group, retry int, rateLimit bool) []byte {
 		b = append(b, g.fields.policy[0]...)
 		b = append(b, "\r\n"...)
 	}
+	b = a.appendExtra(b, &next, "Retry-After")
 	b = append(b, "Retry-After: "...)
 	b = strconv.AppendInt(b, int64(retry), 10)
-	b = append(b, "\r\nX-Content-Type-Options: nosniff\r\n"...)
+	b = append(b, "\r\n"...)
+	b = a.appendExtra(b, &next, "X-Content-Type-Options")
+	b = append(b, "X-Content-Type-Options: nosniff\r\n"...)
+	b = a.appendExtra(b, &next, "X-Ratelimit")
 	if rateLimit && kind == xRateLimitFields {
 		b = append(b, "X-Ratelimit-Limit: "...)
 		b = append(b, g.fields.limit[0]...)
@@ -96,7 +130,7 @@ func appendRefusalFields(b []byte, g *group, retry int, rateLimit bool) []byte {
 		b = strconv.AppendInt(b, g.set.wall()+int64(retry), 10)
 		b = append(b, "\r\n"...)
 	}
-	return b
+	return a.appendExtra(b, &next, "")
 }
 
 // closesForBody reports whether a refusal of r closes its connection: an

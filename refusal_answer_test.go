@@ -11,12 +11,15 @@ import (
 // writes answers whole are the bytes http.Header.Write makes of the header
 // map the refusal fills otherwise, for each family of rate-limit fields,
 // with them (rate_limited) and without (client_concurrency), for every
-// Retry-After; a group whose name net/http would rewrite gets none.
+// Retry-After, with extra fields among them; a group whose name net/http would rewrite gets none.
 func TestRefusalFieldsAsHeaderWrite(t *testing.T) {
 	link := DefaultBudgets()[GroupLink]
 	for _, x := range []bool{false, true} {
 		b := link
 		b.XRateLimit = x
+		// Extra fields that sort before, between and after admit's own.
+		b.RefusalHeaders = http.Header{"Cache-Control": {"no-store"}, "Link": {"</busy>", "</help>"}, "Server-Timing": {"door"},
+			"X-Note": {"x"}, "Zz-Last": {"z"}}
 		d, err := New(Config{Now: newClock().Now, Budgets: map[Group]Budget{GroupLink: b, "a\r\nX-Injected: 1": b}})
 		if err != nil {
 			t.Fatal(err)
@@ -27,7 +30,7 @@ func TestRefusalFieldsAsHeaderWrite(t *testing.T) {
 			for _, retry := range []int{-1, 0, 1, 7, 59, 60, 3600} {
 				rec := httptest.NewRecorder()
 				v := verdict{outcome: o, retry: retry}
-				writeRefusal(rec, httptest.NewRequest("GET", "/l/x", nil), g, h.refused(rec.Header(), g, &ticket{slot: -1}, v))
+				writeRefused(rec, httptest.NewRequest("GET", "/l/x", nil), g, h.refused(rec.Header(), g, &ticket{slot: -1}, v), o, retry, nil)
 				var want bytes.Buffer
 				if err := rec.Result().Header.Write(&want); err != nil {
 					t.Fatal(err)

@@ -234,11 +234,13 @@ func TestValidateSpellings(t *testing.T) {
   api: {rate: 0.5, burst: 3, read_timeout: 0, max_body_bytes: 0, min_body_rate: 100, body_rate_grace: 10s, hold_timeout: 1m30s, charge_on_failure: true, key: "header:X-Api-Key", key_authenticated: true, on_missing: reject}
   wide: {like: link, ipv4_prefix: 24, ipv6_prefix: 48}
   slow: {rate: 600r/h, burst: 20, shared_rate: 100/m, refusal_status: 503, ratelimit_headers: x-ratelimit, ratelimit_headers_admitted: true}
+  shaped: {like: link, refusal_type: problem, refusal_body: "{group} is busy, retry in {retry_after} s", refusal_problem_type: "https://example.com/busy", refusal_headers: {cache-control: no-store}}
 routes:
   - {group: slow, pattern: "GET /s"}
   - {group: fw, pattern: "GET /a"}
   - {group: [wide, api], pattern: "GET /b/{x}", cost: 2}
   - {group: open, pattern: "GET /c"}
+  - {group: shaped, pattern: "GET /d"}
 `)
 	out, err := runArgs(t, nil, "validate", "--config", path)
 	if err != nil {
@@ -250,6 +252,7 @@ routes:
 		"group  slow: {algorithm: token-bucket, rate: 10/m, burst: 20, shared_rate: 100/m, shared_burst: 20, key: peer, per_client: 32, inflight: 256, max_clients: 16384, read_timeout: 0, max_body_bytes: 65536, min_body_rate: 100, body_rate_grace: 10s, hold_timeout: 10s, charge_on_failure: false, refusal_status: 503, ratelimit_headers: x-ratelimit, ratelimit_headers_admitted: true}\n",
 		"route  wide,api=GET /b/{x}: wide (token-bucket rate 1/s, burst 20, key peer), then api (token-bucket rate 0.5/s, burst 3, key header:X-Api-Key), cost 2\n",
 		"route  open=GET /c: open (token-bucket without a rate limit, key peer)\n",
+		`charge_on_failure: false, refusal_type: problem, refusal_body: "{group} is busy, retry in {retry_after} s", refusal_problem_type: https://example.com/busy, refusal_headers: {Cache-Control: "no-store"}}` + "\n",
 		"group  fw: {algorithm: fixed-window, limit: 100, window: 1h, shared_burst: 100, key: peer, per_client: 32, inflight: 256, max_clients: 16384, read_timeout: 0, max_body_bytes: 65536, min_body_rate: 100, body_rate_grace: 10s, hold_timeout: 10s, charge_on_failure: false}\n",
 		"group  open: {like: health, algorithm: token-bucket, rate: .inf, burst: 20, shared_rate: .inf, shared_burst: 20, key: peer, per_client: 32, inflight: 256, max_clients: 16384, read_timeout: 0, max_body_bytes: 65536, min_body_rate: 100, body_rate_grace: 10s, hold_timeout: 5s, charge_on_failure: false}\n",
 		"group  api: {algorithm: token-bucket, rate: 0.5, burst: 3, shared_rate: 0.5, shared_burst: 3, key: header:X-Api-Key, key_authenticated: true, on_missing: reject, per_client: 256, inflight: 256, max_clients: 16384, read_timeout: 0, max_body_bytes: 0, min_body_rate: 100, body_rate_grace: 10s, hold_timeout: 1m30s, charge_on_failure: true}\n",

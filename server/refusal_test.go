@@ -43,9 +43,17 @@ var dateField = regexp.MustCompile(`\r\nDate: [^\r]*\r\n`)
 // (answer.Writer) are, byte for byte but for the Date, what net/http's
 // server writes for the same handler through the header map, with and
 // without the RateLimit fields, to a request that closes its connection,
-// and to HEAD, which the engine answers through the header map.
+// to HEAD, which the engine answers through the header map, and as a
+// group's problem document with extra fields, which reflects nothing the
+// request sent.
 func TestRefusalAnswersAsNetHTTP(t *testing.T) {
 	rec := newRecorder(t)
+	shaped := writeConfig(t, `budgets:
+  link:
+    refusal_type: problem
+    refusal_body: "{group} is busy: {outcome}, {status}, retry in {retry_after} s"
+    refusal_headers: {Cache-Control: no-store, Link: "</help>; rel=help", X-Note: busy}
+`)
 	tests := []struct {
 		name, request string
 		flags         []string
@@ -54,6 +62,8 @@ func TestRefusalAnswersAsNetHTTP(t *testing.T) {
 		{"429 with RateLimit fields", "GET /l/x HTTP/1.1\r\nHost: x\r\n\r\n", []string{"--policy-headers"}},
 		{"429, Connection: close", "GET /l/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", nil},
 		{"429 to HEAD", "HEAD /l/x HTTP/1.1\r\nHost: x\r\n\r\n", nil},
+		{"429 as a problem document with extra fields", "GET /l/%3Cscript%3Emarker-7f3a HTTP/1.1\r\nHost: x\r\nUser-Agent: <script>marker-7f3a\r\n\r\n",
+			[]string{"--config", shaped}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,6 +87,13 @@ func TestRefusalAnswersAsNetHTTP(t *testing.T) {
 			}
 			if answers["engine"] == nil || !bytes.Equal(answers["engine"], answers["net/http"]) {
 				t.Errorf("the engine wrote\n%q\nnet/http\n%q", answers["engine"], answers["net/http"])
+			}
+			if tt.flags != nil && tt.flags[0] == "--config" && !bytes.Contains(answers["engine"], []byte("Content-Type: application/problem+json\r\n")) {
+				t.Errorf("the group's refusal is not its problem document:\n%q", answers["engine"])
+			}
+			// Nothing the client sent comes back.
+			if bytes.Contains(answers["engine"], []byte("marker-7f3a")) || bytes.Contains(answers["engine"], []byte("<script>")) {
+				t.Errorf("the refusal reflects the request:\n%q", answers["engine"])
 			}
 		})
 	}

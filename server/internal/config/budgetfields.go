@@ -103,6 +103,13 @@ var budgetFields = []budgetField{
 	{FieldExemptKeysFrom, readExemptKeys, func(v budgetView) (any, bool) { return v.exemptFrom, v.exemptFrom != "" }},
 	{"refusal_status", func(d *budgetDraft, v string) (err error) { d.b.RefusalStatus, err = parseCount(v, 0); return err },
 		func(v budgetView) (any, bool) { return v.b.RefusalStatus, v.b.RefusalStatus != 0 }},
+	{fieldRefusalType, readRefusalType, showRefusalType},
+	{fieldRefusalBody, func(d *budgetDraft, v string) error { d.b.RefusalBody = v; return nil },
+		func(v budgetView) (any, bool) { return shownText(v.b.RefusalBody), v.b.RefusalBody != "" }},
+	{fieldRefusalProblemType, func(d *budgetDraft, v string) error { d.b.RefusalProblemType = v; return nil },
+		func(v budgetView) (any, bool) { return v.b.RefusalProblemType, v.b.RefusalProblemType != "" }},
+	{fieldRefusalHeaders, func(*budgetDraft, string) error { return nil }, // read as a map: see readBudget
+		func(v budgetView) (any, bool) { return shownHeaders(v.b.RefusalHeaders), len(v.b.RefusalHeaders) > 0 }},
 	{"ratelimit_headers", readFields, func(v budgetView) (any, bool) { return fieldsXRateLimit, v.b.XRateLimit }},
 	{"ratelimit_headers_admitted", func(d *budgetDraft, v string) (err error) { d.b.FieldsOnAdmitted, err = ParseBool(v); return err },
 		func(v budgetView) (any, bool) { return true, v.b.FieldsOnAdmitted }},
@@ -327,6 +334,7 @@ var doorWords = map[string]string{
 	"ClientKey": "key: peer", "Inf": ".inf", "SharedBurst": "shared_burst", "PerClient": "per_client", "Inflight": "inflight",
 	"MaxClients": "max_clients", "Charge": "charge_on_failure", "ChargeAlways": "false", "ChargeOnFailure": "true",
 	"Algorithm": "algorithm", "TokenBucket": TokenBucket, "Store": "--store", "Replicas": "--replicas", "Failure": "--store-fail", "RefusalStatus": "refusal_status",
+	"RefusalBody": fieldRefusalBody, "RefusalType": fieldRefusalType, "RefusalProblemType": fieldRefusalProblemType, "RefusalHeaders": fieldRefusalHeaders,
 	"MinBodyRate": "min_body_rate", "BodyRateGrace": "body_rate_grace", "None": "0 (none)",
 	"Cost": fieldCost, "Groups": FieldGroup, "Peer": "the peer", "Authenticated": "key_authenticated: true",
 	"Exempt": fieldExempt, "ExemptKeys": FieldExemptKeysFrom, "Key.Func": "a key function (the library's only)",
@@ -347,6 +355,7 @@ func readBudget(n *yaml.Node, where string, g admit.Group, getenv func(string) s
 			readers[f.key] = scalar(dotted(where, f.key), func(v string) error { return f.read(&d, v) })
 		}
 		readers[fieldExempt] = scalarOrList(dotted(where, fieldExempt), func(v string) error { return readExempt(&d, v) })
+		readers[fieldRefusalHeaders] = readRefusalHeaders(&d, dotted(where, fieldRefusalHeaders))
 		if err := eachField(n, where, readers); err != nil {
 			return d, err
 		}

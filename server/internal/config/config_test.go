@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
@@ -416,7 +417,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"log level unknown flag", []string{"--log-level", "verbose"}, nil, `admit: --log-level "verbose": want debug, info, warn or error`},
 
 		{"config file missing", []string{"--config", "testdata/missing.yaml"}, nil, `admit: --config "testdata/missing.yaml": no such file or directory`},
-		{"config unknown budget field", []string{"--config", "testdata/unknown-field.yaml"}, nil, `admit: --config "testdata/unknown-field.yaml": line 3: budgets.link: unknown field "brust" (want algorithm, body_rate_grace, burst, charge_on_failure, exempt, exempt_keys_from, hold_timeout, inflight, ipv4_prefix, ipv6_prefix, key, key_authenticated, like, limit, max_body_bytes, max_clients, min_body_rate, on_missing, per_client, rate, ratelimit_headers, ratelimit_headers_admitted, read_timeout, refusal_status, shared_burst, shared_rate, sync, sync_interval, window)`},
+		{"config unknown budget field", []string{"--config", "testdata/unknown-field.yaml"}, nil, `admit: --config "testdata/unknown-field.yaml": line 3: budgets.link: unknown field "brust" (want algorithm, body_rate_grace, burst, charge_on_failure, exempt, exempt_keys_from, hold_timeout, inflight, ipv4_prefix, ipv6_prefix, key, key_authenticated, like, limit, max_body_bytes, max_clients, min_body_rate, on_missing, per_client, rate, ratelimit_headers, ratelimit_headers_admitted, read_timeout, refusal_body, refusal_headers, refusal_problem_type, refusal_status, refusal_type, shared_burst, shared_rate, sync, sync_interval, window)`},
 		{"config unknown top-level field", nil, map[string]string{"ADMIT_CONFIG": "testdata/unknown-top-level.yaml"}, `admit: ADMIT_CONFIG "testdata/unknown-top-level.yaml": line 1: the file: unknown field "listen" (want admin_hosts, allow_spellings, budgets, http_engine, routes, upgrades, upstream_profile)`},
 		{"config group of its own without amounts", []string{"--config", "testdata/unknown-group.yaml"}, nil, `admit: --config "testdata/unknown-group.yaml": line 2: budgets.admin: a group of its own needs its rate and burst (or algorithm: fixed-window with a limit and window), or like: webhook, link or health`},
 		{"config unknown route group", []string{"--config", "testdata/unknown-route-group.yaml"}, nil, `admit: --config "testdata/unknown-route-group.yaml": line 2: routes[0]: unknown group "admin" (want webhook, link, health, or a group the config file's budgets name)`},
@@ -472,6 +473,19 @@ func TestBudgetFields(t *testing.T) {
 		{"refusal_status: 302", admit.Budget{}, "line 2: budgets.link: refusal_status 302, want 400 to 599, or 0 for 429"},
 		{"refusal_status: 600", admit.Budget{}, "line 2: budgets.link: refusal_status 600, want 400 to 599, or 0 for 429"},
 		{"refusal_status: -1", admit.Budget{}, "line 3: budgets.link.refusal_status: must be at least 0"},
+		{"refusal_body: \"{group} is busy; retry in {retry_after} s\"", admit.Budget{RefusalBody: "{group} is busy; retry in {retry_after} s"}, ""},
+		{"refusal_type: html\n    refusal_body: <p>{group}</p>", admit.Budget{RefusalType: "text/html; charset=utf-8", RefusalBody: "<p>{group}</p>"}, ""},
+		{"refusal_type: problem\n    refusal_problem_type: https://example.com/busy", admit.Budget{RefusalType: "application/problem+json", RefusalProblemType: "https://example.com/busy"}, ""},
+		{"refusal_type: text", admit.Budget{RefusalType: "text/plain; charset=utf-8"}, ""},
+		{"refusal_headers: {cache-control: no-store, Link: </busy>}", admit.Budget{RefusalHeaders: http.Header{"Cache-Control": {"no-store"}, "Link": {"</busy>"}}}, ""},
+		{"refusal_type: json", admit.Budget{}, `line 3: budgets.link.refusal_type: "json": want text, html or problem`},
+		{"refusal_type: html", admit.Budget{}, "line 2: budgets.link: refusal_body is needed for an HTML refusal_type"},
+		{"refusal_problem_type: https://example.com/busy", admit.Budget{}, "line 2: budgets.link: refusal_problem_type applies to a problem document's refusal_type only"},
+		{"refusal_body: \"{path}\"", admit.Budget{}, `line 2: budgets.link: refusal_body has an unknown placeholder "path": want group, status, retry_after or outcome in braces`},
+		{"refusal_headers: {Set-Cookie: a=b}", admit.Budget{}, `line 2: budgets.link: refusal_headers "Set-Cookie": a refusal sets no cookie`},
+		{"refusal_headers: {Transfer-Encoding: chunked}", admit.Budget{}, `line 2: budgets.link: refusal_headers "Transfer-Encoding": a hop-by-hop field speaks for the connection, not the answer`},
+		{"refusal_headers: {X-Note: [a, b]}", admit.Budget{}, "line 3: budgets.link.refusal_headers.X-Note: want a single value"},
+		{"refusal_headers: no-store", admit.Budget{}, "line 3: budgets.link.refusal_headers: want a map of header names to values"},
 		{"ratelimit_headers: ietf", admit.Budget{}, `line 3: budgets.link.ratelimit_headers: "ietf": want draft (RateLimit-Policy and RateLimit) or x-ratelimit (X-RateLimit-Limit, -Remaining, -Reset)`},
 		{"rate: 100/m", admit.Budget{Rate: rate.Limit(100.0 / 60)}, ""},
 		{"shared_rate: 1000/h", admit.Budget{SharedRate: rate.Limit(1000.0 / 3600)}, ""},

@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"io/fs"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -114,5 +115,38 @@ func TestDoorWordsCoverTheDoor(t *testing.T) {
 	}
 	if names < 10 {
 		t.Errorf("found %d names in the door's reasons; the search lost them", names)
+	}
+}
+
+// TestGroupKeysDocumented holds docs/operators.md to the file's keys of a
+// group: each is in the table of a group's fields or in the annotated
+// example of budgets, and each row of the table names keys the file reads.
+func TestGroupKeysDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/operators.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(doc), "| field | values | default | meaning |\n| --- | --- | --- | --- |\n")
+	if !ok {
+		t.Fatal("docs/operators.md has no table of a group's fields")
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	documented := map[string]bool{}
+	for row := range strings.Lines(table) {
+		first := strings.Split(row, "|")[1]
+		for _, key := range strings.Split(first, ",") {
+			documented[strings.Trim(key, " `")] = true
+		}
+	}
+	_, example, _ := strings.Cut(string(doc), "budgets:\n  webhook:\n")
+	example, _, _ = strings.Cut(example, "```")
+	for _, f := range budgetFields {
+		if !documented[f.key] && !strings.Contains(example, "    "+f.key+":") {
+			t.Errorf("file key %q has no row in docs/operators.md's table of a group's fields", f.key)
+		}
+		delete(documented, f.key)
+	}
+	for key := range documented {
+		t.Errorf("docs/operators.md's table of a group's fields has %q, which the file does not read", key)
 	}
 }
