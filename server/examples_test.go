@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -50,6 +51,7 @@ func TestPolicyExamples(t *testing.T) {
 		"A per-address and per-tenant API":                        perTenantExample,
 		"A per-token fixed window on PostgreSQL, across replicas": perTokenExample,
 		"A cost-weighted bulk endpoint":                           bulkExample,
+		"Refusal answers":                                         refusalExample,
 	}
 	examples := policyExamples(t)
 	for heading := range examples {
@@ -325,4 +327,38 @@ func sendMethodErr(method string, r *running, from, path string, headers ...stri
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// refusalExample: the group of the docs' refusal example, put on a route,
+// refuses past its burst with the problem document and the header the docs
+// show, its retry_after the Retry-After it is sent with.
+func refusalExample(t *testing.T, yaml string) {
+	rec := newRecorder(t)
+	r := startFrozen(t, "--upstream", rec.url, "--config", writeConfig(t, yaml+"routes:\n  - {group: api, pattern: \"GET /api/{x}\"}\n"))
+	addr := strings.TrimPrefix(r.url, "http://")
+	for range 1000 {
+		a := rawFrom(t, "127.0.0.2", addr, "GET /api/x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+		if a.status == http.StatusOK {
+			continue
+		}
+		if a.status != http.StatusTooManyRequests {
+			t.Fatalf("got %d, want 200s, then 429", a.status)
+		}
+		var doc struct {
+			Type, Title, Detail string
+			Status              int
+			RetryAfter          int `json:"retry_after"`
+		}
+		if err := json.Unmarshal([]byte(a.body), &doc); err != nil {
+			t.Fatalf("refusal body %q: %v", a.body, err)
+		}
+		retry := a.header.Get("Retry-After")
+		want := fmt.Sprintf("api allows 10 requests a second; retry in %s s", retry)
+		if a.header.Get("Content-Type") != "application/problem+json" || a.header.Get("Cache-Control") != "no-store" ||
+			doc.Type != "https://example.com/problems/rate-limited" || doc.Status != 429 || doc.Detail != want || fmt.Sprint(doc.RetryAfter) != retry {
+			t.Errorf("refusal: %v %+v; want the docs' problem document with Cache-Control and retry_after = Retry-After", a.header, doc)
+		}
+		return
+	}
+	t.Fatal("1000 requests at a frozen clock, none refused")
 }
