@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/go-chi/httprate"
 
 	"github.com/admitgo/admit"
@@ -26,7 +27,11 @@ import (
 func TestXRateLimitFieldsAsHttprate(t *testing.T) {
 	const n = 5
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
-	peer := httprate.LimitByIP(n, time.Minute)(ok)
+	// Keyed as the README of httprate sets it for a server with no proxy.
+	key := func(r *http.Request) (string, error) {
+		return httprate.CanonicalizeIP(middleware.GetClientIP(r.Context())), nil
+	}
+	peer := middleware.ClientIPFromRemoteAddr(httprate.LimitBy(n, time.Minute, key)(ok))
 	// admit's clock stands at the start of a minute, so that its window
 	// has no seam during the test.
 	start := time.Now().Truncate(time.Minute).Add(time.Second)
