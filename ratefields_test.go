@@ -85,6 +85,20 @@ func TestRefusedFieldsAllocations(t *testing.T) {
 	}
 	b := DefaultBudgets()[GroupLink]
 	b.XRateLimit = true
+	allocs, h, _ := refusalAllocs(t, b)
+	if allocs != 0 {
+		t.Errorf("429 with X-RateLimit fields: got %v allocations, want 0", allocs)
+	}
+	if got := h.Get("X-RateLimit-Remaining"); got != "0" {
+		t.Errorf("X-RateLimit-Remaining: got %q, want 0", got)
+	}
+}
+
+// refusalAllocs spends a link group with budget b through its header map,
+// then returns the allocations of one more refusal, the header it set and
+// the group's handler, spent.
+func refusalAllocs(t *testing.T, b Budget) (float64, http.Header, http.Handler) {
+	t.Helper()
 	d, err := New(Config{MeterProvider: sdkProvider(), Budgets: map[Group]Budget{GroupLink: b}})
 	if err != nil {
 		t.Fatal(err)
@@ -95,15 +109,11 @@ func TestRefusedFieldsAllocations(t *testing.T) {
 	for range b.Burst {
 		h.ServeHTTP(w, get)
 	}
-	if got := testing.AllocsPerRun(1000, func() {
+	allocs := testing.AllocsPerRun(1000, func() {
 		clear(w.h)
 		h.ServeHTTP(w, get)
-	}); got != 0 {
-		t.Errorf("429 with X-RateLimit fields: got %v allocations, want 0", got)
-	}
-	if got := w.h.Get("X-RateLimit-Remaining"); got != "0" {
-		t.Errorf("X-RateLimit-Remaining: got %q, want 0", got)
-	}
+	})
+	return allocs, w.h, h
 }
 
 // TestRefusalStatus: a group's RefusalStatus answers its rate and
