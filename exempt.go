@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/netip"
+	"strings"
 
 	"github.com/admitgo/admit/quota"
 )
@@ -54,22 +55,12 @@ func (b Budget) validateExempt(g Group) error {
 		return fieldsError(g, "{ExemptKeys} needs {Key.Authenticated}: a client could send a listed value of its own")
 	}
 	for _, s := range b.ExemptKeys {
-		if _, err := hex.DecodeString(s); err != nil || len(s) != quota.SubjectLen || s != lower(s) {
+		if _, err := hex.DecodeString(s); err != nil || len(s) != quota.SubjectLen || s != strings.ToLower(s) {
 			// The entry is a hash, not the secret: naming it leaks nothing.
 			return fieldsError(g, "{ExemptKeys} entry %q, want quota.Subject of the value: %d lower-case hex digits", s, quota.SubjectLen)
 		}
 	}
 	return nil
-}
-
-func lower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'F' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 // exempt reports whether a request keyed key passes g without spending,

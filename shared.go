@@ -2,7 +2,6 @@ package admit
 
 import (
 	"context"
-	"encoding/hex"
 	"math"
 	"net/netip"
 	"sync"
@@ -248,8 +247,7 @@ func (t ticket) local() ticket {
 // budget.
 func (e *shared) subject(key netip.Prefix) string {
 	if key.Bits() == 0 { // a hash (hashKey), never a client's address
-		b := key.Addr().As16()
-		return hex.EncodeToString(b[:])
+		return keyText(key)
 	}
 	if k := e.g.keyKind; k == keyHeader || k == keyPath || k == keyFunc {
 		return quota.Subject(valueGroupClient + key.String())
