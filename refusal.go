@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/admitgo/admit/internal/hop"
 )
 
 // The media types a group's refusal body may have (see Budget.RefusalType).
@@ -139,8 +141,7 @@ func refusedHeader(name string) string {
 		return "not a header name"
 	}
 	switch c := http.CanonicalHeaderKey(name); {
-	case c == "Connection" || c == "Keep-Alive" || c == "Te" || c == "Trailer" ||
-		c == "Transfer-Encoding" || c == "Upgrade" || strings.HasPrefix(c, "Proxy-"):
+	case hop.Header(c) || strings.HasPrefix(c, "Proxy-"):
 		return "a hop-by-hop field speaks for the connection, not the answer"
 	case c == "Content-Length" || c == "Content-Type" || c == "Content-Encoding" || c == "Content-Range":
 		return "the refusal's body sets it"

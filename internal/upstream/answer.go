@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/admitgo/admit/internal/hop"
 )
 
 // answer copies the answer whose head h roundTrip read on c to w: the
@@ -104,14 +106,14 @@ var copyBuffers = BufferPool()
 func copyFields(hdr http.Header, fields []field) {
 	n := 0
 	for _, f := range fields {
-		if !hop(fields, f.name) {
+		if !hopField(fields, f.name) {
 			n++
 		}
 	}
 	values := make([]string, n)
 	i := 0
 	for _, f := range fields {
-		if hop(fields, f.name) {
+		if hopField(fields, f.name) {
 			continue
 		}
 		if old, ok := hdr[f.name]; ok {
@@ -124,9 +126,9 @@ func copyFields(hdr http.Header, fields []field) {
 	}
 }
 
-// hop reports whether name is a hop-by-hop header of a head with fields.
-func hop(fields []field, name string) bool {
-	return hopHeaders[name] || listed(fields, "Connection", name)
+// hopField reports whether name is a hop-by-hop header of a head with fields.
+func hopField(fields []field, name string) bool {
+	return hop.Header(name) || listed(fields, "Connection", name)
 }
 
 // announcedTrailers returns the trailers a chunked answer's Trailer lines
@@ -174,7 +176,7 @@ func relay1xx(w http.ResponseWriter, h *head) {
 	hdr := w.Header()
 	saved := make(map[string][]string)
 	for _, f := range h.fields {
-		if hop(h.fields, f.name) {
+		if hopField(h.fields, f.name) {
 			continue
 		}
 		if _, ok := saved[f.name]; !ok {

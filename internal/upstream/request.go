@@ -9,18 +9,12 @@ import (
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/admitgo/admit/internal/hop"
 )
 
 // Field is a header line the proxy adds to a request: a forwarding header.
 type Field struct{ Name, Value string }
-
-// hopHeaders are the hop-by-hop headers, which a proxy never passes on
-// (RFC 9110 section 7.6.1, and RFC 2616's list as httputil.ReverseProxy
-// keeps it).
-var hopHeaders = map[string]bool{
-	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
-	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
-}
 
 // ownHeaders are the request headers the direct path writes itself, as
 // net/http's Transport does: from the target, the request's length, or
@@ -53,7 +47,7 @@ func (d *Direct) appendRequest(b []byte, r *http.Request, extra []Field) ([]byte
 		b = appendField(b, "User-Agent", ua[0])
 	}
 	for name, values := range h {
-		if hopHeaders[name] || ownHeaders[name] || (conn != nil && httpguts.HeaderValuesContainsToken(conn, name)) ||
+		if hop.Header(name) || ownHeaders[name] || (conn != nil && httpguts.HeaderValuesContainsToken(conn, name)) ||
 			(d.skip != nil && d.skip(r, name)) {
 			continue
 		}
