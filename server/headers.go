@@ -3,9 +3,10 @@ package server
 import (
 	"fmt"
 	"net/http"
-	"net/textproto"
 	"slices"
 	"strings"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // The request headers admit manages. factTable is the one list: the proxy
@@ -344,22 +345,19 @@ func (s spellings) strip(h http.Header) http.Header {
 // address is read from a trusted proxy's X-Forwarded-For or Forwarded,
 // which a client must not take away by naming it.
 func dropConnectionNamed(h http.Header) http.Header {
+	conn := h["Connection"]
+	if len(conn) == 0 {
+		return nil
+	}
 	var out http.Header
-	for _, v := range h["Connection"] {
-		for token := range strings.SplitSeq(v, ",") {
-			token = textproto.TrimString(token)
-			// Compared in place: canonicalising each token would cost an
-			// allocation for every keep-alive request.
-			for name := range h {
-				if !strings.EqualFold(name, token) || name == "Connection" || name == "Upgrade" || facts.classify(name) != nil {
-					continue
-				}
-				if out == nil {
-					out = h.Clone()
-				}
-				delete(out, name)
-			}
+	for name := range h {
+		if !httpguts.HeaderValuesContainsToken(conn, name) || name == "Connection" || name == "Upgrade" || facts.classify(name) != nil {
+			continue
 		}
+		if out == nil {
+			out = h.Clone()
+		}
+		delete(out, name)
 	}
 	return out
 }
