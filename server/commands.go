@@ -33,6 +33,17 @@ func validate(args []string, getenv func(string) string, out io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
+	if err := checked(c, out); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "ok")
+	return nil
+}
+
+// checked checks c as startup does without the network, and prints the
+// effective routes and budgets and what it left unchecked; validate's
+// body, for the proxy and admit auth alike.
+func checked(c config.Config, out io.Writer) error {
 	if err := c.CheckOffline(); err != nil {
 		return usageError{err}
 	}
@@ -54,7 +65,6 @@ func validate(args []string, getenv func(string) string, out io.Writer) error {
 		return usageError{errors.New("admit validate: no route is configured, so admit would limit nothing: add routes, or pass --allow-no-routes")}
 	}
 	printUnchecked(out, c)
-	fmt.Fprintln(out, "ok")
 	return nil
 }
 
@@ -63,6 +73,7 @@ func validate(args []string, getenv func(string) string, out io.Writer) error {
 func printUnchecked(w io.Writer, c config.Config) {
 	const offline = "(validate connects to nothing)"
 	switch {
+	case c.Auth:
 	case c.Upstream != nil:
 		fmt.Fprintf(w, "unchecked  upstream %s: whether it answers %s\n", c.Upstream.Redacted(), offline)
 	case !c.Demo:

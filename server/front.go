@@ -43,6 +43,11 @@ type front struct {
 	matchedHost bool
 	malformed   *malformedCounts
 	access      *accessLog // nil: off
+	// exact refuses a request that the front would change before
+	// forwarding (its canonical form, a header it drops): in admit auth the
+	// front forwards the client's request as it is, so admit may only admit
+	// what it judged in that very form.
+	exact bool
 
 	keyHeadersOnce sync.Once
 	keyHeaders     spellings // the headers the door's groups are keyed by
@@ -122,6 +127,9 @@ func (f *front) match(w http.ResponseWriter, r *http.Request, found []routes.Mat
 	if err != nil {
 		return nil, nil, err
 	}
+	if f.exact && c != r {
+		return nil, nil, errNotAsForwarded
+	}
 	if !slices.Contains(f.methods, c.Method) {
 		return nil, nil, errMethodNotServed
 	}
@@ -129,12 +137,21 @@ func (f *front) match(w http.ResponseWriter, r *http.Request, found []routes.Mat
 	// the header itself, a value admit never keyed by; it is dropped, as
 	// nginx drops every header with an underscore by default.
 	if h := f.keySpellings().strip(c.Header); h != nil {
+		if f.exact {
+			return nil, nil, errNotAsForwarded
+		}
 		c = withHeader(c, r, h)
 	}
 	if h := dropConnectionNamed(c.Header); h != nil {
+		if f.exact {
+			return nil, nil, errNotAsForwarded
+		}
 		c = withHeader(c, r, h)
 	}
 	if f.matchedHost && len(c.Header["X-Forwarded-Host"]) > 0 {
+		if f.exact {
+			return nil, nil, errNotAsForwarded
+		}
 		h := c.Header.Clone()
 		delete(h, "X-Forwarded-Host")
 		c = withHeader(c, r, h)
@@ -208,6 +225,11 @@ func (f *front) refuse(w http.ResponseWriter, r *http.Request, x *exchange, err 
 // a server does not implement for any resource so, while 405 would claim
 // to know, in its Allow header, what the target resource allows.
 var errMethodNotServed = errors.New("the method is not one admit forwards (--methods); TRACE and CONNECT never are")
+
+// errNotAsForwarded refuses, in admit auth, a request the proxy would
+// change before forwarding: the front forwards it unchanged, so the app
+// would run a form admit never matched.
+var errNotAsForwarded = errors.New("the request is not in the form admit matches, which is the form the front forwards: its path is not canonical, or it carries a header the proxy would drop")
 
 // refusalStatus is the status a request refused before routing gets.
 func refusalStatus(err error) int {
@@ -340,6 +362,7 @@ var malformedReasons = [...]struct {
 	{canon.ErrConnect, "connect"},
 	{errMethodNotServed, "method_not_served"},
 	{errAmbiguousOverride, "method_override"},
+	{errNotAsForwarded, "not_as_forwarded"},
 	{routes.ErrFormBody, "form_body"},
 	{canon.ErrPathParameter, canon.PathParameter.String()},
 	{canon.ErrEncodedPercent, canon.EncodedPercent.String()},

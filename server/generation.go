@@ -49,6 +49,15 @@ func (s *server) build(cfg config.Config, prev *admit.Door) (*generation, error)
 	if s.access != nil {
 		dc.Decided = s.access.hook(func() *admit.Door { return door })
 	}
+	if cfg.Auth {
+		logged := dc.Decided
+		dc.Decided = func(r *http.Request, g admit.Group, outcome string, status int) {
+			tellAuth(r, outcome)
+			if logged != nil {
+				logged(r, g, outcome, status)
+			}
+		}
+	}
 	if prev != nil {
 		trial := dc
 		trial.MeterProvider, trial.Logger, trial.Decided = noop.NewMeterProvider(), slog.New(slog.DiscardHandler), nil
@@ -119,6 +128,10 @@ func (s *server) routes(cfg config.Config, door *admit.Door) (*front, error) {
 	_, grpc := grpchealth.NewHandler(s.health, grpcHealthOptions(healthBudget)...)
 	return newFront(cfg, door, proxy, s.access, &s.malformed, func(r config.Route) (next, overflow http.Handler) {
 		switch {
+		case cfg.Auth:
+			// The front answers a probe, not admit: over budget it is
+			// refused like any other request.
+			return admitted, nil
 		case r.Pattern == config.GRPCHealthPattern:
 			return grpc, grpc
 		case cfg.IsProbe(r):
@@ -137,8 +150,10 @@ func newFront(cfg config.Config, door *admit.Door, rest http.Handler, access *ac
 	if err != nil {
 		return nil, err
 	}
-	f := &front{table: table, rest: rest, canon: canon.Options{Slashes: cfg.EscapedSlashes, Allow: cfg.AllowSpellings}, overrides: cfg.MethodOverride,
-		methods: cfg.Methods, malformed: malformed, access: access, door: door, matchedHost: namesAHost(cfg.Routes)}
+	// In admit auth the front forwards method override headers whatever
+	// admit says, so their methods are always matched.
+	f := &front{table: table, rest: rest, canon: canon.Options{Slashes: cfg.EscapedSlashes, Allow: cfg.AllowSpellings}, overrides: cfg.MethodOverride || cfg.Auth,
+		methods: cfg.Methods, malformed: malformed, access: access, door: door, matchedHost: namesAHost(cfg.Routes), exact: cfg.Auth}
 	if f.methods == nil { // a configuration not parsed: the default
 		f.methods = strings.Split(config.DefaultMethods, ",")
 	}

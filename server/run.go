@@ -53,6 +53,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return schema(args[1:], getenv, stdout)
 		case "rls":
 			return runRLS(ctx, args[1:], getenv, stdout, stderr)
+		case "auth":
+			return runAuth(ctx, args[1:], getenv, stdout, stderr)
 		}
 	}
 	// SIGHUP reloads the configuration. Caught from here on, before startup

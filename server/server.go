@@ -141,7 +141,7 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *ser
 		return nil, usageError{err}
 	}
 	target := cfg.Upstream
-	if target == nil {
+	if target == nil && !cfg.Auth {
 		if s.demo, err = startDemo(); err != nil {
 			return nil, err
 		}
@@ -160,15 +160,22 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *ser
 		return nil, fmt.Errorf("admit: %w", err)
 	}
 
-	transport := upstreamTransport(cfg)
-	if s.health, err = s.upstreamHealth(target, transport); err != nil {
-		return nil, err
+	if cfg.Auth {
+		// Nothing is forwarded: reaching the proxy's place is the decision
+		// to admit.
+		s.health = health.Cached(grpchealth.NewStaticChecker(), s.draining.Load, healthTTL, nil)
+		s.proxy = admitted
+	} else {
+		transport := upstreamTransport(cfg)
+		if s.health, err = s.upstreamHealth(target, transport); err != nil {
+			return nil, err
+		}
+		rules := headerRules{keepOverrides: cfg.MethodOverride, stripped: &s.stripped, pass: make(map[string]bool)}
+		for _, name := range cfg.PassHeaders {
+			rules.pass[name] = true
+		}
+		s.proxy = newProxy(target, s.resolver, rules, cfg.Upgrades, transport, log)
 	}
-	rules := headerRules{keepOverrides: cfg.MethodOverride, stripped: &s.stripped, pass: make(map[string]bool)}
-	for _, name := range cfg.PassHeaders {
-		rules.pass[name] = true
-	}
-	s.proxy = newProxy(target, s.resolver, rules, cfg.Upgrades, transport, log)
 	g, err := s.build(cfg, nil)
 	if err != nil {
 		return nil, err
@@ -176,10 +183,17 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *ser
 	s.gen.Store(g)
 	s.door = g.door
 	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.gen.Load().front.ServeHTTP(w, r) })
+	if cfg.Auth {
+		s.handler = &authFront{s: s, deny: cfg.DenyStatus}
+	}
 	if err := s.registerMetrics(); err != nil {
 		return nil, err
 	}
-	log.Info("admit: starting", "upstream", target.Redacted(), "upstream_health", cfg.UpstreamHealth,
+	upstream := "none: admit auth decides for a front"
+	if target != nil {
+		upstream = target.Redacted()
+	}
+	log.Info("admit: starting", "upstream", upstream, "upstream_health", cfg.UpstreamHealth,
 		config.FieldRoutes, len(cfg.Routes), "trusted_proxies", len(cfg.TrustedProxies),
 		"proxy_protocol_from", len(cfg.ProxyProtocolFrom), "shadow", cfg.Shadow,
 		"store", cfg.Store.Kind, "store_url", storeurl.Redact(cfg.Store.URL), "store_fail", cfg.StoreFail.String(),

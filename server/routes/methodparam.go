@@ -37,6 +37,17 @@ var formScanRule = func() bodyrate.Rule {
 	return bodyrate.Rule{Timeout: b.ReadTimeout, MinRate: b.MinBodyRate, Grace: b.BodyRateGrace}
 }()
 
+// UnseenBody is the body of a request whose body admit cannot see, as
+// a front's forward-auth request tells of one: a POST with it could carry
+// a form naming any method, so it matches under every method a "_method"
+// parameter could name. It reads as empty.
+var UnseenBody io.ReadCloser = unseenBody{}
+
+type unseenBody struct{}
+
+func (unseenBody) Read([]byte) (int, error) { return 0, io.EOF }
+func (unseenBody) Close() error             { return nil }
+
 // ErrFormBody refuses a request whose form body broke formScanRule, or
 // broke off.
 var ErrFormBody = errors.New("the form body, which may name the method the app runs, could not be read")
@@ -135,7 +146,9 @@ func paramMethods(w http.ResponseWriter, r *http.Request, maps mapping, others [
 	if maps&mapQueryMethod != 0 && r.URL.RawQuery != "" {
 		formValues(r.URL.RawQuery, add)
 	}
-	if maps&mapBodyMethod != 0 && r.Body != nil && r.Body != http.NoBody {
+	if maps&mapBodyMethod != 0 && r.Body == UnseenBody {
+		all = true
+	} else if maps&mapBodyMethod != 0 && r.Body != nil && r.Body != http.NoBody {
 		body, whole, err := readAtMost(w, r, formScanBytes)
 		switch {
 		case err != nil:

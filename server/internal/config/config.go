@@ -78,6 +78,8 @@ type Config struct {
 	AdminToken        string                        // the bearer token admin writes need; never logged
 	AdminHosts        []string                      // names the metrics listener answers to beyond addresses and localhost; opshost.ParseNames's form
 	AllowNoRoutes     bool                          // validate only: a configuration without routes passes
+	Auth              bool                          // admit auth: decide a front's forward-auth requests, forward nothing
+	DenyStatus        int                           // admit auth: the status of every refusal; 0: the door's own
 	Stderr            io.Writer                     // where --access-log - writes; nil: os.Stderr
 	Budgets           map[admit.Group]admit.Budget  // the config file's, field by field; nil when it gives none
 	Likes             map[admit.Group]admit.Group   // the built-in group each group is, or is like

@@ -161,6 +161,11 @@ func DoorBudgets(cfg Config, charger quota.Charger) map[admit.Group]admit.Budget
 		budgets[g] = admit.Budget{}
 	}
 	maps.Copy(budgets, cfg.Budgets)
+	if cfg.Auth {
+		for g, b := range budgets {
+			budgets[g] = authBudget(b)
+		}
+	}
 	if charger != nil {
 		for g, b := range budgets {
 			b.Store, b.Failure = charger, cfg.StoreFail

@@ -242,7 +242,8 @@ func printUsage(w io.Writer) {
 		"       admit validate [flags]              check a configuration and print what it enforces\n"+
 		"       admit schema [--store-table TABLE]  print the PostgreSQL store's SQL\n"+
 		"       admit rls --config DIR [flags]      Envoy's rate limit service (admit rls -h for its flags)\n"+
-		"       admit rls validate --config DIR     check its flags, environment and files, and print the limits\n\n"+
+		"       admit rls validate --config DIR     check its flags, environment and files, and print the limits\n"+
+		"       admit auth --trusted-proxy CIDR     decide for nginx, Caddy or Traefik (admit auth -h for its flags)\n\n"+
 		"admit is a rate-limiting reverse proxy for the anonymous routes of an app.\n"+
 		"Each flag may also be set by the environment variable shown; the flag wins.\n\n")
 	PrintOptions(w, Options)

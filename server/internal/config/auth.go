@@ -1,0 +1,117 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/internal/canon"
+)
+
+// ParseAuth reads the configuration of admit auth (or of its validate,
+// named by name) as ParseWith does, and refuses what has no meaning when
+// admit decides for a front instead of forwarding (see checkAuth).
+func ParseAuth(name string, opts []Option, args []string, getenv func(string) string, out io.Writer, usage func(io.Writer)) (Config, error) {
+	c, err := ParseWith(name, opts, args, getenv, out, usage)
+	if err != nil {
+		return Config{}, err
+	}
+	c.Auth = true
+	if err := c.checkAuth(name); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// checkAuth refuses the settings that speak of what admit forwards, since
+// in admit auth the front forwards the client's own request, and the
+// limits that need the app's answer, which a forward-auth decision ends
+// before. Each error names the setting as the user gave it.
+func (c Config) checkAuth(name string) error {
+	forwards := func(flag, what string) error {
+		return fmt.Errorf("%s: --%s (%s) is set, but %s decides for a front and forwards nothing: %s", name, flag, EnvName(flag), name, what)
+	}
+	switch {
+	case len(c.TrustedProxies) == 0:
+		return fmt.Errorf("%s: --trusted-proxy (%s) is required: it names the fronts (nginx, Caddy, Traefik, HAProxy) whose forwarded request admit reads; a request from any other peer is refused", name, EnvName("trusted-proxy"))
+	case c.Upstream != nil:
+		return forwards("upstream", "the front proxies to the app")
+	case c.UpstreamHealth != "":
+		return forwards("upstream-health", "the front probes the app")
+	case c.Demo:
+		return forwards("demo", "it has no demo upstream")
+	case len(c.PassHeaders) > 0:
+		return forwards("pass-header", "the front chooses the headers the app receives")
+	case !slices.Equal(c.Upgrades, strings.Split(DefaultUpgrades, ",")):
+		return forwards("upgrade", "the front chooses which upgrades reach the app")
+	case c.EscapedSlashes == canon.Decode:
+		return forwards("escaped-slashes", "decode would match a path the front never forwards; use reject or keep")
+	case c.DenyStatus != 0 && (c.DenyStatus < 400 || c.DenyStatus > 599):
+		return fmt.Errorf("%s: --deny-status (%s) %d: want a status from 400 to 599 (403 for nginx's auth_request)", name, EnvName("deny-status"), c.DenyStatus)
+	}
+	groups := slices.Sorted(func(yield func(admit.Group) bool) {
+		for g := range c.Budgets {
+			if !yield(g) {
+				return
+			}
+		}
+	})
+	for _, g := range groups {
+		b := c.Budgets[g]
+		field := ""
+		switch {
+		case b.PerClient != 0:
+			field = "per_client"
+		case b.Inflight != 0:
+			field = "inflight"
+		case b.Charge == admit.ChargeOnFailure:
+			field = "charge_on_failure"
+		}
+		if field != "" {
+			return fmt.Errorf("%s: %s: line %d: budgets.%s.%s: %w", name, c.file, c.budgetLines[g], g, field, errAuthAnswer)
+		}
+	}
+	return nil
+}
+
+// errAuthAnswer explains why a limit that needs the app's answer is refused
+// in admit auth.
+var errAuthAnswer = errors.New("a forward-auth decision ends before the app answers, so admit can neither hold an in-flight slot nor see the status; leave it out, and cap requests in flight at the front (nginx limit_conn, HAProxy maxconn)")
+
+// authBudget is b as admit auth decides it: no in-flight caps and every
+// request charged, since the decision ends before the app answers. A
+// group charged on failure (the built-in webhook group) would otherwise
+// never be charged at all.
+func authBudget(b admit.Budget) admit.Budget {
+	b.PerClient, b.Inflight = math.MaxInt32, math.MaxInt32
+	b.Charge = admit.ChargeAlways
+	return b
+}
+
+// AuthOptions are admit auth's own flags, beside the server's.
+var AuthOptions = []Option{
+	{Name: "deny-status", arg: "STATUS", Usage: "answer every refusal with STATUS (400 to 599) instead of the door's 429 or 503, as nginx's auth_request needs 401 or 403 to refuse; Admit-Status and Retry-After still say why and when; default: the door's own",
+		Set:     func(c *Config, v string) (err error) { c.DenyStatus, err = parseCount(v, 0); return err },
+		running: func(c Config) any { return c.DenyStatus }},
+}
+
+// PrintAuthUsage writes admit auth's usage.
+func PrintAuthUsage(w io.Writer) {
+	fmt.Fprint(w, "Usage: admit auth --trusted-proxy CIDR [flags]\n"+
+		"       admit auth validate --trusted-proxy CIDR [flags]\n\n"+
+		"admit auth decides for a front that keeps proxying: nginx's auth_request,\n"+
+		"Caddy's forward_auth, Traefik's ForwardAuth. It reads the original request\n"+
+		"from X-Forwarded-Method and X-Forwarded-Uri (with X-Forwarded-Host and\n"+
+		"X-Forwarded-Proto), or X-Original-Method and X-Original-URI (or an absolute\n"+
+		"X-Original-URL), sent by a --trusted-proxy, and answers 200 to admit it or\n"+
+		"the refusal (429 or 503, or --deny-status) with Retry-After; Admit-Status\n"+
+		"names the outcome either way. It takes the server's routes, budgets and\n"+
+		"stores; what only a forwarding proxy does (--upstream, --upgrade,\n"+
+		"--pass-header, in-flight caps, charge_on_failure) is refused.\n\n")
+	PrintOptions(w, AuthOptions)
+	PrintOptions(w, Options)
+}
