@@ -106,13 +106,24 @@ func (f *Front) LogTail() string { return string(f.proc.logTail()) }
 // first attempt is tried once more with other ports, as serve does.
 func serveFront(t testing.TB, c *http.Client, name, logPath string, command func(port, status int) *exec.Cmd) (*proc, int) {
 	t.Helper()
+	return serveFrontAs(t, c, name, logPath, func(port, status int) (*exec.Cmd, int) { return command(port, status), 0 })
+}
+
+// serveFrontAs is serveFront for a proxy whose status port answers with
+// the number command returns beside the command (0: the process's id).
+func serveFrontAs(t testing.TB, c *http.Client, name, logPath string, command func(port, status int) (*exec.Cmd, int)) (*proc, int) {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
 		port, status := freePort(t), freePort(t)
 		for status == port {
 			status = freePort(t)
 		}
-		p := start(t, name, logPath, command(port, status))
-		err := p.waitReady(c, baseURL(status)+statusPath, p.cmd.Process.Pid)
+		cmd, id := command(port, status)
+		p := start(t, name, logPath, cmd)
+		if id == 0 {
+			id = p.cmd.Process.Pid
+		}
+		err := p.waitReady(c, baseURL(status)+statusPath, id)
 		if err == nil {
 			return p, port
 		}
