@@ -7,6 +7,7 @@
 //	admit --upstream http://127.0.0.1:3000 --route 'webhook=POST /hooks/github' --route 'link=GET /s/{token}'
 //	admit --demo
 //	admit explain --peer 10.0.0.5:41000 -H 'X-Forwarded-For: 198.51.100.7' --trusted-proxy 10.0.0.0/24 GET /s/abc
+//	admit auth --listen 127.0.0.1:9090 --trusted-proxy 127.0.0.1/32 --route 'link=GET /s/{token}'
 //
 // Requests matching a route are admitted under their group's budget; every
 // other request passes through unlimited, because per-address limits on
@@ -32,6 +33,11 @@
 // address, localhost, a name under .localhost or one of --admin-host), so
 // that a web page cannot reach it through DNS rebinding.
 // --access-log writes a JSON line per decided request.
+//
+// admit auth runs the same server as a decision service for a proxy that
+// stays in front (nginx's auth_request, Caddy's forward_auth, Traefik's
+// ForwardAuth): it answers 200 or the door's refusal instead of forwarding;
+// see docs/integrations.md.
 //
 // Flags, their environment variables and the config file are described by
 // admit -h and in docs/operators.md.
