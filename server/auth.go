@@ -115,27 +115,36 @@ func (a *authFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	status, outcome := rec.status, res.outcome
+	outcome := res.outcome
 	if outcome == "" { // refused before the door: the front's 400 or 501
 		outcome = authMalformed
 	}
-	if a.deny != 0 {
-		status = a.deny
-	}
 	copyAnswer(h, rec.header)
-	h.Set(admitStatus, outcome)
-	h.Set("Content-Length", strconv.Itoa(rec.body.Len()))
-	w.WriteHeader(status)
-	w.Write(rec.body.Bytes())
+	a.answer(w, rec.status, outcome, rec.body.Bytes())
 }
 
 // refuse answers a request admit auth could not judge.
 func (a *authFront) refuse(w http.ResponseWriter, status int, outcome string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	a.answer(w, status, outcome, []byte(http.StatusText(status)+": "+outcome+"\n"))
+}
+
+// answer writes a refusal: status and body, or with --deny-status that
+// status and no body. A front that needs the deny status (nginx's
+// auth_request) makes its own answer and reads no body of admit's, which
+// would cost the connection to admit: nginx closes an upstream
+// connection whose answer it did not read to the end.
+func (a *authFront) answer(w http.ResponseWriter, status int, outcome string, body []byte) {
+	h := w.Header()
+	h.Set(admitStatus, outcome)
 	if a.deny != 0 {
-		status = a.deny
+		status, body = a.deny, nil
+		h.Del("Content-Type")
+		h.Del("X-Content-Type-Options")
 	}
-	w.Header().Set(admitStatus, outcome)
-	http.Error(w, http.StatusText(status)+": "+outcome, status)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
 }
 
 // copyAnswer copies the fields the door and the front wrote into dst, the

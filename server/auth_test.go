@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -156,6 +158,11 @@ func TestAuthDenyStatus(t *testing.T) {
 	if w.Code != http.StatusForbidden || w.Header().Get(admitStatus) != "rate_limited" || w.Header().Get("Retry-After") == "" {
 		t.Errorf("got %d %s, Retry-After %q, want 403 rate_limited with Retry-After", w.Code, w.Header().Get(admitStatus), w.Header().Get("Retry-After"))
 	}
+	// nginx reads no body of the auth answer, and closes a connection
+	// whose answer it left unread: the deny answer has none.
+	if w.Body.Len() != 0 || w.Header().Get("Content-Length") != "0" {
+		t.Errorf("deny answer: body %q, Content-Length %q; want none, 0", w.Body.String(), w.Header().Get("Content-Length"))
+	}
 	if w := authAsk(s, "192.0.2.9:1", nginxAsks("GET", "/l/a", "198.51.100.9")...); w.Code != http.StatusForbidden {
 		t.Errorf("untrusted peer: got %d, want 403", w.Code)
 	}
@@ -243,5 +250,39 @@ func TestAuthValidate(t *testing.T) {
 	}
 	if strings.Contains(out, "unchecked  upstream") {
 		t.Errorf("admit auth has no upstream to check:\n%s", out)
+	}
+}
+
+// BenchmarkAuth is one decision of admit auth, admitted and refused,
+// without the network.
+func BenchmarkAuth(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		burst string
+	}{{"admitted", "1000000000"}, {"refused", "1"}} {
+		b.Run(c.name, func(b *testing.B) {
+			file := filepath.Join(b.TempDir(), "admit.yaml")
+			os.WriteFile(file, []byte("budgets:\n  link: {rate: 1e-3, burst: "+c.burst+"}\n"), 0o600)
+			cfg, err := config.ParseAuth("admit auth", append(config.AuthOptions, config.Options...), []string{"--trusted-proxy", "10.0.0.0/24", "--route", "link=GET /l/{id}", "--config", file}, func(string) string { return "" }, io.Discard, config.PrintAuthUsage)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s, err := newServer(context.Background(), cfg, slog.New(slog.DiscardHandler))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.close()
+			r := httptest.NewRequest("GET", "/", nil)
+			r.RemoteAddr = edge
+			for _, h := range nginxAsks("GET", "/l/abc", "198.51.100.7") {
+				name, value, _ := strings.Cut(h, ": ")
+				r.Header.Add(name, value)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				s.handler.ServeHTTP(w, r)
+			}
+		})
 	}
 }
