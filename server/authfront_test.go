@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -119,12 +120,15 @@ func TestAuthSpellingsThroughFronts(t *testing.T) {
 				a.send(t, c, "GET", "/l/x")
 			}
 			before := a.rec.count()
+			var seen []string
 			for _, path := range spellings {
 				resp := a.send(t, c, "GET", path)
 				if resp.StatusCode == http.StatusOK {
 					t.Errorf("%s: got 200 from the app with the budget spent", path)
 				}
+				seen = append(seen, fmt.Sprintf("%s %d %s", path, resp.StatusCode, resp.Header.Get("Admit-Status")))
 			}
+			t.Logf("%s, budget spent: %s", kind, strings.Join(seen, ", "))
 			if n := a.rec.count() - before; n != 0 {
 				t.Errorf("the app got %d requests past the spent budget, want 0: %v", n, a.rec.paths()[before:])
 			}
