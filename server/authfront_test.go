@@ -64,11 +64,12 @@ func (a *askingFront) send(t *testing.T, c *http.Client, method, path string, he
 	return resp
 }
 
-// TestAuthThroughFronts: through nginx's auth_request and Caddy's
-// forward_auth as documented, a client gets the burst from the app, then
-// 429 with Retry-After and Admit-Status from the front, and the app sees
-// no more than the burst; forged forwarding headers neither move the key
-// nor tell admit of another request; another client has its own bucket.
+// TestAuthThroughFronts: through nginx's auth_request, Caddy's
+// forward_auth and HAProxy's Lua action as documented, a client gets the
+// burst from the app, then 429 with Retry-After and Admit-Status from the
+// front, and the app sees no more than the burst; forged forwarding headers
+// neither move the key nor tell admit of another request; another client
+// has its own bucket.
 func TestAuthThroughFronts(t *testing.T) {
 	for _, kind := range testrouter.AuthKinds() {
 		t.Run(string(kind), func(t *testing.T) {
@@ -132,8 +133,8 @@ func TestAuthSpellingsThroughFronts(t *testing.T) {
 	}
 }
 
-// TestAuthFrontWithAdmitDown: with admit auth gone, both documented
-// configurations fail closed: nothing reaches the app.
+// TestAuthFrontWithAdmitDown: with admit auth gone, every documented
+// configuration fails closed: nothing reaches the app.
 func TestAuthFrontWithAdmitDown(t *testing.T) {
 	for _, kind := range testrouter.AuthKinds() {
 		t.Run(string(kind), func(t *testing.T) {
