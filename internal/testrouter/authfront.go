@@ -39,9 +39,9 @@ const (
 	docApp    = "127.0.0.1:3000"
 	docListen = "8080"
 	// docLua is where deploy/auth/haproxy.cfg loads admit.lua from, and
-	// docSocket where it passes the Lua action's requests on to admit.
-	docLua    = "/etc/haproxy/admit.lua"
-	docSocket = "/run/haproxy/admit.sock"
+	// docAsk where it passes the Lua action's requests on to admit.
+	docLua = "/etc/haproxy/admit.lua"
+	docAsk = "127.0.0.1:9091"
 )
 
 // caddyBin is Debian's Caddy.
@@ -213,7 +213,7 @@ func caddyAuthCommand(t testing.TB, dir, doc string) func(port, status int) (*ex
 // documented configuration after haproxyStatusConf, in a second file: the
 // documented global and defaults sections add to the harness's, and apply
 // to the documented frontends and backends alone. The documented Lua file
-// is loaded from deploy/auth, where it is kept, and the socket is in dir.
+// is loaded from deploy/auth, where it is kept.
 func haproxyAuthCommand(t testing.TB, dir, doc string) func(port, status int) *exec.Cmd {
 	t.Helper()
 	if _, err := os.Stat(haproxyBin); err != nil {
@@ -221,17 +221,20 @@ func haproxyAuthCommand(t testing.TB, dir, doc string) func(port, status int) *e
 	}
 	lua := filepath.Join(moduleRoot(t), "deploy", "auth", "admit.lua")
 	bind := "bind :" + docListen + "\n"
-	for _, s := range []string{bind, docLua, docSocket} {
+	for _, s := range []string{bind, docLua, docAsk} {
 		if !strings.Contains(doc, s) {
 			t.Fatalf("testrouter: deploy/auth/haproxy.cfg no longer says %q, which the harness replaces", s)
 		}
 	}
-	doc = strings.NewReplacer(docLua, lua, docSocket, filepath.Join(dir, "admit.sock")).Replace(doc)
+	doc = strings.ReplaceAll(doc, docLua, lua)
 	status, front := filepath.Join(dir, "status.cfg"), filepath.Join(dir, "haproxy.cfg")
 	return func(port, statusPort int) *exec.Cmd {
 		files := map[string]string{
 			status: fmt.Sprintf(haproxyStatusConf, statusPort, statusPath),
-			front:  strings.Replace(doc, bind, fmt.Sprintf("bind 127.0.0.1:%d\n", port), 1),
+			front: strings.NewReplacer(
+				bind, fmt.Sprintf("bind 127.0.0.1:%d\n", port),
+				docAsk, fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+			).Replace(doc),
 		}
 		for name, text := range files {
 			if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
