@@ -19,11 +19,20 @@ type askingFront struct {
 	admit *running
 }
 
-// startAsking starts admit auth, then kind asking it and proxying to a
-// recorder. extra are further flags of admit auth.
+// linkConfig limits GET /l/{id} to a burst of 3 per client.
+const linkConfig = "routes:\n  - {group: link, pattern: \"GET /l/{id}\"}\nbudgets:\n  link: {rate: 0.001, burst: 3}\n"
+
+// startAsking starts admit auth on linkConfig, then kind asking it and
+// proxying to a recorder. extra are further flags of admit auth.
 func startAsking(t *testing.T, kind testrouter.AuthKind, extra ...string) *askingFront {
 	t.Helper()
-	file := writeConfig(t, "routes:\n  - {group: link, pattern: \"GET /l/{id}\"}\nbudgets:\n  link: {rate: 0.001, burst: 3}\n")
+	return startAskingWith(t, kind, linkConfig, extra...)
+}
+
+// startAskingWith is startAsking on the config file yaml.
+func startAskingWith(t *testing.T, kind testrouter.AuthKind, yaml string, extra ...string) *askingFront {
+	t.Helper()
+	file := writeConfig(t, yaml)
 	args := []string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--config", file, "--trusted-proxy", testrouter.FrontSource + "/32"}
 	if kind == testrouter.NginxAuth {
 		args = append(args, "--deny-status", "403") // as deploy/auth/nginx.conf says

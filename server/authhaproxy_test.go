@@ -93,3 +93,33 @@ func silentServer(t *testing.T) string {
 	})
 	return ln.Addr().String()
 }
+
+// TestAuthHAProxyKeyHeader: the action passes the request's own fields to
+// admit, so a group keyed by Authorization counts each credential apart,
+// and a request without one gets admit's 401, not a 429.
+func TestAuthHAProxyKeyHeader(t *testing.T) {
+	a := startAskingWith(t, testrouter.HAProxyAuth, "routes:\n  - {group: api, pattern: \"GET /l/{id}\"}\nbudgets:\n  api: {rate: 0.001, burst: 1, key: \"header:Authorization\", key_authenticated: true, on_missing: reject}\n")
+	c := clientAt(t, "127.0.0.8")
+	for _, step := range []struct {
+		auth    string
+		status  int
+		outcome string
+	}{
+		{"Bearer one", http.StatusOK, ""},
+		{"Bearer one", http.StatusTooManyRequests, "rate_limited"},
+		{"Bearer two", http.StatusOK, ""},
+		{"", http.StatusUnauthorized, "missing_key"},
+	} {
+		var fields []string
+		if step.auth != "" {
+			fields = append(fields, "Authorization: "+step.auth)
+		}
+		resp := a.send(t, c, "GET", "/l/x", fields...)
+		if resp.StatusCode != step.status || resp.Header.Get("Admit-Status") != step.outcome {
+			t.Errorf("Authorization %q: got %d, Admit-Status %q; want %d, %q", step.auth, resp.StatusCode, resp.Header.Get("Admit-Status"), step.status, step.outcome)
+		}
+	}
+	if n := a.rec.count(); n != 2 {
+		t.Errorf("the app got %d requests, want 2", n)
+	}
+}
