@@ -20,11 +20,20 @@ type askingFront struct {
 	admit *running
 }
 
-// startAsking starts admit auth, then kind asking it and proxying to a
-// recorder. extra are further flags of admit auth.
+// linkConfig limits GET /l/{id} to a burst of 3 per client.
+const linkConfig = "routes:\n  - {group: link, pattern: \"GET /l/{id}\"}\nbudgets:\n  link: {rate: 0.001, burst: 3}\n"
+
+// startAsking starts admit auth on linkConfig, then kind asking it and
+// proxying to a recorder. extra are further flags of admit auth.
 func startAsking(t *testing.T, kind testrouter.AuthKind, extra ...string) *askingFront {
 	t.Helper()
-	file := writeConfig(t, "routes:\n  - {group: link, pattern: \"GET /l/{id}\"}\nbudgets:\n  link: {rate: 0.001, burst: 3}\n")
+	return startAskingWith(t, kind, linkConfig, extra...)
+}
+
+// startAskingWith is startAsking on the config file yaml.
+func startAskingWith(t *testing.T, kind testrouter.AuthKind, yaml string, extra ...string) *askingFront {
+	t.Helper()
+	file := writeConfig(t, yaml)
 	args := []string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--config", file, "--trusted-proxy", testrouter.FrontSource + "/32"}
 	if kind == testrouter.NginxAuth {
 		args = append(args, "--deny-status", "403") // as deploy/auth/nginx.conf says
@@ -65,11 +74,12 @@ func (a *askingFront) send(t *testing.T, c *http.Client, method, path string, he
 	return resp
 }
 
-// TestAuthThroughFronts: through nginx's auth_request and Caddy's
-// forward_auth as documented, a client gets the burst from the app, then
-// 429 with Retry-After and Admit-Status from the front, and the app sees
-// no more than the burst; forged forwarding headers neither move the key
-// nor tell admit of another request; another client has its own bucket.
+// TestAuthThroughFronts: through nginx's auth_request, Caddy's
+// forward_auth and HAProxy's Lua action as documented, a client gets the
+// burst from the app, then 429 with Retry-After and Admit-Status from the
+// front, and the app sees no more than the burst; forged forwarding headers
+// neither move the key nor tell admit of another request; another client
+// has its own bucket.
 func TestAuthThroughFronts(t *testing.T) {
 	for _, kind := range testrouter.AuthKinds() {
 		t.Run(string(kind), func(t *testing.T) {
@@ -136,8 +146,8 @@ func TestAuthSpellingsThroughFronts(t *testing.T) {
 	}
 }
 
-// TestAuthFrontWithAdmitDown: with admit auth gone, both documented
-// configurations fail closed: nothing reaches the app.
+// TestAuthFrontWithAdmitDown: with admit auth gone, every documented
+// configuration fails closed: nothing reaches the app.
 func TestAuthFrontWithAdmitDown(t *testing.T) {
 	for _, kind := range testrouter.AuthKinds() {
 		t.Run(string(kind), func(t *testing.T) {

@@ -24,10 +24,13 @@ const (
 	NginxAuth AuthKind = "nginx-auth-request"
 	// CaddyAuth is Caddy with forward_auth, deploy/auth/Caddyfile.
 	CaddyAuth AuthKind = "caddy-forward-auth"
+	// HAProxyAuth is HAProxy with the Lua action of deploy/auth/admit.lua,
+	// deploy/auth/haproxy.cfg.
+	HAProxyAuth AuthKind = "haproxy-lua"
 )
 
 // AuthKinds returns every AuthKind.
-func AuthKinds() []AuthKind { return []AuthKind{NginxAuth, CaddyAuth} }
+func AuthKinds() []AuthKind { return []AuthKind{NginxAuth, CaddyAuth, HAProxyAuth} }
 
 // The addresses the documented configurations name, which StartAuthFront
 // replaces with the test's.
@@ -35,6 +38,10 @@ const (
 	docAdmit  = "127.0.0.1:9090"
 	docApp    = "127.0.0.1:3000"
 	docListen = "8080"
+	// docLua is where deploy/auth/haproxy.cfg loads admit.lua from, and
+	// docAsk where it passes the Lua action's requests on to admit.
+	docLua = "/etc/haproxy/admit.lua"
+	docAsk = "127.0.0.1:9091"
 )
 
 // caddyBin is Debian's Caddy.
@@ -59,6 +66,9 @@ func StartAuthFront(t testing.TB, kind AuthKind, auth, app string) *Front {
 		command = func(port, status int) (*exec.Cmd, int) { return nginx(port, status), 0 }
 	case CaddyAuth:
 		command = caddyAuthCommand(t, dir, doc)
+	case HAProxyAuth:
+		haproxy := haproxyAuthCommand(t, dir, doc)
+		command = func(port, status int) (*exec.Cmd, int) { return haproxy(port, status), 0 }
 	default:
 		t.Fatalf("testrouter: unknown auth front %q; want one of %v", kind, AuthKinds())
 	}
@@ -70,8 +80,14 @@ func StartAuthFront(t testing.TB, kind AuthKind, auth, app string) *Front {
 // DocumentedAuth returns the configuration deploy/auth documents for kind.
 func DocumentedAuth(t testing.TB, kind AuthKind) string {
 	t.Helper()
-	file := map[AuthKind]string{NginxAuth: "nginx.conf", CaddyAuth: "Caddyfile"}[kind]
-	b, err := os.ReadFile(filepath.Join(moduleRoot(t), "deploy", "auth", file))
+	file := map[AuthKind]string{NginxAuth: "nginx.conf", CaddyAuth: "Caddyfile", HAProxyAuth: "haproxy.cfg"}[kind]
+	return readDeployAuth(t, file)
+}
+
+// readDeployAuth returns the file deploy/auth holds under name.
+func readDeployAuth(t testing.TB, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(moduleRoot(t), "deploy", "auth", name))
 	if err != nil {
 		t.Fatalf("testrouter: %v", err)
 	}
@@ -190,5 +206,41 @@ func caddyAuthCommand(t testing.TB, dir, doc string) func(port, status int) (*ex
 		cmd := exec.Command(caddyBin, "run", "--adapter", "caddyfile", "--config", conf)
 		cmd.Env = append(os.Environ(), "TESTROUTER_TOKEN="+strconv.Itoa(token), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
 		return cmd, token
+	}
+}
+
+// haproxyAuthCommand returns the command that runs HAProxy with the
+// documented configuration after haproxyStatusConf, in a second file: the
+// documented global and defaults sections add to the harness's, and apply
+// to the documented frontends and backends alone. The documented Lua file
+// is loaded from deploy/auth, where it is kept.
+func haproxyAuthCommand(t testing.TB, dir, doc string) func(port, status int) *exec.Cmd {
+	t.Helper()
+	if _, err := os.Stat(haproxyBin); err != nil {
+		testneed.Missing(t, "testrouter: %v; the HAProxy auth front needs Debian's HAProxy: apt-get install haproxy", err)
+	}
+	lua := filepath.Join(moduleRoot(t), "deploy", "auth", "admit.lua")
+	bind := "bind :" + docListen + "\n"
+	for _, s := range []string{bind, docLua, docAsk} {
+		if !strings.Contains(doc, s) {
+			t.Fatalf("testrouter: deploy/auth/haproxy.cfg no longer says %q, which the harness replaces", s)
+		}
+	}
+	doc = strings.ReplaceAll(doc, docLua, lua)
+	status, front := filepath.Join(dir, "status.cfg"), filepath.Join(dir, "haproxy.cfg")
+	return func(port, statusPort int) *exec.Cmd {
+		files := map[string]string{
+			status: fmt.Sprintf(haproxyStatusConf, statusPort, statusPath),
+			front: strings.NewReplacer(
+				bind, fmt.Sprintf("bind 127.0.0.1:%d\n", port),
+				docAsk, fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+			).Replace(doc),
+		}
+		for name, text := range files {
+			if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
+				t.Fatalf("testrouter: %v", err)
+			}
+		}
+		return exec.Command(haproxyBin, "-db", "-f", status, "-f", front)
 	}
 }

@@ -13,17 +13,18 @@ import (
 // haproxyBin is Debian's HAProxy.
 const haproxyBin = "/usr/sbin/haproxy"
 
-// haproxyConf runs HAProxy with one thread, so that it takes one core of a
-// loaded machine at most, and logs to stderr, which the harness keeps. Run
-// with -db, it stays in the foreground as one process without a master,
-// the child the harness kills, and writes no file.
+// haproxyStatusConf runs HAProxy with one thread, so that it takes one
+// core of a loaded machine at most, logs to stderr, which the harness
+// keeps, and answers the harness on a status frontend. Run with -db, it
+// stays in the foreground as one process without a master, the child the
+// harness kills, and writes no file.
 //
 // The status frontend answers in HTTP mode whatever mode the front
 // frontend runs in, since a TCP frontend cannot answer. HAProxy binds every
-// frontend before it serves any, so the status answer means both are
-// bound. %pid, doubled for Sprintf, is HAProxy's process id in its
-// log-format syntax.
-const haproxyConf = `# Written by testrouter for one test.
+// frontend before it serves any, so the status answer means all are bound.
+// %pid, doubled for Sprintf, is HAProxy's process id in its log-format
+// syntax.
+const haproxyStatusConf = `# Written by testrouter for one test.
 global
     nbthread 1
     log stderr format raw local0 info
@@ -36,21 +37,24 @@ defaults
 
 frontend status
     mode http
-    bind 127.0.0.1:%[2]d
+    bind 127.0.0.1:%[1]d
     no log
-    http-request return status 200 content-type application/json lf-string '{"pid":%%pid}' if { path %[6]s }
+    http-request return status 200 content-type application/json lf-string '{"pid":%%pid}' if { path %[2]s }
     http-request deny
 
-frontend front
-    mode %[3]s
-    option %[3]slog
-    bind 127.0.0.1:%[1]d
-%[4]s    default_backend server
+`
+
+// haproxyConf is the front frontend, after haproxyStatusConf.
+const haproxyConf = `frontend front
+    mode %[1]s
+    option %[1]slog
+    bind 127.0.0.1:%[2]d
+%[3]s    default_backend server
 
 backend server
-    mode %[3]s
-    source %[7]s
-    server server %[5]s
+    mode %[1]s
+    source %[5]s
+    server server %[4]s
 `
 
 // haproxyCommand returns, for one HAProxy kind, the function that readies
@@ -70,7 +74,7 @@ func haproxyCommand(kind FrontKind) func(t testing.TB, dir, logPath, backend str
 		}
 		conf := filepath.Join(dir, "haproxy.cfg")
 		return func(port, status int) *exec.Cmd {
-			text := fmt.Sprintf(haproxyConf, port, status, mode, frontend, backend+server, statusPath, FrontSource)
+			text := fmt.Sprintf(haproxyStatusConf, status, statusPath) + fmt.Sprintf(haproxyConf, mode, port, frontend, backend+server, FrontSource)
 			if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 				t.Fatalf("testrouter: %v", err)
 			}
