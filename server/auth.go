@@ -2,8 +2,10 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -89,53 +91,71 @@ func tellAuth(r *http.Request, outcome string) {
 	}
 }
 
+// authAnswer is admit auth's decision on one original request, in the
+// terms every front's protocol answers it in: the forward-auth answer over
+// HTTP and Envoy's CheckResponse are each written from one.
+type authAnswer struct {
+	admitted bool
+	status   int         // 200 when admitted; the refusal's, --deny-status applied
+	outcome  string      // what Admit-Status says
+	header   http.Header // the fields the door and the front wrote, and Admit-Status
+	body     []byte      // a refusal's body; nil when admitted
+}
+
 func (a *authFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	peer, err := netip.ParseAddrPort(r.RemoteAddr)
 	if err != nil || !a.s.resolver.Trusts(peer.Addr()) {
-		a.refuse(w, http.StatusForbidden, authUntrusted)
+		a.answer(w, a.refusal(http.StatusForbidden, authUntrusted))
 		return
 	}
 	orig, err := forwardedRequest(r)
 	if err != nil {
-		a.refuse(w, http.StatusBadRequest, authMalformed)
+		a.answer(w, a.refusal(http.StatusBadRequest, authMalformed))
 		return
 	}
-	res := new(authResult)
-	orig = orig.WithContext(context.WithValue(r.Context(), authResultKey{}, res))
-	rec := &authRecorder{header: make(http.Header)}
-	a.s.gen.Load().front.ServeHTTP(rec, orig)
-	h := w.Header()
-	if res.admitted {
-		outcome := res.outcome
-		if outcome == "" {
-			outcome = authUnlimited
-		}
-		copyAnswer(h, rec.header)
-		h.Set(admitStatus, outcome)
-		w.WriteHeader(http.StatusOK)
-		return
-	}
-	status, outcome := rec.status, res.outcome
-	if outcome == "" { // refused before the door: the front's 400 or 501
-		outcome = authMalformed
-	}
-	if a.deny != 0 {
-		status = a.deny
-	}
-	copyAnswer(h, rec.header)
-	h.Set(admitStatus, outcome)
-	h.Set("Content-Length", strconv.Itoa(rec.body.Len()))
-	w.WriteHeader(status)
-	w.Write(rec.body.Bytes())
+	a.answer(w, a.decide(orig.WithContext(r.Context())))
 }
 
-// refuse answers a request admit auth could not judge.
-func (a *authFront) refuse(w http.ResponseWriter, status int, outcome string) {
-	if a.deny != 0 {
-		status = a.deny
+// decide judges orig, the original request a front told of, as the proxy
+// would (canonical form, routes, the door): the one decision of admit auth,
+// whichever protocol the front asked in.
+func (a *authFront) decide(orig *http.Request) authAnswer {
+	res := new(authResult)
+	orig = orig.WithContext(context.WithValue(orig.Context(), authResultKey{}, res))
+	rec := &authRecorder{header: make(http.Header)}
+	a.s.gen.Load().front.ServeHTTP(rec, orig)
+	h := make(http.Header, len(rec.header)+1)
+	copyAnswer(h, rec.header)
+	if res.admitted {
+		outcome := cmp.Or(res.outcome, authUnlimited)
+		h.Set(admitStatus, outcome)
+		return authAnswer{admitted: true, status: http.StatusOK, outcome: outcome, header: h}
 	}
-	w.Header().Set(admitStatus, outcome)
-	http.Error(w, http.StatusText(status)+": "+outcome, status)
+	// An outcome not told was refused before the door: the front's 400 or 501.
+	outcome := cmp.Or(res.outcome, authMalformed)
+	h.Set(admitStatus, outcome)
+	return authAnswer{status: cmp.Or(a.deny, rec.status), outcome: outcome, header: h, body: rec.body.Bytes()}
+}
+
+// refusal is the answer to a request admit auth could not judge, as
+// http.Error words it.
+func (a *authFront) refusal(status int, outcome string) authAnswer {
+	status = cmp.Or(a.deny, status)
+	h := http.Header{
+		"Content-Type":           {"text/plain; charset=utf-8"},
+		"X-Content-Type-Options": {"nosniff"},
+		admitStatus:              {outcome},
+	}
+	return authAnswer{status: status, outcome: outcome, header: h, body: []byte(http.StatusText(status) + ": " + outcome + "\n")}
+}
+
+// answer writes ans as the answer to a forward-auth request.
+func (a *authFront) answer(w http.ResponseWriter, ans authAnswer) {
+	h := w.Header()
+	maps.Copy(h, ans.header)
+	h.Set("Content-Length", strconv.Itoa(len(ans.body)))
+	w.WriteHeader(ans.status)
+	w.Write(ans.body)
 }
 
 // copyAnswer copies the fields the door and the front wrote into dst, the
@@ -193,29 +213,38 @@ func forwardedRequest(r *http.Request) (*http.Request, error) {
 	default:
 		return nil, errForwarded
 	}
-	if method == "" || target == "" || !canon.IsToken(method) {
-		return nil, errForwarded
-	}
 	if host == "" {
 		host = r.Host
 	}
+	return originalRequest(r, method, target, host, scheme)
+}
+
+// originalRequest is the request told tells of: method on target, which
+// must be in origin form (an absolute target is the front's to resolve), at
+// host over scheme, with told's protocol, peer and fields but for those
+// about the hop from the front to admit and either family's, which say
+// nothing the request itself does not.
+func originalRequest(told *http.Request, method, target, host, scheme string) (*http.Request, error) {
+	if method == "" || target == "" || !canon.IsToken(method) {
+		return nil, errForwarded
+	}
 	u, err := url.ParseRequestURI(target)
 	if err != nil || u.Host != "" || !strings.HasPrefix(target, "/") {
-		return nil, errForwarded // origin form only: an absolute target is the front's to resolve
+		return nil, errForwarded
 	}
 	c := &http.Request{
 		Method:     method,
 		URL:        u,
-		Proto:      r.Proto,
-		ProtoMajor: r.ProtoMajor,
-		ProtoMinor: r.ProtoMinor,
-		Header:     make(http.Header, len(r.Header)),
+		Proto:      told.Proto,
+		ProtoMajor: told.ProtoMajor,
+		ProtoMinor: told.ProtoMinor,
+		Header:     make(http.Header, len(told.Header)),
 		Body:       routes.UnseenBody,
 		Host:       canon.Host(host, scheme == "https"),
-		RemoteAddr: r.RemoteAddr,
+		RemoteAddr: told.RemoteAddr,
 		RequestURI: target,
 	}
-	for name, vs := range r.Header {
+	for name, vs := range told.Header {
 		if hop.Header(name) || isFamily(name) || name == "Content-Length" {
 			continue
 		}
