@@ -103,8 +103,7 @@ type authAnswer struct {
 }
 
 func (a *authFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	peer, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil || !a.s.resolver.Trusts(peer.Addr()) {
+	if !a.trusts(r.RemoteAddr) {
 		a.answer(w, a.refusal(http.StatusForbidden, authUntrusted))
 		return
 	}
@@ -114,6 +113,13 @@ func (a *authFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.answer(w, a.decide(orig.WithContext(r.Context())))
+}
+
+// trusts reports whether peer (address:port), the front asking, is a
+// --trusted-proxy, whose telling of the original request admit believes.
+func (a *authFront) trusts(peer string) bool {
+	p, err := netip.ParseAddrPort(peer)
+	return err == nil && a.s.resolver.Trusts(p.Addr())
 }
 
 // decide judges orig, the original request a front told of, as the proxy
@@ -216,14 +222,20 @@ func forwardedRequest(r *http.Request) (*http.Request, error) {
 	if host == "" {
 		host = r.Host
 	}
-	return originalRequest(r, method, target, host, scheme)
+	c, err := originalRequest(r, method, target, host, scheme)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range append(forwardedFamily, originalFamily...) {
+		delete(c.Header, name) // the front's telling, which the app never receives
+	}
+	return c, nil
 }
 
 // originalRequest is the request told tells of: method on target, which
 // must be in origin form (an absolute target is the front's to resolve), at
 // host over scheme, with told's protocol, peer and fields but for those
-// about the hop from the front to admit and either family's, which say
-// nothing the request itself does not.
+// about the hop from the front to admit.
 func originalRequest(told *http.Request, method, target, host, scheme string) (*http.Request, error) {
 	if method == "" || target == "" || !canon.IsToken(method) {
 		return nil, errForwarded
@@ -245,7 +257,7 @@ func originalRequest(told *http.Request, method, target, host, scheme string) (*
 		RequestURI: target,
 	}
 	for name, vs := range told.Header {
-		if hop.Header(name) || isFamily(name) || name == "Content-Length" {
+		if hop.Header(name) || name == "Content-Length" {
 			continue
 		}
 		c.Header[name] = vs
@@ -258,18 +270,6 @@ func present(h http.Header, family []string) bool {
 	for _, name := range family {
 		if _, ok := h[name]; ok {
 			return true
-		}
-	}
-	return false
-}
-
-// isFamily reports whether name is a field of either family.
-func isFamily(name string) bool {
-	for _, f := range [][]string{forwardedFamily, originalFamily} {
-		for _, n := range f {
-			if n == name {
-				return true
-			}
 		}
 	}
 	return false
