@@ -72,11 +72,14 @@ func resultOf(r *http.Request) *authResult {
 }
 
 // admitted is the handler behind every route and for the requests no route
-// matches: reaching it is the decision to admit.
+// matches: reaching it is the decision to admit. It answers 200 as an app
+// would, since the door adds an admitted answer's rate-limit fields
+// (--policy-headers) as its head goes out.
 var admitted = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 	if res := resultOf(r); res != nil {
 		res.admitted = true
 	}
+	w.WriteHeader(http.StatusOK)
 })
 
 // tellAuth records a door's outcome on the request's result: the refusing
