@@ -2,8 +2,10 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -70,11 +72,14 @@ func resultOf(r *http.Request) *authResult {
 }
 
 // admitted is the handler behind every route and for the requests no route
-// matches: reaching it is the decision to admit.
+// matches: reaching it is the decision to admit. It answers 200 as an app
+// would, since the door adds an admitted answer's rate-limit fields
+// (--policy-headers) as its head goes out.
 var admitted = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 	if res := resultOf(r); res != nil {
 		res.admitted = true
 	}
+	w.WriteHeader(http.StatusOK)
 })
 
 // tellAuth records a door's outcome on the request's result: the refusing
@@ -89,62 +94,91 @@ func tellAuth(r *http.Request, outcome string) {
 	}
 }
 
+// authAnswer is admit auth's decision on one original request, in the
+// terms every front's protocol answers it in: the forward-auth answer over
+// HTTP and Envoy's CheckResponse are each written from one.
+type authAnswer struct {
+	admitted bool
+	status   int         // 200 when admitted; the refusal's, --deny-status applied
+	outcome  string      // what Admit-Status says
+	header   http.Header // the fields the door and the front wrote, and Admit-Status
+	body     []byte      // a refusal's body; nil when admitted
+}
+
 func (a *authFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	peer, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil || !a.s.resolver.Trusts(peer.Addr()) {
-		a.refuse(w, http.StatusForbidden, authUntrusted)
+	if !a.trusts(r.RemoteAddr) {
+		a.answer(w, a.refusal(http.StatusForbidden, authUntrusted))
 		return
 	}
 	orig, err := forwardedRequest(r)
 	if err != nil {
-		a.refuse(w, http.StatusBadRequest, authMalformed)
+		a.answer(w, a.refusal(http.StatusBadRequest, authMalformed))
 		return
 	}
+	a.answer(w, a.decide(orig.WithContext(r.Context())))
+}
+
+// trusts reports whether peer (address:port), the front asking, is a
+// --trusted-proxy, whose telling of the original request admit believes.
+func (a *authFront) trusts(peer string) bool {
+	p, err := netip.ParseAddrPort(peer)
+	return err == nil && a.s.resolver.Trusts(p.Addr())
+}
+
+// decide judges orig, the original request a front told of, as the proxy
+// would (canonical form, routes, the door): the one decision of admit auth,
+// whichever protocol the front asked in.
+func (a *authFront) decide(orig *http.Request) authAnswer {
 	res := new(authResult)
-	orig = orig.WithContext(context.WithValue(r.Context(), authResultKey{}, res))
+	orig = orig.WithContext(context.WithValue(orig.Context(), authResultKey{}, res))
 	rec := &authRecorder{header: make(http.Header)}
 	a.s.gen.Load().front.ServeHTTP(rec, orig)
-	h := w.Header()
-	if res.admitted {
-		outcome := res.outcome
-		if outcome == "" {
-			outcome = authUnlimited
-		}
-		copyAnswer(h, rec.header)
-		h.Set(admitStatus, outcome)
-		w.WriteHeader(http.StatusOK)
-		return
-	}
-	outcome := res.outcome
-	if outcome == "" { // refused before the door: the front's 400 or 501
-		outcome = authMalformed
-	}
+	h := make(http.Header, len(rec.header)+1)
 	copyAnswer(h, rec.header)
-	a.answer(w, rec.status, outcome, rec.body.Bytes())
-}
-
-// refuse answers a request admit auth could not judge.
-func (a *authFront) refuse(w http.ResponseWriter, status int, outcome string) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	a.answer(w, status, outcome, []byte(http.StatusText(status)+": "+outcome+"\n"))
-}
-
-// answer writes a refusal: status and body, or with --deny-status that
-// status and no body. A front that needs the deny status (nginx's
-// auth_request) makes its own answer and reads no body of admit's, which
-// would cost the connection to admit: nginx closes an upstream
-// connection whose answer it did not read to the end.
-func (a *authFront) answer(w http.ResponseWriter, status int, outcome string, body []byte) {
-	h := w.Header()
-	h.Set(admitStatus, outcome)
-	if a.deny != 0 {
-		status, body = a.deny, nil
-		h.Del("Content-Type")
-		h.Del("X-Content-Type-Options")
+	if res.admitted {
+		outcome := cmp.Or(res.outcome, authUnlimited)
+		h.Set(admitStatus, outcome)
+		return authAnswer{admitted: true, status: http.StatusOK, outcome: outcome, header: h}
 	}
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	w.Write(body)
+	// An outcome not told was refused before the door: the front's 400 or 501.
+	outcome := cmp.Or(res.outcome, authMalformed)
+	h.Set(admitStatus, outcome)
+	return a.denied(authAnswer{status: rec.status, outcome: outcome, header: h, body: rec.body.Bytes()})
+}
+
+// refusal is the answer to a request admit auth could not judge, as
+// http.Error words it.
+func (a *authFront) refusal(status int, outcome string) authAnswer {
+	h := http.Header{
+		"Content-Type":           {"text/plain; charset=utf-8"},
+		"X-Content-Type-Options": {"nosniff"},
+		admitStatus:              {outcome},
+	}
+	return a.denied(authAnswer{status: status, outcome: outcome, header: h, body: []byte(http.StatusText(status) + ": " + outcome + "\n")})
+}
+
+// denied is refusal ans as --deny-status makes it: that status and no
+// body. A front that needs the deny status (nginx's auth_request) makes its
+// own answer and reads no body of admit's, which would cost the connection
+// to admit: nginx closes an upstream connection whose answer it did not
+// read to the end.
+func (a *authFront) denied(ans authAnswer) authAnswer {
+	if a.deny == 0 {
+		return ans
+	}
+	ans.status, ans.body = a.deny, nil
+	ans.header.Del("Content-Type")
+	ans.header.Del("X-Content-Type-Options")
+	return ans
+}
+
+// answer writes ans as the answer to a forward-auth request.
+func (a *authFront) answer(w http.ResponseWriter, ans authAnswer) {
+	h := w.Header()
+	maps.Copy(h, ans.header)
+	h.Set("Content-Length", strconv.Itoa(len(ans.body)))
+	w.WriteHeader(ans.status)
+	w.Write(ans.body)
 }
 
 // copyAnswer copies the fields the door and the front wrote into dst, the
@@ -202,30 +236,45 @@ func forwardedRequest(r *http.Request) (*http.Request, error) {
 	default:
 		return nil, errForwarded
 	}
-	if method == "" || target == "" || !canon.IsToken(method) {
-		return nil, errForwarded
-	}
 	if host == "" {
 		host = r.Host
 	}
+	c, err := originalRequest(r, method, target, host, scheme)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range append(forwardedFamily, originalFamily...) {
+		delete(c.Header, name) // the front's telling, which the app never receives
+	}
+	return c, nil
+}
+
+// originalRequest is the request told tells of: method on target, which
+// must be in origin form (an absolute target is the front's to resolve), at
+// host over scheme, with told's protocol, peer and fields but for those
+// about the hop from the front to admit.
+func originalRequest(told *http.Request, method, target, host, scheme string) (*http.Request, error) {
+	if method == "" || target == "" || !canon.IsToken(method) {
+		return nil, errForwarded
+	}
 	u, err := url.ParseRequestURI(target)
 	if err != nil || u.Host != "" || !strings.HasPrefix(target, "/") {
-		return nil, errForwarded // origin form only: an absolute target is the front's to resolve
+		return nil, errForwarded
 	}
 	c := &http.Request{
 		Method:     method,
 		URL:        u,
-		Proto:      r.Proto,
-		ProtoMajor: r.ProtoMajor,
-		ProtoMinor: r.ProtoMinor,
-		Header:     make(http.Header, len(r.Header)),
+		Proto:      told.Proto,
+		ProtoMajor: told.ProtoMajor,
+		ProtoMinor: told.ProtoMinor,
+		Header:     make(http.Header, len(told.Header)),
 		Body:       routes.UnseenBody,
 		Host:       canon.Host(host, scheme == "https"),
-		RemoteAddr: r.RemoteAddr,
+		RemoteAddr: told.RemoteAddr,
 		RequestURI: target,
 	}
-	for name, vs := range r.Header {
-		if hop.Header(name) || isFamily(name) || name == "Content-Length" {
+	for name, vs := range told.Header {
+		if hop.Header(name) || name == "Content-Length" {
 			continue
 		}
 		c.Header[name] = vs
@@ -238,18 +287,6 @@ func present(h http.Header, family []string) bool {
 	for _, name := range family {
 		if _, ok := h[name]; ok {
 			return true
-		}
-	}
-	return false
-}
-
-// isFamily reports whether name is a field of either family.
-func isFamily(name string) bool {
-	for _, f := range [][]string{forwardedFamily, originalFamily} {
-		for _, n := range f {
-			if n == name {
-				return true
-			}
 		}
 	}
 	return false

@@ -11,9 +11,9 @@ import (
 	"github.com/admitgo/admit/server/listener"
 )
 
-// listen binds the proxy's and the metrics listeners, each under its own
-// connection caps. The proxy's accepts PROXY protocol headers from the
-// configured peers.
+// listen binds the proxy's and the metrics listeners, and admit auth's
+// --grpc-listen, each under its own connection caps. The proxy's accepts
+// PROXY protocol headers from the configured peers.
 func (s *server) listen() error {
 	ln, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
@@ -36,7 +36,27 @@ func (s *server) listen() error {
 		s.ln = clientip.ProxyProtocolListener(ln, s.cfg.ProxyProtocolFrom, 0)
 	}
 	s.ln = listener.Limit(s.ln, listener.Caps{Max: s.cfg.MaxConns, PerClient: s.cfg.MaxConnsPerClient, Trusted: s.resolver.Trusts}, &s.conns)
+	if s.cfg.GRPCListen != "" {
+		gln, err := net.Listen("tcp", s.cfg.GRPCListen)
+		if err != nil {
+			return fmt.Errorf("admit auth: --grpc-listen: %w", err)
+		}
+		// Envoy's callers are trusted proxies, exempt from the per-client
+		// cap as on the proxy's listener; any other caller is refused
+		// call by call, and capped here.
+		s.grpcLn = listener.Limit(gln, listener.Caps{Max: s.cfg.MaxConns, PerClient: s.cfg.MaxConnsPerClient, Trusted: s.resolver.Trusts}, &s.grpcConns)
+	}
 	return nil
+}
+
+// listenerCounts are the connection counts of the listeners listen binds,
+// by the name admit.server.connections gives each.
+func (s *server) listenerCounts() map[string]*listener.Counts {
+	counts := map[string]*listener.Counts{"proxy": &s.conns, "metrics": &s.metricsConns}
+	if s.cfg.GRPCListen != "" {
+		counts["ext_authz"] = &s.grpcConns
+	}
+	return counts
 }
 
 // proxyServer is the HTTP server of the proxy's listener.

@@ -168,6 +168,17 @@ type rlsAddrs struct{ grpc, metrics, http string }
 // grpc-go's own, not net/http's, since it answers small unary calls at
 // about twice the rate (see docs/rls.md).
 func newRLSServer(svc *rls.Service, tlsConfig *tls.Config, hs *rlsHealth) *grpc.Server {
+	srv := grpc.NewServer(grpcServerOptions(tlsConfig)...)
+	svc.Register(srv)
+	healthpb.RegisterHealthServer(srv, hs.grpc)
+	reflection.Register(srv)
+	return srv
+}
+
+// grpcServerOptions are the options of admit's gRPC servers, admit rls and
+// admit auth's --grpc-listen, which answer small unary calls of a few
+// long-lived proxies: over TLS with tlsConfig, cleartext HTTP/2 without.
+func grpcServerOptions(tlsConfig *tls.Config) []grpc.ServerOption {
 	opts := append(rls.ServerOptions(),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		// A connection that carries no call for rlsIdleTimeout is closed,
@@ -181,11 +192,7 @@ func newRLSServer(svc *rls.Service, tlsConfig *tls.Config, hs *rlsHealth) *grpc.
 	if tlsConfig != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConfig)))
 	}
-	srv := grpc.NewServer(opts...)
-	svc.Register(srv)
-	healthpb.RegisterHealthServer(srv, hs.grpc)
-	reflection.Register(srv)
-	return srv
+	return opts
 }
 
 // referenceUnread is the warning startup logs and validate prints when

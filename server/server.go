@@ -72,6 +72,7 @@ type server struct {
 	// the proxy's listener from it.
 	gen     atomic.Pointer[generation]
 	handler http.Handler
+	auth    *authFront // admit auth's decisions, which handler and --grpc-listen answer from; nil for the proxy
 	// door is the door startup built, for what runs before serve; a reload
 	// leaves it behind, so anything that runs later reads gen.
 	door *admit.Door
@@ -89,10 +90,11 @@ type server struct {
 	strippedReg  metric.Registration
 	conns        listener.Counts // the proxy listener's
 	metricsConns listener.Counts // the metrics listener's
+	grpcConns    listener.Counts // --grpc-listen's, in admit auth
 	connsReg     metric.Registration
 	tlsCert      *tls.Certificate
 
-	ln, metricsLn net.Listener // set by listen
+	ln, metricsLn, grpcLn net.Listener // set by listen; grpcLn with --grpc-listen only
 
 	upkeepOnce sync.Once
 	stopUpkeep func() // stops the store's upkeep and waits for it; nil until it starts
@@ -184,7 +186,8 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *ser
 	s.door = g.door
 	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.gen.Load().front.ServeHTTP(w, r) })
 	if cfg.Auth {
-		s.handler = &authFront{s: s, deny: cfg.DenyStatus}
+		s.auth = &authFront{s: s, deny: cfg.DenyStatus}
+		s.handler = s.auth.withEnvoyHTTP(cfg.EnvoyHTTPPrefix)
 	}
 	if err := s.registerMetrics(); err != nil {
 		return nil, err
@@ -232,7 +235,7 @@ func (s *server) registerMetrics() (err error) {
 	if s.strippedReg, err = s.stripped.register(m); err != nil {
 		return fmt.Errorf("admit: metrics: %w", err)
 	}
-	if s.connsReg, err = listener.Register(m, map[string]*listener.Counts{"proxy": &s.conns, "metrics": &s.metricsConns}); err != nil {
+	if s.connsReg, err = listener.Register(m, s.listenerCounts()); err != nil {
 		return fmt.Errorf("admit: metrics: %w", err)
 	}
 	return nil
@@ -250,7 +253,7 @@ func (s *server) serve(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	s.startUpkeep()
-	failed := make(chan error, 2)
+	failed := make(chan error, 3)
 	wg.Go(func() {
 		var err error
 		switch {
@@ -270,7 +273,8 @@ func (s *server) serve(ctx context.Context) error {
 			failed <- fmt.Errorf("admit: serving metrics: %w", err)
 		}
 	})
-	s.log.Info("admit: serving", "addr", s.ln.Addr().String(), "metrics_addr", s.metricsLn.Addr().String(),
+	grpcSrv := s.serveGRPC(&wg, failed)
+	s.log.Info("admit: serving", "addr", s.ln.Addr().String(), "metrics_addr", s.metricsLn.Addr().String(), grpcSrv.logAttr(),
 		"tls", s.tlsCert != nil, "h2c", s.cfg.H2C, config.FieldEngine, s.cfg.HTTPEngine, "proxy_protocol", len(s.cfg.ProxyProtocolFrom) > 0)
 
 	var err error
@@ -286,6 +290,7 @@ wait:
 		}
 	}
 	s.draining.Store(true)
+	grpcSrv.drain()
 	close(s.drainStarted)
 	s.log.Info("admit: draining", "delay", s.cfg.DrainDelay, "timeout", s.cfg.DrainTimeout)
 	if err == nil && s.cfg.DrainDelay > 0 {
@@ -302,10 +307,12 @@ wait:
 	if engine != nil {
 		shutdown, closeAll = engine.Shutdown, engine.Close
 	}
+	grpcStopped := grpcSrv.stop(sctx)
 	if serr := shutdown(sctx); serr != nil {
 		s.log.Warn("admit: drain timed out; closing the connections left", "timeout", s.cfg.DrainTimeout)
 		closeAll()
 	}
+	<-grpcStopped
 	mctx, mcancel := context.WithTimeout(context.Background(), time.Second)
 	defer mcancel()
 	if msrv.Shutdown(mctx) != nil {
@@ -369,9 +376,10 @@ func (s *server) close() {
 		s.stopUpkeep()
 	}
 	s.access.close()
-	if s.ln != nil {
-		s.ln.Close()
-		s.metricsLn.Close()
+	for _, ln := range []net.Listener{s.ln, s.metricsLn, s.grpcLn} {
+		if ln != nil {
+			ln.Close()
+		}
 	}
 	if g := s.gen.Load(); g != nil {
 		g.door.Close()

@@ -52,6 +52,8 @@ func (c Config) checkAuth(name string) error {
 		return forwards("escaped-slashes", "decode would match a path the front never forwards; use reject or keep")
 	case c.DenyStatus != 0 && (c.DenyStatus < 400 || c.DenyStatus > 599):
 		return fmt.Errorf("%s: --deny-status (%s) %d: want a status from 400 to 599 (403 for nginx's auth_request)", name, EnvName("deny-status"), c.DenyStatus)
+	case c.GRPCListen != "" && c.GRPCListen == c.Listen && !strings.HasSuffix(c.Listen, ":0"):
+		return fmt.Errorf("%s: --grpc-listen (%s) %s is --listen's address: Envoy's Check needs a listener of its own", name, EnvName("grpc-listen"), c.GRPCListen)
 	}
 	groups := slices.Sorted(func(yield func(admit.Group) bool) {
 		for g := range c.Budgets {
@@ -97,6 +99,31 @@ var AuthOptions = []Option{
 	{Name: "deny-status", arg: "STATUS", Usage: "answer every refusal with STATUS (400 to 599) instead of the door's 429 or 503, as nginx's auth_request needs 401 or 403 to refuse; Admit-Status and Retry-After still say why and when; default: the door's own",
 		Set:     func(c *Config, v string) (err error) { c.DenyStatus, err = parseCount(v, 0); return err },
 		running: func(c Config) any { return c.DenyStatus }},
+	{Name: "grpc-listen", arg: "ADDR", Usage: "also serve Envoy's ext_authz Check (envoy.service.auth.v3.Authorization) and gRPC health on ADDR, over TLS with --tls-cert, cleartext HTTP/2 otherwise; the client is the Check's source address, believed only from a --trusted-proxy caller; default: none",
+		Set:     func(c *Config, v string) (err error) { c.GRPCListen, err = ParseAddr(v); return err },
+		running: func(c Config) any { return c.GRPCListen }},
+	{Name: "envoy-http-prefix", arg: "PREFIX", Usage: "answer requests under PREFIX on the forward-auth listener as Envoy's HTTP ext_authz (its http_service path_prefix) sends them: the original request line after PREFIX, the client from X-Forwarded-For, which Envoy must pass (allowed_headers); default: none",
+		Set:     func(c *Config, v string) (err error) { c.EnvoyHTTPPrefix, err = parsePrefix(v); return err },
+		running: func(c Config) any { return c.EnvoyHTTPPrefix }},
+}
+
+// parsePrefix reads --envoy-http-prefix: segments of unreserved characters,
+// since Envoy puts it before the original path as it is, and a request
+// whose path only an escape or a dot segment puts under it is not Envoy's.
+func parsePrefix(v string) (string, error) {
+	segs := strings.Split(v, "/")
+	if len(segs) < 2 || segs[0] != "" {
+		return "", errors.New("want a path such as /envoy")
+	}
+	unreserved := func(r rune) bool {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("-._~", r)
+	}
+	for _, s := range segs[1:] {
+		if s == "" || s == "." || s == ".." || strings.ContainsFunc(s, func(r rune) bool { return !unreserved(r) }) {
+			return "", errors.New("want segments of letters, digits, '-', '.', '_' and '~', each after one '/' and none after the last, such as /envoy")
+		}
+	}
+	return v, nil
 }
 
 // PrintAuthUsage writes admit auth's usage.
@@ -109,9 +136,12 @@ func PrintAuthUsage(w io.Writer) {
 		"X-Forwarded-Proto), or X-Original-Method and X-Original-URI (or an absolute\n"+
 		"X-Original-URL), sent by a --trusted-proxy, and answers 200 to admit it or\n"+
 		"the refusal (429 or 503, or --deny-status) with Retry-After; Admit-Status\n"+
-		"names the outcome either way. It takes the server's routes, budgets and\n"+
-		"stores; what only a forwarding proxy does (--upstream, --upgrade,\n"+
-		"--pass-header, in-flight caps, charge_on_failure) is refused.\n\n")
+		"names the outcome either way. With --grpc-listen it also answers Envoy's\n"+
+		"ext_authz Check, the client being the Check's source address; with\n"+
+		"--envoy-http-prefix, Envoy's HTTP ext_authz under that prefix. Only a\n"+
+		"--trusted-proxy is believed, in every form. It takes the server's routes,\n"+
+		"budgets and stores; what only a forwarding proxy does (--upstream,\n"+
+		"--upgrade, --pass-header, in-flight caps, charge_on_failure) is refused.\n\n")
 	PrintOptions(w, AuthOptions)
 	PrintOptions(w, Options)
 }

@@ -80,6 +80,8 @@ type Config struct {
 	AllowNoRoutes     bool                          // validate only: a configuration without routes passes
 	Auth              bool                          // admit auth: decide a front's forward-auth requests, forward nothing
 	DenyStatus        int                           // admit auth: the status of every refusal; 0: the door's own
+	GRPCListen        string                        // admit auth: address of Envoy's ext_authz Check, host:port; empty: none
+	EnvoyHTTPPrefix   string                        // admit auth: the path_prefix of Envoy's HTTP ext_authz; empty: none
 	Stderr            io.Writer                     // where --access-log - writes; nil: os.Stderr
 	Budgets           map[admit.Group]admit.Budget  // the config file's, field by field; nil when it gives none
 	Likes             map[admit.Group]admit.Group   // the built-in group each group is, or is like

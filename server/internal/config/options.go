@@ -224,7 +224,7 @@ func Pick(options []Option, names ...string) []Option {
 // CheckRestartOnly refuses a reload that changes a setting only a restart
 // applies, naming it; never its value, which may hold a password.
 func CheckRestartOnly(old, c Config) error {
-	for _, o := range Options {
+	for _, o := range slices.Concat(Options, AuthOptions) {
 		if o.running != nil && !reflect.DeepEqual(o.running(old), o.running(c)) {
 			env := ""
 			if envs := o.Envs(); len(envs) > 0 {
