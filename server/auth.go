@@ -219,7 +219,9 @@ func forwardedRequest(r *http.Request) (*http.Request, error) {
 		method, target = r.Header.Get("X-Forwarded-Method"), r.Header.Get("X-Forwarded-Uri")
 		host, scheme = r.Header.Get("X-Forwarded-Host"), r.Header.Get("X-Forwarded-Proto")
 	case orig:
-		method, target = r.Header.Get("X-Original-Method"), r.Header.Get("X-Original-Uri")
+		// nginx's documented configuration sets Host to the original's;
+		// an absolute X-Original-URL names it instead.
+		method, target, host = r.Header.Get("X-Original-Method"), r.Header.Get("X-Original-Uri"), r.Host
 		if u := r.Header.Get("X-Original-Url"); u != "" {
 			if target != "" {
 				return nil, errForwarded
@@ -236,8 +238,13 @@ func forwardedRequest(r *http.Request) (*http.Request, error) {
 	default:
 		return nil, errForwarded
 	}
+	// Without X-Forwarded-Host the X-Forwarded family tells of a request
+	// without a host (HTTP/1.0 without Host, which HAProxy passes on), and
+	// the Host admit was asked under names admit, not the app: refused,
+	// since routes that name a host could not be matched as the app's
+	// default host would serve it.
 	if host == "" {
-		host = r.Host
+		return nil, errForwarded
 	}
 	c, err := originalRequest(r, method, target, host, scheme)
 	if err != nil {

@@ -112,6 +112,7 @@ func TestAuthReadsOneRequest(t *testing.T) {
 		{"URI and URL both", edge, append(nginxAsks("GET", "/other", "198.51.100.7"), "X-Original-URL: https://app.example/l/a"), 400, authMalformed},
 		{"no method", edge, []string{"X-Original-URI: /l/a"}, 400, authMalformed},
 		{"no family", edge, []string{"X-Forwarded-For: 198.51.100.7"}, 400, authMalformed},
+		{"no X-Forwarded-Host", edge, []string{"X-Forwarded-Method: GET", "X-Forwarded-Uri: /l/a", "X-Forwarded-For: 198.51.100.7", "Host: admit.internal"}, 400, authMalformed},
 		{"absolute URI", edge, caddyAsks("GET", "http://elsewhere/l/a", "198.51.100.7"), 400, authMalformed},
 		{"method not a token", edge, caddyAsks("GE T", "/l/a", "198.51.100.7"), 400, authMalformed},
 		{"a path the app would read otherwise", edge, nginxAsks("GET", "/l//a", "198.51.100.7"), 400, authMalformed},

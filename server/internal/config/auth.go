@@ -67,11 +67,11 @@ func (c Config) checkAuth(name string) error {
 		field := ""
 		switch {
 		case b.PerClient != 0:
-			field = "per_client"
+			field = fieldPerClient
 		case b.Inflight != 0:
-			field = "inflight"
+			field = fieldInflight
 		case b.Charge == admit.ChargeOnFailure:
-			field = "charge_on_failure"
+			field = fieldChargeOnFailure
 		}
 		if field != "" {
 			return fmt.Errorf("%s: %s: line %d: budgets.%s.%s: %w", name, c.file, c.budgetLines[g], g, field, errAuthAnswer)
@@ -131,10 +131,11 @@ func PrintAuthUsage(w io.Writer) {
 	fmt.Fprint(w, "Usage: admit auth --trusted-proxy CIDR [flags]\n"+
 		"       admit auth validate --trusted-proxy CIDR [flags]\n\n"+
 		"admit auth decides for a front that keeps proxying: nginx's auth_request,\n"+
-		"Caddy's forward_auth, Traefik's ForwardAuth. It reads the original request\n"+
+		"Caddy's forward_auth, Traefik's ForwardAuth, HAProxy's Lua action of\n"+
+		"docs/integrations.md. It reads the original request\n"+
 		"from X-Forwarded-Method and X-Forwarded-Uri (with X-Forwarded-Host and\n"+
 		"X-Forwarded-Proto), or X-Original-Method and X-Original-URI (or an absolute\n"+
-		"X-Original-URL), sent by a --trusted-proxy, and answers 200 to admit it or\n"+
+		"X-Original-URL), sent by a --trusted-proxy, each field once, and answers 200 to admit it or\n"+
 		"the refusal (429 or 503, or --deny-status) with Retry-After; Admit-Status\n"+
 		"names the outcome either way. With --grpc-listen it also answers Envoy's\n"+
 		"ext_authz Check, the client being the Check's source address; with\n"+

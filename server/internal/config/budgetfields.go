@@ -55,6 +55,10 @@ const (
 	FixedWindow = "fixed-window"
 	syncExact   = "exact"
 	syncAsync   = "async"
+	// The fields admit auth refuses, since they need the app's answer.
+	fieldPerClient       = "per_client"
+	fieldInflight        = "inflight"
+	fieldChargeOnFailure = "charge_on_failure"
 )
 
 var budgetFields = []budgetField{
@@ -82,8 +86,8 @@ var budgetFields = []budgetField{
 		}
 		return "peer"
 	})},
-	{"per_client", readCount(func(b *admit.Budget) *int { return &b.PerClient }), always(func(b admit.Budget) any { return b.PerClient })},
-	{"inflight", readCount(func(b *admit.Budget) *int { return &b.Inflight }), always(func(b admit.Budget) any { return b.Inflight })},
+	{fieldPerClient, readCount(func(b *admit.Budget) *int { return &b.PerClient }), always(func(b admit.Budget) any { return b.PerClient })},
+	{fieldInflight, readCount(func(b *admit.Budget) *int { return &b.Inflight }), always(func(b admit.Budget) any { return b.Inflight })},
 	{"max_clients", readCount(func(b *admit.Budget) *int { return &b.MaxClients }), always(func(b admit.Budget) any { return b.MaxClients })},
 	// In the file, as in nginx, a 0 timeout or body cap means none; the
 	// door's Budget says none with a negative value, since its 0 is the
@@ -98,7 +102,7 @@ var budgetFields = []budgetField{
 		always(func(b admit.Budget) any { return fileDuration(max(b.BodyRateGrace, 0)) })},
 	{"hold_timeout", readWith(parseFileTimeout, func(b *admit.Budget) *time.Duration { return &b.HoldTimeout }),
 		always(func(b admit.Budget) any { return fileDuration(max(b.HoldTimeout, 0)) })},
-	{"charge_on_failure", readCharge, always(func(b admit.Budget) any { return b.Charge == admit.ChargeOnFailure })},
+	{fieldChargeOnFailure, readCharge, always(func(b admit.Budget) any { return b.Charge == admit.ChargeOnFailure })},
 	{fieldExempt, readExempt, func(v budgetView) (any, bool) { return prefixList(v.b.Exempt), len(v.b.Exempt) > 0 }},
 	{FieldExemptKeysFrom, readExemptKeys, func(v budgetView) (any, bool) { return v.exemptFrom, v.exemptFrom != "" }},
 	{"refusal_status", func(d *budgetDraft, v string) (err error) { d.b.RefusalStatus, err = parseCount(v, 0); return err },
