@@ -108,10 +108,11 @@ func (g *group) unreserve(t *ticket) {
 // await holds a request that limit g told to wait for the tokens it
 // reserved, holding nothing else (the limits before it have let go, see
 // letGo), until they are there or ctx ends; it reports whether they are.
-// The wait is timed by the runtime's timers, which a synctest bubble
-// fakes, and measured on the door's clock.
+// The wait is timed, and measured, by the runtime's timers and clock,
+// which a synctest bubble fakes: a Config.Now that stands still (a test's)
+// does not stop it.
 func (h *handler) await(ctx context.Context, r *http.Request, g *group, wait int64, p *pass) bool {
-	start := h.now()
+	start := time.Now()
 	timer := time.NewTimer(time.Duration(wait))
 	var ok bool
 	select {
@@ -121,7 +122,7 @@ func (h *handler) await(ctx context.Context, r *http.Request, g *group, wait int
 		timer.Stop()
 	}
 	g.waiting.Add(-1)
-	waited := time.Duration(max(0, h.now()-start))
+	waited := time.Since(start)
 	p.waited += waited
 	if h.waited != nil {
 		h.waited(r, g.name, waited)
