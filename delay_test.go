@@ -438,3 +438,57 @@ func TestDelayBudgetRefused(t *testing.T) {
 		t.Errorf("link: got Queue %d and MaxWaiting %d, want neither by default", b.Queue, b.MaxWaiting)
 	}
 }
+
+// TestDelayNeverPassesTheBudget floods one key of a delaying group for 3s,
+// 20 requests every 100 ms, a third of whose clients leave after 50 ms:
+// however the waits and refunds interleave, no span of time sees more
+// requests go in than the burst plus what the rate refills in it.
+func TestDelayNeverPassesTheBudget(t *testing.T) {
+	const rate, burst = 10, 5
+	synctest.Test(t, func(t *testing.T) {
+		d, err := New(Config{Budgets: map[Group]Budget{"api": {Rate: rate, Burst: burst, Queue: 8, MaxWaiting: 8}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		var mu sync.Mutex
+		var in []time.Duration
+		h := d.Wrap("api", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			in = append(in, time.Since(start))
+			mu.Unlock()
+		}), nil)
+		var wg sync.WaitGroup
+		for tick := range 30 {
+			for j := range 20 {
+				wg.Go(func() {
+					ctx := context.Background()
+					if j%3 == 0 {
+						var cancel context.CancelFunc
+						ctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
+						defer cancel()
+					}
+					sendCtx(ctx, h, "198.51.100.1:1")
+				})
+			}
+			synctest.Wait()
+			if tick < 29 {
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		wg.Wait()
+		// in is in the order requests went in, which is the order of time.
+		for i := range in {
+			for j := i; j < len(in); j++ {
+				if n, most := j-i+1, burst+rate*(in[j]-in[i]).Seconds(); float64(n) > most+1e-9 {
+					t.Fatalf("%d requests went in from %v to %v, want at most %.1f", n, in[i], in[j], most)
+				}
+			}
+		}
+		if len(in) < burst+rate*3-1 {
+			t.Errorf("%d requests went in over 3s, want about the budget's %d", len(in), burst+rate*3)
+		}
+		t.Logf("%d went in over %v", len(in), in[len(in)-1])
+		assertIdle(t, d.groups["api"])
+	})
+}
