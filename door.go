@@ -65,8 +65,9 @@ type Config struct {
 	// nil: nothing is called.
 	Decided func(r *http.Request, g Group, outcome string, status int)
 	// Waited, when set, is called when a request has waited for a token
-	// of group g (see Budget.Queue), with how long, once the wait ends:
-	// its token has refilled, or its context ended first. It runs on the
+	// of group g (see Budget.Queue), with how long on the runtime's clock,
+	// which its timer runs by, once the wait ends: its token has refilled,
+	// or its context ended first. It runs on the
 	// request's goroutine, before Decided tells how the request ended; r
 	// is nil for a request Door.Decide decided. nil: nothing is called.
 	Waited func(r *http.Request, g Group, wait time.Duration)
