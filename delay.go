@@ -105,9 +105,30 @@ func (g *group) unreserve(t *ticket) {
 	s.mu.Unlock()
 }
 
+// waitFor holds a request whose i-th limit reserved its tokens until they
+// are there, the limits before it having let go of theirs (letGo), and
+// reports whether they are. When the request's context ends first, its
+// admission is undone and the limit's verdict says delay_abandoned.
+func (h *handler) waitFor(ctx context.Context, r *http.Request, i int, wait int64, p *pass) bool {
+	h.letGo(ctx, p.tickets[:i])
+	if h.await(ctx, r, h.limits[i], wait, p) {
+		return true
+	}
+	h.undo(ctx, p.tickets, i)
+	p.verdicts[i].outcome = outcomeDelayAbandoned
+	return false
+}
+
+// abandoned counts a request whose context ended while it waited for
+// limit g's tokens, given back by now, and writes nothing: nobody reads it.
+func (h *handler) abandoned(r *http.Request, g *group, t *ticket) {
+	g.count(t, outcomeDelayAbandoned)
+	h.tell(r, g, outcomeDelayAbandoned, statusClientGone)
+}
+
 // await holds a request that limit g told to wait for the tokens it
-// reserved, holding nothing else (the limits before it have let go, see
-// letGo), until they are there or ctx ends; it reports whether they are.
+// reserved, holding nothing else, until they are there or ctx ends; it
+// reports whether they are.
 // The wait is timed, and measured, by the runtime's timers and clock,
 // which a synctest bubble fakes: a Config.Now that stands still (a test's)
 // does not stop it.

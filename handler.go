@@ -150,11 +150,8 @@ func (h *handler) admitAll(ctx context.Context, r *http.Request, header http.Hea
 			g.shards[t.shard].counts.evictions.Add(1)
 		}
 		if wait := verdicts[i].wait; wait > 0 {
-			h.letGo(ctx, tickets[:i])
-			if !h.await(ctx, r, g, wait, p) {
+			if !h.waitFor(ctx, r, i, wait, p) {
 				admitted = -1
-				h.undo(ctx, tickets, i)
-				verdicts[i].outcome = outcomeDelayAbandoned
 				return i, nil
 			}
 			now = h.now()
@@ -276,13 +273,6 @@ func (h *handler) refused(hdr http.Header, g *group, t *ticket, v verdict) int {
 		g.setRefusalFields(hdr, max(v.retry, 1), g.set.wall)
 	}
 	return g.refusalStatus(v)
-}
-
-// abandoned counts a request whose context ended while it waited for
-// limit g's tokens, given back by now, and writes nothing: nobody reads it.
-func (h *handler) abandoned(r *http.Request, g *group, t *ticket) {
-	g.count(t, outcomeDelayAbandoned)
-	h.tell(r, g, outcomeDelayAbandoned, statusClientGone)
 }
 
 // refuseKey answers a request a limit cannot key.

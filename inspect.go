@@ -100,9 +100,11 @@ func (d *Door) Client(g Group, key string) (ClientState, error) {
 // as if the client had been away long enough to refill, and reports its
 // state after that. It takes key as [Door.Client] does. The key's requests
 // in flight, and the tokens they hold, are untouched, and settle as
-// usual. A key without an entry (ClientState.Entry false) has nothing of
-// its own to reset: the group's shared bucket is every such client's and is
-// left alone, as are a shared store's tokens.
+// usual; its requests waiting for tokens they reserved (Budget.Queue)
+// still go in when their wait is over. A key without an entry
+// (ClientState.Entry false) has nothing of its own to reset: the group's
+// shared bucket is every such client's and is left alone, as are a shared
+// store's tokens.
 func (d *Door) ResetClient(g Group, key string) (ClientState, error) {
 	grp, k, err := d.lookup(g, key)
 	if err != nil {
