@@ -146,6 +146,21 @@ type Budget struct {
 	HoldTimeout time.Duration
 	// Charge says when a request spends its token. 0: the default.
 	Charge Charge
+	// Queue is how many requests of a key past its Burst wait for a token
+	// instead of being refused, as nginx's limit_req burst without
+	// nodelay: each reserves its token on arrival, its key's bucket going
+	// into debt by at most Queue tokens, and is admitted when the token
+	// has refilled (after Queue/Rate at the longest), holding meanwhile
+	// no in-flight slot and nothing of its body; a request whose context
+	// ends first gives its token back. Shadow mode never delays. A
+	// TokenBucket group that charges every request (ChargeAlways) on the
+	// door's own buckets only; clients on the shared bucket never wait.
+	// 0: none, a request without a token is refused at once.
+	Queue int
+	// MaxWaiting bounds the group's requests waiting at once (see
+	// Queue); past it, a request is refused as without a queue. 0: the
+	// group's Inflight.
+	MaxWaiting int
 	// Store, when set, decides each client's tokens in a shared store (GCRA
 	// at Rate and Burst, the client key hashed with quota.Subject), so several
 	// replicas enforce one budget. In-flight caps stay per process, and the
@@ -297,6 +312,9 @@ func (b Budget) validate(g Group) error {
 		return err
 	}
 	if err := b.validateExempt(g); err != nil {
+		return err
+	}
+	if err := b.validateDelay(g); err != nil {
 		return err
 	}
 	if b.Store != nil {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync/atomic"
+	"time"
 )
 
 // Verdict is the door's answer to [Door.Decide]: what [Door.Handler] would
@@ -30,6 +31,9 @@ type Verdict struct {
 	// with the group's RefusalHeaders, the rate-limit fields of a rate_limited refusal, and those of an
 	// admitted request when its limits send them (see Budget.FieldsOnAdmitted).
 	Header http.Header
+	// Waited is how long the request waited for the tokens it reserved
+	// (see Budget.Queue); 0 when it waited for none.
+	Waited time.Duration
 }
 
 // Decide admits one request of a front that is not an http.Handler (a gRPC
@@ -72,9 +76,15 @@ func (d *Door) Decide(ctx context.Context, rt Route, client netip.Prefix, header
 		passes.Put(p)
 		h.tell(nil, g, outcomeMissingKey, v.Status)
 		return v, nil, nil
+	} else if i >= 0 && p.verdicts[i].outcome == outcomeDelayAbandoned {
+		g := h.limits[i]
+		v.Status, v.Group, v.Outcome, v.Waited = statusClientGone, g.name, outcomeDelayAbandoned.String(), p.waited
+		h.abandoned(nil, g, &p.tickets[i])
+		passes.Put(p)
+		return v, nil, nil
 	} else if i >= 0 {
 		g, verd := h.limits[i], p.verdicts[i]
-		v.Status, v.Group, v.Outcome = h.refused(v.Header, g, &p.tickets[i], verd), g.name, verd.outcome.String()
+		v.Status, v.Group, v.Outcome, v.Waited = h.refused(v.Header, g, &p.tickets[i], verd), g.name, verd.outcome.String(), p.waited
 		// The caller owns the header; Handler's shares its values.
 		v.Header = v.Header.Clone()
 		passes.Put(p)
@@ -82,7 +92,7 @@ func (d *Door) Decide(ctx context.Context, rt Route, client netip.Prefix, header
 		return v, nil, nil
 	}
 	tickets, verdicts := p.tickets, p.verdicts
-	v.Status, v.Outcome = http.StatusOK, outcomeOK.String()
+	v.Status, v.Outcome, v.Waited = http.StatusOK, outcomeOK.String(), p.waited
 	for _, verd := range verdicts {
 		if verd.outcome != outcomeOK {
 			v.Outcome = verd.outcome.String()

@@ -132,6 +132,9 @@ func (b Budget) resolve(g Group) (Budget, error) {
 	pick(&b.BodyRateGrace, base.BodyRateGrace)
 	pick(&b.HoldTimeout, base.HoldTimeout)
 	pick(&b.Charge, base.Charge)
+	if b.Queue > 0 {
+		pick(&b.MaxWaiting, b.Inflight)
+	}
 	if b.Failure == quota.FailDefault && b.Replicas > 0 {
 		b.Failure = quota.FailLocal // Replicas alone turned the fallback on before Failure
 	}

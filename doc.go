@@ -79,6 +79,31 @@
 // group's in-flight slots, which protect the app, and counts as outcome
 // exempted.
 //
+// # Waiting for a token
+//
+// A group with a Budget.Queue delays instead of refusing, as nginx's
+// limit_req burst without nodelay: a request of a key that has spent its
+// Burst reserves its token on arrival, the key's bucket going into debt
+// by at most Queue tokens (as x/time/rate's Reserve does), and waits
+// until the bucket has refilled to it, then goes in at the rate. nginx's
+// burst=N without nodelay is Burst 1 and Queue N; burst=N delay=M is
+// Burst M+1 and Queue N-M. While it waits a request holds none of its
+// limits' in-flight slots (the limits of its route before the one it
+// waits for give back what they took, and admit it again after the wait),
+// and nothing of its body has been read. The longest wait is Queue/Rate.
+// A request past its key's queue, or past the group's Budget.MaxWaiting
+// requests waiting at once, is refused as without a queue, rate_limited
+// with Retry-After: when a retry is let into the queue, or, past the
+// group's bound, when its token is there. A request whose context ends
+// while it waits (its client went away) gives its token back and counts
+// as delay_abandoned; one that waited counts as delayed, whatever its
+// answer. Waiting requests count against MaxWaiting alone, so their
+// memory stays bounded under a flood however many keys send it; clients
+// on the group's shared bucket never wait. Shadow mode never delays: a
+// request that would have waited goes in at once, spends what it would
+// have reserved, and counts as would_delayed. Config.Waited hears each
+// wait, for an access log.
+//
 // # Shadow mode and metrics
 //
 // With Config.Shadow the same arithmetic runs but nothing is rejected: a
@@ -92,8 +117,9 @@
 // fallback, missing_key (no value to key the request by), body_cut (admitted,
 // and its body cut for its rate or deadline, or cut short: the client's
 // failure, whatever it was answered), exempted (admitted without spending,
-// see Exemptions), or a would_* form. The door also reports admit.door.inflight,
-// admit.door.clients and admit.door.evictions. Attributes are the group
+// see Exemptions), delayed and delay_abandoned (see Waiting for a token),
+// or a would_* form. The door also reports admit.door.inflight,
+// admit.door.waiting, admit.door.clients and admit.door.evictions. Attributes are the group
 // (admit.door.group) and the outcome (admit.door.outcome) only, never a
 // client key.
 //

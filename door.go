@@ -36,7 +36,11 @@ type Config struct {
 	// itself, since any client can set one.
 	Key func(*http.Request) netip.Prefix
 	// Now is the clock the buckets refill by. nil: the system's monotonic
-	// clock, which a wall-clock step cannot move.
+	// clock, which a wall-clock step cannot move. A request that waits
+	// for its token (Budget.Queue) is timed by the runtime's timers, so a
+	// Now that does not run at their pace (as the system's clock and a
+	// testing/synctest bubble's do) shifts when it goes in, never how many
+	// tokens it spends.
 	Now func() time.Time
 	// Logger receives lifecycle events and throttled store failures, never a
 	// line per request. nil: slog.Default().
@@ -60,6 +64,13 @@ type Config struct {
 	// r is nil for a request Door.Decide decided, which has none.
 	// nil: nothing is called.
 	Decided func(r *http.Request, g Group, outcome string, status int)
+	// Waited, when set, is called when a request has waited for a token
+	// of group g (see Budget.Queue), with how long on the runtime's clock,
+	// which its timer runs by, once the wait ends: its token has refilled,
+	// or its context ended first. It runs on the
+	// request's goroutine, before Decided tells how the request ended; r
+	// is nil for a request Door.Decide decided. nil: nothing is called.
+	Waited func(r *http.Request, g Group, wait time.Duration)
 }
 
 // Door admits requests to route groups. It is safe for concurrent use.
@@ -78,6 +89,7 @@ type settings struct {
 	headers bool                                                       // Config.PolicyHeaders
 	wall    func() int64                                               // Unix time in seconds, for X-RateLimit-Reset
 	decided func(r *http.Request, g Group, outcome string, status int) // nil: none
+	waited  func(r *http.Request, g Group, wait time.Duration)         // nil: none
 }
 
 // New validates cfg and returns a door. A refused budget is a
@@ -86,7 +98,7 @@ type settings struct {
 // names (errors.Join), so that a front can report the one its user gave
 // first.
 func New(cfg Config) (*Door, error) {
-	set := &settings{key: cfg.Key, now: timeline(cfg.Now), logger: cfg.Logger, shadow: cfg.Shadow, headers: cfg.PolicyHeaders, decided: cfg.Decided}
+	set := &settings{key: cfg.Key, now: timeline(cfg.Now), logger: cfg.Logger, shadow: cfg.Shadow, headers: cfg.PolicyHeaders, decided: cfg.Decided, waited: cfg.Waited}
 	set.wall = func() int64 { return time.Now().Unix() }
 	if cfg.Now != nil {
 		set.wall = func() int64 { return cfg.Now().Unix() }
@@ -221,7 +233,7 @@ func (d *Door) route(rt Route) (*handler, error) {
 	if rt.Cost < 0 {
 		return nil, routeError(rt.Groups, "", "Cost", "{Cost} %d, want 1 or more (0: 1)", rt.Cost)
 	}
-	h := &handler{cost: int32(cost), shadow: d.set.shadow, now: d.set.now, decided: d.set.decided}
+	h := &handler{cost: int32(cost), shadow: d.set.shadow, now: d.set.now, decided: d.set.decided, waited: d.set.waited}
 	chosen := true
 	for _, name := range rt.Groups {
 		g, ok := d.groups[name]
@@ -247,6 +259,7 @@ func (d *Door) route(rt Route) (*handler, error) {
 		h.limits = append(h.limits, g)
 		chosen = chosen && g.budget.Key.chosen()
 		h.fields = h.fields || g.fields.admitted
+		h.delays = h.delays || g.budget.Queue > 0
 		h.maxBody = strictest(h.maxBody, g.budget.MaxBodyBytes)
 		h.rule.Timeout = strictest(h.rule.Timeout, g.budget.ReadTimeout)
 		if rate := g.budget.MinBodyRate; rate > 0 {

@@ -226,3 +226,31 @@ func ExampleBudget_problemDocument() {
 	// 429 application/problem+json no-store 1
 	// {"type":"https://example.com/problems/rate-limited","title":"Too Many Requests","status":429,"detail":"api allows one request a second; retry in 1 s","retry_after":1}
 }
+
+// A group that delays as nginx's "limit_req burst=2" without nodelay: a
+// client's first request goes in at once and its next ones wait for their
+// tokens, going in spaced at the rate, 50 ms apart. With two of them
+// waiting, another would be refused at once, as would one past the
+// group's MaxWaiting requests waiting.
+func ExampleBudget_queue() {
+	door, err := admit.New(admit.Config{Budgets: map[admit.Group]admit.Budget{
+		"api": {Rate: 20, Burst: 1, Queue: 2},
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	rt := admit.Route{Groups: []admit.Group{"api"}}
+	client := netip.MustParsePrefix("192.0.2.1/32")
+	for range 3 {
+		v, done, err := door.Decide(context.Background(), rt, client, nil)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(v.Status, v.Outcome, v.Waited > 0)
+		done(http.StatusOK)
+	}
+	// Output:
+	// 200 ok false
+	// 200 delayed true
+	// 200 delayed true
+}

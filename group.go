@@ -43,6 +43,7 @@ type group struct {
 	inflight atomic.Int64 // admitted and not settled; at most budget.Inflight
 	overflow atomic.Int64 // over budget and served by the overflow handler; at most budget.Inflight
 	buffered atomic.Int64 // bytes held by the bodies of buffered requests still arriving; at most bufferBound
+	waiting  atomic.Int64 // requests waiting for a token they reserved; at most budget.MaxWaiting
 }
 
 // An engine decides a group's tokens, and with them its caps: the door's own
@@ -175,6 +176,12 @@ type ticket struct {
 	// exempt marks a request its group exempts: it holds the group's slot
 	// alone (see admitExempt).
 	exempt bool
+	// reserved marks a request that spent its tokens ahead, into its
+	// key's debt, to wait for them (Budget.Queue): once it has waited,
+	// admission takes its slots without spending again, and undoing it
+	// gives the tokens back. It lasts from one pass of admitAll to the
+	// next, so admit keeps it.
+	reserved bool
 }
 
 // verdict is the result of admission.
@@ -183,6 +190,7 @@ type verdict struct {
 	outcome  outcome // ok for a plain admission; the refusal, its would_* form, or store_error otherwise
 	retry    int     // Retry-After seconds, for a refusal
 	evicted  bool    // a table entry was replaced for this client
+	wait     int64   // nanoseconds to wait for the tokens reserved, for a request not admitted yet (outcome delayed)
 	// left and reset are the RateLimit header's r and t, filled only when
 	// asked for.
 	left, reset int
@@ -192,7 +200,7 @@ type verdict struct {
 // group cap, quickly, then the engine's exact caps and token check.
 // With unslotted the request takes no group slot yet (see takeSlotFor).
 func (g *group) admit(ctx context.Context, key netip.Prefix, cost int32, now int64, unslotted bool, t *ticket) verdict {
-	*t = ticket{key: key, shard: g.shardOf(key), cost: cost, slot: -1, unslotted: unslotted}
+	*t = ticket{key: key, shard: g.shardOf(key), cost: cost, slot: -1, unslotted: unslotted, reserved: t.reserved}
 	if g.inflight.Load() >= int64(g.budget.Inflight) {
 		return g.refusal(outcomeGroupConcurrency, 1)
 	}

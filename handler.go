@@ -30,9 +30,11 @@ type handler struct {
 	hold    time.Duration
 	buffer  bool // read the body before taking the groups' slots (Route.Buffer)
 	fields  bool // a limit sends rate-limit fields on admitted answers
+	delays  bool // a limit has a Queue: requests may wait for their tokens
 	shadow  bool
 	now     func() int64
 	decided func(r *http.Request, g Group, outcome string, status int) // nil: none
+	waited  func(r *http.Request, g Group, wait time.Duration)         // nil: none
 }
 
 // ServeHTTP reads as the door works: key the request and admit it under
@@ -45,6 +47,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	buffer := h.buffer && hasBody(r)
 	if i, err := h.admitAll(r.Context(), r, r.Header, &client, buffer, p); err != nil {
 		h.refuseKey(w, r, h.limits[i], err)
+		passes.Put(p)
+		return
+	} else if i >= 0 && p.verdicts[i].outcome == outcomeDelayAbandoned {
+		h.abandoned(r, h.limits[i], &p.tickets[i])
 		passes.Put(p)
 		return
 	} else if i >= 0 {
@@ -99,7 +105,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // admitAll admits a request under each limit in order, filling p's tickets
 // and verdicts, and returns -1 when every limit admitted it. Otherwise it
 // returns the limit that refused, having undone the limits before it, with
-// the error that kept that limit from keying the request, if that is why.
+// the error that kept that limit from keying the request, if that is why;
+// its verdict's outcome is delay_abandoned when the request's context
+// ended while it waited for that limit's tokens. A limit that reserves
+// tokens for the request to wait for (Budget.Queue) has the limits before
+// it let go of theirs; once the wait is over, admission starts again from
+// the first limit, each limit reserving at most once.
 // r is nil for a request that is not HTTP; header holds the values limits
 // are keyed by.
 // With unslotted, the requests take no group slots yet (see buffered).
@@ -110,10 +121,11 @@ func (h *handler) admitAll(ctx context.Context, r *http.Request, header http.Hea
 	admitted := 0 // limits whose admission must be undone should a store panic
 	defer func() {
 		if admitted >= 0 { // a store panicked: undo the limits before it, and let it unwind
-			h.cancel(ctx, tickets[:admitted])
+			h.undo(ctx, tickets, admitted)
 		}
 	}()
-	for i, g := range h.limits {
+	for i := 0; i < len(h.limits); i++ {
+		g := h.limits[i]
 		admitted = i
 		key, err := g.keyOf(r, header, client)
 		if err != nil && h.shadow {
@@ -125,7 +137,7 @@ func (h *handler) admitAll(ctx context.Context, r *http.Request, header http.Hea
 		}
 		if err != nil {
 			admitted = -1
-			h.cancel(ctx, tickets[:i])
+			h.undo(ctx, tickets, i)
 			return i, err
 		}
 		t := &tickets[i]
@@ -137,9 +149,18 @@ func (h *handler) admitAll(ctx context.Context, r *http.Request, header http.Hea
 		if verdicts[i].evicted {
 			g.shards[t.shard].counts.evictions.Add(1)
 		}
+		if wait := verdicts[i].wait; wait > 0 {
+			if !h.waitFor(ctx, r, i, wait, p) {
+				admitted = -1
+				return i, nil
+			}
+			now = h.now()
+			i = -1 // from the first limit again
+			continue
+		}
 		if !verdicts[i].admitted {
 			admitted = -1
-			h.cancel(ctx, tickets[:i])
+			h.undo(ctx, tickets, i)
 			return i, nil
 		}
 	}
@@ -164,12 +185,18 @@ type pass struct {
 	verdictsArr [pooledLimits]verdict
 	fields      [refusalFieldsSize]byte // a refusal's header fields, for a server that writes them whole
 	body        bodyrate.Reader         // the body, read under the route's rule
+	waited      time.Duration           // how long the request waited for reserved tokens
 }
 
-// size readies p's tickets and verdicts for a handler of n limits.
+// size readies p's tickets and verdicts for a handler of n limits, none
+// of them holding a reservation of an earlier request.
 func (p *pass) size(n int) {
+	p.waited = 0
 	if n <= pooledLimits {
 		p.tickets, p.verdicts = p.ticketsArr[:n], p.verdictsArr[:n]
+		for i := range p.tickets {
+			p.tickets[i].reserved = false
+		}
 		return
 	}
 	p.tickets, p.verdicts = make([]ticket, n), make([]verdict, n)

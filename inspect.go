@@ -14,6 +14,9 @@ type GroupState struct {
 	Clients int
 	// Inflight is the number of requests admitted and not yet answered.
 	Inflight int
+	// Waiting is the number of requests waiting for a token they
+	// reserved (see Budget.Queue), at most the budget's MaxWaiting.
+	Waiting int
 	// Shared reports that a shared store decides the group's tokens.
 	Shared bool
 	// OnFallback reports that the group's shared store failed and the
@@ -34,7 +37,7 @@ func (d *Door) GroupState(g Group) (GroupState, bool) {
 		st.Clients += s.table.Len()
 		s.mu.Unlock()
 	}
-	st.Inflight = int(grp.inflight.Load())
+	st.Inflight, st.Waiting = int(grp.inflight.Load()), int(grp.waiting.Load())
 	if e, ok := grp.engine.(*shared); ok {
 		st.Shared = true
 		st.OnFallback = e.fallback != nil && e.down.Down()
@@ -61,7 +64,9 @@ type ClientState struct {
 	Store bool
 	// Tokens is what the key's bucket could spend now: its entry's, the
 	// shared bucket's when Shared, or else a fresh bucket's (the Burst). For
-	// a fixed window it is what is left of the window's Limit.
+	// a fixed window it is what is left of the window's Limit. It is below
+	// 0 while the key owes tokens that waiting requests reserved (see
+	// Budget.Queue).
 	Tokens float64
 	// Held is the tokens that unsettled charge-on-failure requests hold on
 	// that bucket.
@@ -95,9 +100,11 @@ func (d *Door) Client(g Group, key string) (ClientState, error) {
 // as if the client had been away long enough to refill, and reports its
 // state after that. It takes key as [Door.Client] does. The key's requests
 // in flight, and the tokens they hold, are untouched, and settle as
-// usual. A key without an entry (ClientState.Entry false) has nothing of
-// its own to reset: the group's shared bucket is every such client's and is
-// left alone, as are a shared store's tokens.
+// usual; its requests waiting for tokens they reserved (Budget.Queue)
+// still go in when their wait is over. A key without an entry
+// (ClientState.Entry false) has nothing of its own to reset: the group's
+// shared bucket is every such client's and is left alone, as are a shared
+// store's tokens.
 func (d *Door) ResetClient(g Group, key string) (ClientState, error) {
 	grp, k, err := d.lookup(g, key)
 	if err != nil {

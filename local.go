@@ -16,6 +16,7 @@ import (
 type local struct {
 	g              *group
 	client, shared refill
+	queue          float64 // the tokens a client's bucket may owe to requests waiting (Budget.Queue)
 
 	mu         sync.Mutex // guards bucket and sharedHeld
 	bucket     bucket     // the shared bucket
@@ -23,7 +24,7 @@ type local struct {
 }
 
 func newLocal(g *group, now int64) *local {
-	l := &local{g: g}
+	l := &local{g: g, queue: float64(g.budget.Queue)}
 	l.client, l.shared = g.budget.refills()
 	l.bucket = l.shared.full(now)
 	return l
@@ -34,6 +35,9 @@ func newLocal(g *group, now int64) *local {
 // takes the group slot and spends or holds the tokens. In shadow mode a
 // request that would be refused is admitted without taking anything.
 func (l *local) admit(_ context.Context, t *ticket, now int64) verdict {
+	if t.reserved {
+		return l.admitReserved(t, now)
+	}
 	g := l.g
 	s := &g.shards[t.shard]
 	s.mu.Lock()
@@ -55,8 +59,8 @@ func (l *local) admit(_ context.Context, t *ticket, now int64) verdict {
 	t.slot = slot
 	v := l.spendLocked(s, t, now)
 	v.evicted = evicted
-	if !v.admitted || v.outcome != outcomeOK {
-		return v // refused, or admitted in shadow mode without taking anything
+	if !v.admitted || v.outcome != outcomeOK && v.outcome != outcomeWouldDelayed {
+		return v // refused, waiting for its token, or admitted in shadow mode without taking anything
 	}
 	if slot >= 0 {
 		s.table.At(slot).inflight++
@@ -82,9 +86,11 @@ func (l *local) bucketLocked(s *shard, t *ticket) (b *bucket, f refill, held *in
 
 // spendLocked checks the tokens of the client's bucket (its table entry at
 // t.slot, or the shared bucket) and, when they suffice and a group slot is
-// free, takes the slot and spends (or holds) t.cost tokens. A fixed window
-// counts a request it refuses too, unless the group charges on failure. The
-// caller holds the shard's lock.
+// free, takes the slot and spends (or holds) t.cost tokens. When they do
+// not, a client's bucket with a Queue reserves them for the request to
+// wait for (see reserveLocked). A fixed window counts a request it
+// refuses too, unless the group charges on failure. The caller holds the
+// shard's lock.
 func (l *local) spendLocked(s *shard, t *ticket, now int64) verdict {
 	g := l.g
 	b, f, held, shared := l.bucketLocked(s, t)
@@ -98,13 +104,33 @@ func (l *local) spendLocked(s *shard, t *ticket, now int64) verdict {
 		need += float64(*held)
 	}
 	avail := b.available(now, f)
+	o := outcomeOK
 	if avail < need {
-		v := g.refusal(outcomeRateLimited, b.secondsUntil(now, need, f))
-		if f.fixed && !onFailure && !g.set.shadow {
-			b.spend(now, cost, f)
+		var queue float64 // 0 unless the request may wait: the shared bucket is everyone's, and never owes
+		if !shared {
+			queue = l.queue
 		}
-		v.reset = v.retry // on a refusal, RateLimit's t is Retry-After
-		return v
+		queued := avail >= need-queue
+		switch {
+		case queued && g.set.shadow:
+			o = outcomeWouldDelayed // shadow mode never delays: admitted now, spending what it would reserve
+		case queued && takeUpTo(&g.waiting, int64(g.budget.MaxWaiting)):
+			return reserveLocked(b, f, t, avail, now)
+		default:
+			// Retry-After: when a retry is let into the queue, or, with
+			// no queue or the group's waiting at its bound, when the
+			// token is there.
+			until := need
+			if !queued {
+				until -= queue
+			}
+			v := g.refusal(outcomeRateLimited, b.secondsUntil(now, until, f))
+			if f.fixed && !onFailure && !g.set.shadow {
+				b.spend(now, cost, f)
+			}
+			v.reset = v.retry // on a refusal, RateLimit's t is Retry-After
+			return v
+		}
 	}
 	if !g.takeSlotFor(t) {
 		return g.refusal(outcomeGroupConcurrency, 1)
@@ -115,9 +141,9 @@ func (l *local) spendLocked(s *shard, t *ticket, now int64) verdict {
 	} else {
 		b.spend(now, cost, f)
 	}
-	v := verdict{admitted: true}
+	v := verdict{admitted: true, outcome: o}
 	if g.fields.admitted {
-		v.left = int(math.Floor(avail - need))
+		v.left = max(0, int(math.Floor(avail-need))) // 0 for a shadow request that would have waited
 		if onFailure {
 			v.reset = f.seconds(f.burst - avail + need)
 		} else {
@@ -159,6 +185,11 @@ func (l *local) cancel(_ context.Context, t *ticket) {
 	s := &l.g.shards[t.shard]
 	s.mu.Lock()
 	l.g.releaseLocked(s, t)
+	if t.reserved {
+		l.unreserveLocked(s, t)
+		s.mu.Unlock()
+		return
+	}
 	b, f, held, shared := l.bucketLocked(s, t)
 	if t.held {
 		*held -= t.cost

@@ -30,6 +30,9 @@ const (
 	outcomeWouldMissingKey                       // shadow mode: would have been missing_key
 	outcomeBodyCut                               // admitted; its body broke its rate or deadline, or was cut short
 	outcomeExempt                                // admitted without spending: the group exempts its client or key
+	outcomeDelayed                               // admitted once its reserved token had refilled (Budget.Queue)
+	outcomeWouldDelayed                          // shadow mode: admitted at once, would have waited for its token
+	outcomeDelayAbandoned                        // its context ended while it waited for its token, which it gave back
 	numOutcomes
 )
 
@@ -38,6 +41,7 @@ var outcomeNames = [numOutcomes]string{
 	"group_concurrency", "cached", "store_error",
 	"would_rate_limited", "would_client_concurrency", "would_group_concurrency",
 	"missing_key", "fallback", "would_missing_key", "body_cut", "exempted",
+	"delayed", "would_delayed", "delay_abandoned",
 }
 
 // String returns the outcome as the metrics spell it, such as "rate_limited".
@@ -59,6 +63,8 @@ func (o outcome) would() outcome {
 		return outcomeWouldGroupConcurrency
 	case outcomeMissingKey:
 		return outcomeWouldMissingKey
+	case outcomeDelayed:
+		return outcomeWouldDelayed
 	}
 	return o
 }
@@ -79,6 +85,7 @@ type meters struct {
 	requests     metric.Int64ObservableCounter
 	evictions    metric.Int64ObservableCounter
 	inflight     metric.Int64ObservableUpDownCounter
+	waiting      metric.Int64ObservableUpDownCounter
 	clients      metric.Int64ObservableGauge
 	registration metric.Registration
 }
@@ -100,6 +107,11 @@ func newMeters(meter metric.Meter, groups map[Group]*group) (*meters, error) {
 	}
 	if m.inflight, err = meter.Int64ObservableUpDownCounter("admit.door.inflight",
 		metric.WithDescription("Requests admitted and not yet settled, by group."),
+		metric.WithUnit("{request}")); err != nil {
+		return nil, err
+	}
+	if m.waiting, err = meter.Int64ObservableUpDownCounter("admit.door.waiting",
+		metric.WithDescription("Requests waiting for a token they reserved, by group."),
 		metric.WithUnit("{request}")); err != nil {
 		return nil, err
 	}
@@ -150,10 +162,11 @@ func (m *meters) register(meter metric.Meter, groups map[Group]*group) error {
 			}
 			o.ObserveInt64(m.evictions, evictions, gm.group...)
 			o.ObserveInt64(m.inflight, int64(inflight), gm.group...)
+			o.ObserveInt64(m.waiting, g.waiting.Load(), gm.group...)
 			o.ObserveInt64(m.clients, int64(clients), gm.group...)
 		}
 		return nil
-	}, m.requests, m.evictions, m.inflight, m.clients)
+	}, m.requests, m.evictions, m.inflight, m.waiting, m.clients)
 	m.registration = reg
 	return err
 }

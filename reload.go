@@ -28,8 +28,8 @@ import (
 //
 // The new door keeps d's clock, client key and logger, because the buckets
 // it takes over are on d's time line and under d's keys: cfg.Now, cfg.Key
-// and cfg.Logger are ignored. cfg.Decided, when set, replaces d's hook in
-// the handlers of the new door; nil keeps d's. Its metrics take over from d's: d stops
+// and cfg.Logger are ignored. cfg.Decided and cfg.Waited, when set, replace
+// d's hooks in the handlers of the new door; nil keeps d's. Its metrics take over from d's: d stops
 // reporting (as after [Door.Close]) and the new door reports every group,
 // the counts of a kept group going on and those of a fresh one starting at
 // zero. d's handlers keep admitting.
@@ -39,11 +39,14 @@ import (
 func (d *Door) Reload(cfg Config) (*Door, error) {
 	set := d.set
 	keep := cfg.Shadow == set.shadow && cfg.PolicyHeaders == set.headers
-	if !keep || cfg.Decided != nil {
+	if !keep || cfg.Decided != nil || cfg.Waited != nil {
 		changed := *set
 		changed.shadow, changed.headers = cfg.Shadow, cfg.PolicyHeaders
 		if cfg.Decided != nil {
 			changed.decided = cfg.Decided
+		}
+		if cfg.Waited != nil {
+			changed.waited = cfg.Waited
 		}
 		set = &changed
 	}

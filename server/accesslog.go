@@ -104,10 +104,20 @@ func (a *accessLog) hook(door func() *admit.Door) func(*http.Request, admit.Grou
 		if err != nil {
 			key = ""
 		}
-		var attrs [12]slog.Attr
+		var attrs [13]slog.Attr
 		a.write(suppressed, a.serving.find(r), append(attrs[:0], slog.String("method", clip(r.Method)), slog.String("route", r.Pattern),
 			slog.String(config.FieldGroup, string(g)), slog.String("outcome", outcome),
 			slog.Int("status", status), slog.String(config.FieldKey, a.keyText(key))))
+	}
+}
+
+// waited returns the door's Waited hook: it adds a request's wait for
+// its tokens to its exchange, whose lines then say it in wait_ms.
+func (a *accessLog) waited() func(*http.Request, admit.Group, time.Duration) {
+	return func(r *http.Request, _ admit.Group, wait time.Duration) {
+		if x := a.serving.find(r); x != nil {
+			x.wait += wait
+		}
 	}
 }
 
@@ -162,11 +172,13 @@ func (a *accessLog) keyText(key string) string {
 
 // sampledOutcome reports whether a line is sampled: it did not reach the
 // app under a budget. The names are the admit.door.outcome attribute's:
-// all but these are refusals, an overflow answer, shadow mode's would_*,
-// and store_error, refused or let through by the failure policy.
+// all but these are refusals, an overflow answer, shadow mode's would-be
+// refusals, a request whose client left while it waited
+// (delay_abandoned), and store_error, refused or let through by the
+// failure policy.
 func sampledOutcome(outcome string) bool {
 	switch outcome {
-	case "ok", "client_error", "server_error", "fallback", "exempted":
+	case "ok", "client_error", "server_error", "fallback", "exempted", "delayed", "would_delayed":
 		return false
 	}
 	return true
@@ -200,12 +212,16 @@ func clip(s string) string {
 }
 
 // write writes a line of attrs, and of what x measured when the request
-// has one: duration_ms and bytes_in and bytes_out always, upstream_ms when
-// it was forwarded, upstream_status when an answer came back.
+// has one: duration_ms and bytes_in and bytes_out always, wait_ms when it
+// waited for its tokens, upstream_ms when it was forwarded,
+// upstream_status when an answer came back.
 func (a *accessLog) write(suppressed int64, x *exchange, attrs []slog.Attr) {
 	if x != nil {
 		attrs = append(attrs, slog.Float64("duration_ms", millis(a.now().Sub(x.start))),
 			slog.Int64("bytes_in", x.bodyBytes()), slog.Int64("bytes_out", x.out))
+		if x.wait > 0 {
+			attrs = append(attrs, slog.Float64("wait_ms", millis(x.wait)))
+		}
 		if x.up {
 			attrs = append(attrs, slog.Float64("upstream_ms", millis(x.upEnd.Sub(x.upStart))))
 		}

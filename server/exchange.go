@@ -24,8 +24,9 @@ type exchange struct {
 	http.ResponseWriter
 	now   func() time.Time
 	start time.Time
-	out   int64  // body bytes written to the client
-	in    *count // body bytes read from the client; nil: the request has no body
+	wait  time.Duration // how long the door held the request for its tokens
+	out   int64         // body bytes written to the client
+	in    *count        // body bytes read from the client; nil: the request has no body
 
 	// What the proxy records: up is false when the request was not
 	// forwarded; upStatus is 0 when no answer came back from the upstream.

@@ -250,6 +250,7 @@ func printPlan(w io.Writer, req *http.Request, p plan, x explained) {
 		if by := exemptBy(x.door, g, x.client(c), c); by != "" {
 			fmt.Fprintf(w, "exempt   %s: by %s: the request spends none of its tokens, and still takes one of its in-flight slots\n", g, by)
 		}
+		printDelay(w, x.door, g)
 		if interval := x.async[g]; interval > 0 {
 			b, _ := x.door.Budget(g)
 			fmt.Fprintf(w, "sync     %s: async, reconciled with the store every %s: %s\n", g, config.DurationText(interval), asyncBound(b, interval))
@@ -337,6 +338,17 @@ func printLimit(w io.Writer, door *admit.Door, g admit.Group, cost int, r *http.
 		}
 	}
 	fmt.Fprintf(w, "limit    %s: %s, cost %d, key %s = %s\n", g, amount, cost, config.KeyText(b.Key), key)
+}
+
+// printDelay writes, for a group with a queue, that a key's requests past
+// its burst wait for their tokens, and how long at the longest.
+func printDelay(w io.Writer, door *admit.Door, g admit.Group) {
+	b, _ := door.Budget(g)
+	if b.Queue == 0 || b.Rate == rate.Inf {
+		return
+	}
+	fmt.Fprintf(w, "delay    %s: past its burst of %d, a key's next %d requests wait for their tokens instead of being refused, going in at %s; the longest wait is %s, and at most %d requests wait in the group at once\n",
+		g, b.Burst, b.Queue, config.RateSummary(b.Rate), config.DurationText(config.LongestWait(b)), b.MaxWaiting)
 }
 
 // exemptBy names the exemption of group g that lets r, from client, past

@@ -48,6 +48,7 @@ func (s *server) build(cfg config.Config, prev *admit.Door) (*generation, error)
 	var door *admit.Door
 	if s.access != nil {
 		dc.Decided = s.access.hook(func() *admit.Door { return door })
+		dc.Waited = s.access.waited()
 	}
 	if cfg.Auth {
 		logged := dc.Decided
@@ -60,7 +61,7 @@ func (s *server) build(cfg config.Config, prev *admit.Door) (*generation, error)
 	}
 	if prev != nil {
 		trial := dc
-		trial.MeterProvider, trial.Logger, trial.Decided = noop.NewMeterProvider(), slog.New(slog.DiscardHandler), nil
+		trial.MeterProvider, trial.Logger, trial.Decided, trial.Waited = noop.NewMeterProvider(), slog.New(slog.DiscardHandler), nil, nil
 		door, err := admit.New(trial)
 		if err != nil {
 			return nil, usageError{cfg.BudgetsError(err)}

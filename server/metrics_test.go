@@ -32,7 +32,7 @@ func TestMetrics(t *testing.T) {
 		})
 	}
 	t.Run("every outcome of every group", func(t *testing.T) {
-		if got, want := len(r.scrape(t, "admit_door_requests_total{")), 3*16; got != want {
+		if got, want := len(r.scrape(t, "admit_door_requests_total{")), 3*19; got != want {
 			t.Errorf("series: got %d, want %d", got, want)
 		}
 	})

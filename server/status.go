@@ -63,6 +63,7 @@ type groupView struct {
 	Name, Budget, Routes string
 	Inflight, Cap        int
 	PerClient            int
+	Waiting, MaxWaiting  int // a group with a queue; MaxWaiting 0: none
 	Clients, MaxClients  int
 	Evictions            float64
 	Store                string
@@ -141,8 +142,8 @@ func (p *statusPage) view(counts map[groupOutcome]float64, evictions map[string]
 	for _, name := range g.door.Groups() {
 		b, _ := g.door.Budget(name)
 		st, _ := g.door.GroupState(name)
-		gv := groupView{Name: string(name), Budget: amountText(b) + ", key " + config.KeyText(b.Key) + config.ExemptText(b),
-			Inflight: st.Inflight, Cap: b.Inflight, PerClient: b.PerClient,
+		gv := groupView{Name: string(name), Budget: amountText(b) + ", key " + config.KeyText(b.Key) + config.ExemptText(b) + config.DelayText(b),
+			Inflight: st.Inflight, Cap: b.Inflight, PerClient: b.PerClient, Waiting: st.Waiting, MaxWaiting: b.MaxWaiting,
 			Clients: st.Clients, MaxClients: b.MaxClients, Evictions: evictions[string(name)],
 			Store: storeState(g.cfg.Store.Kind, st), Failing: st.OnFallback}
 		gv.Routes = groupRoutes(routes, name)
@@ -241,7 +242,8 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 <tr><th>budget</th><td>{{.Budget}}</td></tr>
 <tr><th>routes</th><td>{{.Routes}}</td></tr>
 <tr><th>in flight</th><td class="n inflight">{{.Inflight}} of {{.Cap}} (per client {{.PerClient}})</td></tr>
-<tr><th>client table</th><td class="n clients">{{.Clients}} of {{.MaxClients}}, {{.Evictions}} evicted</td></tr>
+{{if .MaxWaiting}}<tr><th>waiting for a token</th><td class="n waiting">{{.Waiting}} of {{.MaxWaiting}}</td></tr>
+{{end}}<tr><th>client table</th><td class="n clients">{{.Clients}} of {{.MaxClients}}, {{.Evictions}} evicted</td></tr>
 <tr><th>decided by</th><td class="storeurl.Store{{if .Failing}} warn{{end}}">{{.Store}}</td></tr>
 </table>
 <table class="outcomes">

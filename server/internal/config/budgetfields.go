@@ -50,11 +50,14 @@ type budgetView struct {
 
 // Spellings of the file's values that more than one field or check uses.
 const (
-	FieldKey    = "key" // also the access log's and the admin API's word for a client's key
-	TokenBucket = "token-bucket"
-	FixedWindow = "fixed-window"
-	syncExact   = "exact"
-	syncAsync   = "async"
+	FieldKey = "key" // also the access log's and the admin API's word for a client's key
+	// The delay mode's keys, which explain and the status page print.
+	FieldQueue      = "queue"
+	FieldMaxWaiting = "max_waiting"
+	TokenBucket     = "token-bucket"
+	FixedWindow     = "fixed-window"
+	syncExact       = "exact"
+	syncAsync       = "async"
 	// The fields admit auth refuses, since they need the app's answer.
 	fieldPerClient       = "per_client"
 	fieldInflight        = "inflight"
@@ -73,6 +76,11 @@ var budgetFields = []budgetField{
 	{"window", readWith(parsePositive, func(b *admit.Budget) *time.Duration { return &b.Window }), fixedOnly(func(b admit.Budget) any { return fileDuration(b.Window) })},
 	{"rate", readWith(ParseRate, func(b *admit.Budget) *rate.Limit { return &b.Rate }), bucketOnly(func(b admit.Budget) any { return fileRate(b.Rate) })},
 	{"burst", readCount(func(b *admit.Budget) *int { return &b.Burst }), bucketOnly(func(b admit.Budget) any { return b.Burst })},
+	// A queue of 0 is none, as nginx's burst without nodelay is left out.
+	{FieldQueue, readWith(func(v string) (int, error) { return parseCount(v, 0) }, func(b *admit.Budget) *int { return &b.Queue }),
+		func(v budgetView) (any, bool) { return v.b.Queue, v.b.Queue > 0 }},
+	{FieldMaxWaiting, readCount(func(b *admit.Budget) *int { return &b.MaxWaiting }),
+		func(v budgetView) (any, bool) { return v.b.MaxWaiting, v.b.Queue > 0 }},
 	{"shared_rate", readWith(ParseRate, func(b *admit.Budget) *rate.Limit { return &b.SharedRate }), bucketOnly(func(b admit.Budget) any { return fileRate(b.SharedRate) })},
 	{"shared_burst", readCount(func(b *admit.Budget) *int { return &b.SharedBurst }), always(func(b admit.Budget) any { return b.SharedBurst })},
 	{FieldKey, func(d *budgetDraft, v string) error { return parseKey(v, &d.b.Key) }, always(func(b admit.Budget) any { return KeyText(b.Key) })},
@@ -342,6 +350,7 @@ var doorWords = map[string]string{
 	"MinBodyRate": "min_body_rate", "BodyRateGrace": "body_rate_grace", "None": "0 (none)",
 	"Cost": fieldCost, "Groups": FieldGroup, "Peer": "the peer", "Authenticated": "key_authenticated: true",
 	"Exempt": fieldExempt, "ExemptKeys": FieldExemptKeysFrom, "Key.Func": "a key function (the library's only)",
+	"Queue": FieldQueue, "MaxWaiting": FieldMaxWaiting,
 }
 
 // readBudget reads one group's fields onto a draft whose like is the
