@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/admitgo/admit/internal/canon"
 	"github.com/admitgo/admit/internal/hop"
@@ -115,7 +116,7 @@ func (a *authFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.answer(w, a.refusal(http.StatusBadRequest, authMalformed))
 		return
 	}
-	a.answer(w, a.decide(orig.WithContext(r.Context())))
+	a.answer(w, a.decide(r.Context(), orig))
 }
 
 // trusts reports whether peer (address:port), the front asking, is a
@@ -126,24 +127,45 @@ func (a *authFront) trusts(peer string) bool {
 }
 
 // decide judges orig, the original request a front told of, as the proxy
-// would (canonical form, routes, the door): the one decision of admit auth,
-// whichever protocol the front asked in.
-func (a *authFront) decide(orig *http.Request) authAnswer {
+// would (canonical form, routes, the door), under ctx: the one decision of
+// admit auth, whichever protocol the front asked in. orig is copied once,
+// into the request the front serves, so a caller may build it on its
+// stack.
+func (a *authFront) decide(ctx context.Context, orig *http.Request) authAnswer {
 	res := new(authResult)
-	orig = orig.WithContext(context.WithValue(orig.Context(), authResultKey{}, res))
-	rec := &authRecorder{header: make(http.Header)}
-	a.s.gen.Load().front.ServeHTTP(rec, orig)
-	h := make(http.Header, len(rec.header)+1)
-	copyAnswer(h, rec.header)
+	c := orig.WithContext(context.WithValue(ctx, authResultKey{}, res))
+	// Only admit writes into the recorder, whose fields become the
+	// answer's once those about the connection are dropped.
+	rec := &authRecorder{header: make(http.Header, 4)}
+	a.s.gen.Load().front.ServeHTTP(rec, c)
+	h := rec.header
+	for name := range h {
+		if hop.Header(name) || name == "Content-Length" {
+			delete(h, name)
+		}
+	}
 	if res.admitted {
 		outcome := cmp.Or(res.outcome, authUnlimited)
-		h.Set(admitStatus, outcome)
+		h[admitStatus] = statusValue(outcome)
 		return authAnswer{admitted: true, status: http.StatusOK, outcome: outcome, header: h}
 	}
 	// An outcome not told was refused before the door: the front's 400 or 501.
 	outcome := cmp.Or(res.outcome, authMalformed)
-	h.Set(admitStatus, outcome)
+	h[admitStatus] = statusValue(outcome)
 	return a.denied(authAnswer{status: rec.status, outcome: outcome, header: h, body: rec.body.Bytes()})
+}
+
+// statusValues holds Admit-Status's values, one shared slice per outcome:
+// the outcomes are the door's and admit auth's, a fixed few.
+var statusValues sync.Map // outcome -> []string
+
+// statusValue is Admit-Status's value for outcome, which no one modifies.
+func statusValue(outcome string) []string {
+	if v, ok := statusValues.Load(outcome); ok {
+		return v.([]string)
+	}
+	v, _ := statusValues.LoadOrStore(outcome, []string{outcome})
+	return v.([]string)
 }
 
 // refusal is the answer to a request admit auth could not judge, as
@@ -179,17 +201,6 @@ func (a *authFront) answer(w http.ResponseWriter, ans authAnswer) {
 	h.Set("Content-Length", strconv.Itoa(len(ans.body)))
 	w.WriteHeader(ans.status)
 	w.Write(ans.body)
-}
-
-// copyAnswer copies the fields the door and the front wrote into dst, the
-// answer to the front, but for those about the connection to the front.
-func copyAnswer(dst, src http.Header) {
-	for name, vs := range src {
-		if hop.Header(name) || name == "Content-Length" {
-			continue
-		}
-		dst[name] = vs
-	}
 }
 
 // errForwarded refuses a forwarded request admit cannot read as one

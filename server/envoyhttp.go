@@ -30,7 +30,7 @@ func (a *authFront) withEnvoyHTTP(prefix string) http.Handler {
 			a.answer(w, a.refusal(http.StatusBadRequest, authMalformed))
 			return
 		}
-		a.answer(w, a.decide(orig.WithContext(r.Context())))
+		a.answer(w, a.decide(r.Context(), orig))
 	})
 }
 

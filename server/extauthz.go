@@ -42,7 +42,7 @@ func (x *extAuthz) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3
 	if err != nil {
 		return checkResponse(x.a.refusal(http.StatusBadRequest, authMalformed)), nil
 	}
-	return checkResponse(x.a.decide(orig.WithContext(ctx))), nil
+	return checkResponse(x.a.decide(ctx, orig)), nil
 }
 
 // errCheck refuses a CheckRequest admit cannot read as one request.
