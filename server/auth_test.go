@@ -213,6 +213,7 @@ func TestAuthMethodsAsTheAppRunsThem(t *testing.T) {
 // refused at startup with exit 2, named as the user gave it.
 func TestAuthStartupErrors(t *testing.T) {
 	limits := writeConfig(t, "budgets:\n  link:\n    per_client: 4\n")
+	queue := writeConfig(t, "budgets:\n  link:\n    queue: 5\n")
 	tests := []struct {
 		name string
 		args []string
@@ -222,6 +223,7 @@ func TestAuthStartupErrors(t *testing.T) {
 		{"an upstream", []string{"--trusted-proxy", "127.0.0.1/32", "--upstream", "http://127.0.0.1:1"}, "admit auth: --upstream (ADMIT_UPSTREAM) is set, but admit auth decides for a front and forwards nothing"},
 		{"decoded slashes", []string{"--trusted-proxy", "127.0.0.1/32", "--escaped-slashes", "decode"}, "admit auth: --escaped-slashes (ADMIT_ESCAPED_SLASHES) is set"},
 		{"a deny status that admits", []string{"--trusted-proxy", "127.0.0.1/32", "--deny-status", "200"}, "admit auth: --deny-status (ADMIT_DENY_STATUS) 200: want a status from 400 to 599"},
+		{"a queue bounded by nothing", []string{"--trusted-proxy", "127.0.0.1/32", "--config", queue}, "admit auth: --config \"" + queue + "\": line 2: budgets.link.queue: give max_waiting too"},
 		{"an in-flight cap", []string{"--trusted-proxy", "127.0.0.1/32", "--config", limits}, "admit auth: --config \"" + limits + "\": line 2: budgets.link.per_client: a forward-auth decision ends before the app answers"},
 	}
 	for _, tt := range tests {
@@ -251,6 +253,11 @@ func TestAuthValidate(t *testing.T) {
 	}
 	if strings.Contains(out, "unchecked  upstream") {
 		t.Errorf("admit auth has no upstream to check:\n%s", out)
+	}
+	for _, unapplied := range []string{"per_client", "inflight", "max_body_bytes", "hold_timeout", "charge_on_failure"} {
+		if strings.Contains(out, unapplied+":") {
+			t.Errorf("validate shows %s, which admit auth does not apply:\n%s", unapplied, out)
+		}
 	}
 }
 

@@ -146,6 +146,9 @@ func (p *statusPage) view(counts map[groupOutcome]float64, evictions map[string]
 			Inflight: st.Inflight, Cap: b.Inflight, PerClient: b.PerClient, Waiting: st.Waiting, MaxWaiting: b.MaxWaiting,
 			Clients: st.Clients, MaxClients: b.MaxClients, Evictions: evictions[string(name)],
 			Store: storeState(g.cfg.Store.Kind, st), Failing: st.OnFallback}
+		if g.cfg.Auth {
+			gv.Cap = 0 // a decision holds no slot past its answer: no row
+		}
 		gv.Routes = groupRoutes(routes, name)
 		if gv.Routes == "" {
 			if v.Unused != "" {
@@ -241,8 +244,8 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 <table class="group">
 <tr><th>budget</th><td>{{.Budget}}</td></tr>
 <tr><th>routes</th><td>{{.Routes}}</td></tr>
-<tr><th>in flight</th><td class="n inflight">{{.Inflight}} of {{.Cap}} (per client {{.PerClient}})</td></tr>
-{{if .MaxWaiting}}<tr><th>waiting for a token</th><td class="n waiting">{{.Waiting}} of {{.MaxWaiting}}</td></tr>
+{{if .Cap}}<tr><th>in flight</th><td class="n inflight">{{.Inflight}} of {{.Cap}} (per client {{.PerClient}})</td></tr>
+{{end}}{{if .MaxWaiting}}<tr><th>waiting for a token</th><td class="n waiting">{{.Waiting}} of {{.MaxWaiting}}</td></tr>
 {{end}}<tr><th>client table</th><td class="n clients">{{.Clients}} of {{.MaxClients}}, {{.Evictions}} evicted</td></tr>
 <tr><th>decided by</th><td class="storeurl.Store{{if .Failing}} warn{{end}}">{{.Store}}</td></tr>
 </table>

@@ -76,6 +76,11 @@ func (c Config) checkAuth(name string) error {
 		if field != "" {
 			return fmt.Errorf("%s: %s: line %d: budgets.%s.%s: %w", name, c.file, c.budgetLines[g], g, field, errAuthAnswer)
 		}
+		if b.Queue > 0 && b.MaxWaiting == 0 {
+			// Its default is the group's in-flight cap, which is off here:
+			// the waiting requests would be bounded by nothing.
+			return fmt.Errorf("%s: %s: line %d: budgets.%s.%s: give %s too: the group's waiting requests are bounded by its in-flight cap unless it says, and admit auth has none", name, c.file, c.budgetLines[g], g, FieldQueue, FieldMaxWaiting)
+		}
 	}
 	return nil
 }
@@ -83,6 +88,11 @@ func (c Config) checkAuth(name string) error {
 // errAuthAnswer explains why a limit that needs the app's answer is refused
 // in admit auth.
 var errAuthAnswer = errors.New("a forward-auth decision ends before the app answers, so admit can neither hold an in-flight slot nor see the status; leave it out, and cap requests in flight at the front (nginx limit_conn, HAProxy maxconn)")
+
+// authUnapplied are the fields admit auth does not apply, which validate
+// and the admin API leave out: the caps and charge it turns off, and the
+// body's bounds, since it sees no body.
+var authUnapplied = []string{fieldPerClient, fieldInflight, fieldChargeOnFailure, fieldReadTimeout, fieldMaxBodyBytes, fieldMinBodyRate, fieldBodyRateGrace, fieldHoldTimeout}
 
 // authBudget is b as admit auth decides it: no in-flight caps and every
 // request charged, since the decision ends before the app answers. A

@@ -46,6 +46,7 @@ type budgetView struct {
 	like       admit.Group
 	interval   time.Duration // the async mode's; 0: exact
 	exemptFrom string        // exempt_keys_from, shown instead of the keys' hashes
+	auth       bool          // admit auth's: the fields a decision cannot apply are not shown
 }
 
 // Spellings of the file's values that more than one field or check uses.
@@ -58,10 +59,16 @@ const (
 	FixedWindow     = "fixed-window"
 	syncExact       = "exact"
 	syncAsync       = "async"
-	// The fields admit auth refuses, since they need the app's answer.
+	// The fields admit auth refuses, since they need the app's answer,
+	// and those it cannot apply, since it sees no body.
 	fieldPerClient       = "per_client"
 	fieldInflight        = "inflight"
 	fieldChargeOnFailure = "charge_on_failure"
+	fieldReadTimeout     = "read_timeout"
+	fieldMaxBodyBytes    = "max_body_bytes"
+	fieldMinBodyRate     = "min_body_rate"
+	fieldBodyRateGrace   = "body_rate_grace"
+	fieldHoldTimeout     = "hold_timeout"
 )
 
 var budgetFields = []budgetField{
@@ -100,15 +107,15 @@ var budgetFields = []budgetField{
 	// In the file, as in nginx, a 0 timeout or body cap means none; the
 	// door's Budget says none with a negative value, since its 0 is the
 	// default.
-	{"read_timeout", readWith(parseFileTimeout, func(b *admit.Budget) *time.Duration { return &b.ReadTimeout }),
+	{fieldReadTimeout, readWith(parseFileTimeout, func(b *admit.Budget) *time.Duration { return &b.ReadTimeout }),
 		always(func(b admit.Budget) any { return fileDuration(max(b.ReadTimeout, 0)) })},
-	{"max_body_bytes", readWith(parseFileBytes, func(b *admit.Budget) *int64 { return &b.MaxBodyBytes }),
+	{fieldMaxBodyBytes, readWith(parseFileBytes, func(b *admit.Budget) *int64 { return &b.MaxBodyBytes }),
 		always(func(b admit.Budget) any { return max(b.MaxBodyBytes, 0) })},
-	{"min_body_rate", readWith(parseFileBytes, func(b *admit.Budget) *int64 { return &b.MinBodyRate }),
+	{fieldMinBodyRate, readWith(parseFileBytes, func(b *admit.Budget) *int64 { return &b.MinBodyRate }),
 		always(func(b admit.Budget) any { return max(b.MinBodyRate, 0) })},
-	{"body_rate_grace", readWith(parseFileTimeout, func(b *admit.Budget) *time.Duration { return &b.BodyRateGrace }),
+	{fieldBodyRateGrace, readWith(parseFileTimeout, func(b *admit.Budget) *time.Duration { return &b.BodyRateGrace }),
 		always(func(b admit.Budget) any { return fileDuration(max(b.BodyRateGrace, 0)) })},
-	{"hold_timeout", readWith(parseFileTimeout, func(b *admit.Budget) *time.Duration { return &b.HoldTimeout }),
+	{fieldHoldTimeout, readWith(parseFileTimeout, func(b *admit.Budget) *time.Duration { return &b.HoldTimeout }),
 		always(func(b admit.Budget) any { return fileDuration(max(b.HoldTimeout, 0)) })},
 	{fieldChargeOnFailure, readCharge, always(func(b admit.Budget) any { return b.Charge == admit.ChargeOnFailure })},
 	{fieldExempt, readExempt, func(v budgetView) (any, bool) { return prefixList(v.b.Exempt), len(v.b.Exempt) > 0 }},
@@ -134,6 +141,9 @@ var budgetFields = []budgetField{
 func shownFields(v budgetView) []shownField {
 	var out []shownField
 	for _, f := range budgetFields {
+		if v.auth && slices.Contains(authUnapplied, f.key) {
+			continue
+		}
 		if val, ok := f.show(v); ok {
 			out = append(out, shownField{f.key, val})
 		}
@@ -393,7 +403,7 @@ func (c *Config) View(door *admit.Door, g admit.Group) budgetView {
 	if like == "" && slices.Contains(builtInGroups, g) {
 		like = g
 	}
-	return budgetView{b: b, name: g, like: like, interval: c.Async[g], exemptFrom: c.ExemptFrom[g]}
+	return budgetView{b: b, name: g, like: like, interval: c.Async[g], exemptFrom: c.ExemptFrom[g], auth: c.Auth}
 }
 
 // DurationText is a duration as the config file would spell it: 1h rather
