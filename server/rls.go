@@ -31,6 +31,7 @@ import (
 	"github.com/admitgo/admit/quota/pgquota"
 	"github.com/admitgo/admit/quota/redisquota"
 	"github.com/admitgo/admit/rls"
+	"github.com/admitgo/admit/server/internal/config"
 	"github.com/admitgo/admit/server/listener"
 	"github.com/admitgo/admit/server/storeurl"
 )
@@ -77,12 +78,7 @@ func runRLS(ctx context.Context, args []string, getenv func(string) string, stdo
 	hangups := make(chan os.Signal, 1)
 	signal.Notify(hangups, syscall.SIGHUP)
 	defer signal.Stop(hangups)
-	opts := &slog.HandlerOptions{Level: o.LogLevel}
-	log := slog.New(slog.NewTextHandler(stderr, opts))
-	if o.LogFormat == "json" {
-		log = slog.New(slog.NewJSONHandler(stderr, opts))
-	}
-	return serveRLS(ctx, o, hangups, log)
+	return serveRLS(ctx, o, hangups, logger(o.LogFormat, o.LogLevel, stderr))
 }
 
 func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *slog.Logger) error {
@@ -92,9 +88,9 @@ func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *
 	}
 	var tlsConfig *tls.Config
 	if o.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
+		cert, err := config.LoadKeyPair("admit rls", o.TLSCert, o.TLSKey)
 		if err != nil {
-			return usageError{fmt.Errorf("admit rls: --tls-cert %q, --tls-key %q: %w", o.TLSCert, o.TLSKey, err)}
+			return usageError{err}
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
@@ -231,7 +227,7 @@ func rlsListen(ctx context.Context, o rlsOptions, tel *telemetry) (ln, mln, hln 
 	for _, a := range []struct {
 		flag, addr string
 		ln         *net.Listener
-	}{{"listen", o.Listen, &ln}, {"metrics-listen", o.MetricsListen, &mln}, {"http-listen", o.HTTPListen, &hln}} {
+	}{{"grpc-listen", o.GRPCListen, &ln}, {"metrics-listen", o.MetricsListen, &mln}, {"http-listen", o.HTTPListen, &hln}} {
 		if a.addr == "" {
 			continue
 		}

@@ -417,9 +417,9 @@ func TestRLSEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Config != "edge.yaml" || o.MaxConns != 7 || o.MaxConnsPerClient != 3 || o.StoreFail.String() != "open" || !o.Shadow || o.Listen != "127.0.0.1:0" || o.TLSCert != "" {
+	if o.Config != "edge.yaml" || o.MaxConns != 7 || o.MaxConnsPerClient != 3 || o.StoreFail.String() != "open" || !o.Shadow || o.GRPCListen != "127.0.0.1:0" || o.TLSCert != "" {
 		t.Errorf("got config %q, max-conns %d, max-conns-per-client %d, store-fail %v, shadow %v, listen %q, tls-cert %q; want the ADMIT_RLS_ variables, the flag's listen, no proxy's variable",
-			o.Config, o.MaxConns, o.MaxConnsPerClient, o.StoreFail, o.Shadow, o.Listen, o.TLSCert)
+			o.Config, o.MaxConns, o.MaxConnsPerClient, o.StoreFail, o.Shadow, o.GRPCListen, o.TLSCert)
 	}
 	if !slices.Equal(o.referenceEnv, []string{"REDIS_URL"}) {
 		t.Errorf("reference variables reported: got %q, want REDIS_URL", o.referenceEnv)

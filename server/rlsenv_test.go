@@ -113,7 +113,7 @@ func TestRLSReferenceDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ name, got, want string }{
-		{"listen", o.Listen, "0.0.0.0:8081"},
+		{"listen", o.GRPCListen, "0.0.0.0:8081"},
 		{"http-listen", o.HTTPListen, "0.0.0.0:8080"},
 		{"metrics-listen", o.MetricsListen, "0.0.0.0:6070"},
 		{"config", o.Config, filepath.Join("/srv/runtime_data/current", "config")},
@@ -147,7 +147,7 @@ func TestRLSReferencePrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ name, got, want string }{
-		{"flag over ADMIT_RLS_ and GRPC_*", o.Listen, "127.0.0.4:9004"},
+		{"flag over ADMIT_RLS_ and GRPC_*", o.GRPCListen, "127.0.0.4:9004"},
 		{"reference over default", o.HTTPListen, "0.0.0.0:9003"},
 		{"config", o.Config, filepath.Join("/data", "rl", "config")},
 		{"prefix", o.StorePrefix, "rl:"},

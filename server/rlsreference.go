@@ -1,7 +1,6 @@
 package server
 
 import (
-	"flag"
 	"fmt"
 	"maps"
 	"net"
@@ -10,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/admitgo/admit/server/internal/config"
 )
 
 // ReferenceName is the name the binary answers to as envoyproxy/ratelimit
@@ -32,14 +33,14 @@ func AsReference(args []string) []string {
 // The values of --env: admit reads only its own variables; envoy reads
 // envoyproxy/ratelimit's too, below admit's (see refVars).
 const (
-	envAdmit     = "admit"
-	envReference = "envoy"
+	envAdmit     = config.EnvAdmit
+	envReference = config.EnvReference
 )
 
 // refFlags makes the value of each flag the reference's variables set
 // from those variables, each one its default where unset.
 var refFlags = map[string]func(get func(string) string) (string, error){
-	"listen": func(get func(string) string) (string, error) {
+	"grpc-listen": func(get func(string) string) (string, error) {
 		return net.JoinHostPort(get("GRPC_HOST"), get("GRPC_PORT")), nil
 	},
 	"http-listen": func(get func(string) string) (string, error) { return net.JoinHostPort(get("HOST"), get("PORT")), nil },
@@ -163,37 +164,42 @@ func refStore(get func(string) string) (string, error) {
 	return u.String(), nil
 }
 
-// applyReference sets each flag in refFlags that neither the command line
-// nor an ADMIT_RLS_ variable set (set) from the reference's variables,
-// recording in byEnv which variables a flag's value came from. It refuses
-// a value that asks for what admit lacks, and returns an info line for
-// each variable set that changes nothing, and for each default of the
-// reference that admit does not follow.
-func applyReference(fs *flag.FlagSet, set map[string]bool, getenv func(string) string, byEnv map[string]string) (infos []string, err error) {
+// applyReference returns the value of each flag in refFlags that neither
+// the command line nor an ADMIT_RLS_ variable gives (given says which do,
+// and by which spelling) from the reference's variables, each naming the
+// variables it came from. It refuses a value that asks for what admit
+// lacks, and returns an info line for each variable set that changes
+// nothing, and for each default of the reference that admit does not
+// follow.
+func applyReference(given func(flag string) (spelling string, ok bool), getenv func(string) string) (below map[string]config.Value, infos []string, err error) {
 	defs := map[string]string{}
 	names := map[string][]string{}
 	for _, r := range refVars {
 		defs[r.name] = r.def
 		v := getenv(r.name)
+		spelling, set := "", false
+		if r.flag != "" {
+			spelling, set = given(r.flag)
+		}
 		switch {
-		case r.flag != "" && set[r.flag]:
+		case set:
 			if v != "" {
-				infos = append(infos, fmt.Sprintf("%s is not read: --%s or %s is given", r.name, r.flag, rlsEnvName(r.flag)))
+				infos = append(infos, fmt.Sprintf("%s is not read: --%s or %s is given", r.name, spelling, rlsEnvName(spelling)))
 			}
 			continue
 		case r.flag != "":
 			names[r.flag] = append(names[r.flag], r.name)
 			if err := r.check(v); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			// The default flows into the flag: refused like a value set.
 			if v == "" && r.refuse != nil && r.refuse.test(r.def) {
-				return nil, fmt.Errorf("admit rls: %s unset: the reference's default %q asks for %s, which admit rls lacks; set %s (see docs/rls.md)",
+				return nil, nil, fmt.Errorf("admit rls: %s unset: the reference's default %q asks for %s, which admit rls lacks; set %s (see docs/rls.md)",
 					r.name, r.def, r.refuse.lacks, r.name)
 			}
 		default:
 			if err := r.check(v); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			switch {
 			case v != "" && r.refuse == nil:
@@ -210,19 +216,16 @@ func applyReference(fs *flag.FlagSet, set map[string]bool, getenv func(string) s
 		}
 		return defs[name]
 	}
+	below = map[string]config.Value{}
 	for _, f := range slices.Sorted(maps.Keys(refFlags)) {
-		if set[f] {
+		if _, set := given(f); set {
 			continue
 		}
 		v, err := refFlags[f](get)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		from := strings.Join(names[f], ", ")
-		if err := fs.Set(f, v); err != nil {
-			return nil, fmt.Errorf("admit rls: %s %q: %w", from, v, err)
-		}
-		byEnv[f] = from
+		below[f] = config.Value{V: v, From: strings.Join(names[f], ", ")}
 	}
-	return infos, nil
+	return below, infos, nil
 }

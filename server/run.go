@@ -91,8 +91,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // newLogger returns the logger of lifecycle events, in the format and at the
 // level the configuration names.
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
-	if cfg.LogFormat == "json" {
+	return logger(cfg.LogFormat, cfg.LogLevel, w)
+}
+
+// logger is every front's logger: --log-format's handler (text or json)
+// writing to w at --log-level and above.
+func logger(format string, level slog.Level, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))

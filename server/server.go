@@ -126,9 +126,9 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *ser
 		}
 	}
 	if cfg.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		cert, err := config.LoadKeyPair("admit", cfg.TLSCert, cfg.TLSKey)
 		if err != nil {
-			return nil, fmt.Errorf("admit: --tls-cert %q, --tls-key %q: %w", cfg.TLSCert, cfg.TLSKey, err)
+			return nil, err
 		}
 		s.tlsCert = &cert
 	}

@@ -108,6 +108,10 @@ type Config struct {
 	Transport http.RoundTripper // to the upstream; nil: upstream.Transport()
 }
 
+// useEnv keeps the environment Apply reads, for the config file's
+// exempt_keys_from: env:NAME.
+func (c *Config) useEnv(getenv func(string) string) { c.getenv = getenv }
+
 // Route puts requests matching a ServeMux pattern under one or more groups'
 // limits, checked in order, each spending Cost.
 type Route struct {
@@ -201,7 +205,7 @@ var Options = []Option{
 		Set:     func(c *Config, v string) (err error) { c.StoreMigrate, err = ParseBool(v); return err },
 		running: func(c Config) any { return c.StoreMigrate }},
 	{Name: "store-fail", arg: "POLICY", Def: "closed", Usage: "what a request gets while the shared store cannot decide: closed (503), open (admitted without a limit) or local (this replica's own buckets at the budget divided by --replicas)",
-		Set:     func(c *Config, v string) (err error) { c.StoreFail, err = parseStoreFail(v); return err },
+		Set:     func(c *Config, v string) (err error) { c.StoreFail, err = parseStoreFail(v, false); return err },
 		running: func(c Config) any { return c.StoreFail }},
 	{Name: "replicas", arg: "N", Usage: "with --store-fail local, how many replicas share the store: each decides at 1/N of every budget while it is down",
 		Set:     func(c *Config, v string) (err error) { c.Replicas, err = parseCount(v, 1); return err },

@@ -338,6 +338,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"proxy protocol bad env", nil, map[string]string{"ADMIT_PROXY_PROTOCOL_FROM": "10.0.0.0/x"}, `admit: ADMIT_PROXY_PROTOCOL_FROM "10.0.0.0/x": *`},
 
 		{"bool maybe flag", []string{"--disable-anon-route-limits=maybe"}, nil, `admit: --disable-anon-route-limits "maybe": not a boolean (use true or false)`},
+		{"a flag and its older name differ", []string{"--shadow", "--disable-anon-route-limits=false"}, nil, `admit: --shadow "true" and --disable-anon-route-limits "false" differ: --disable-anon-route-limits is another name of --shadow; give one`},
 		{"bool maybe env", nil, map[string]string{"ADMIT_DISABLE_ANON_ROUTE_LIMITS": "maybe"}, `admit: ADMIT_DISABLE_ANON_ROUTE_LIMITS "maybe": not a boolean (use true or false)`},
 		{"bool yes env", nil, map[string]string{"ADMIT_SHADOW": "yes"}, `admit: ADMIT_SHADOW "yes": not a boolean (use true or false)`},
 		{"bool demo env", nil, map[string]string{"ADMIT_DEMO": "on"}, `admit: ADMIT_DEMO "on": not a boolean (use true or false)`},

@@ -1,7 +1,9 @@
-// Package config is the server's configuration model and its loading: one
-// table of options (Options: each setting's flag, environment variable,
-// default, parser and, for those only a restart applies, how a reload
-// compares it), the config file's reader, with one table of a budget's
+// Package config is the server's configuration model and its loading: the
+// command layer of its three fronts, one kind of option table read by one
+// OptionSetFor (Options for the proxy and, with AuthOptions, admit auth;
+// RLSOptions for admit rls: each setting's flag and older names,
+// environment variable, default, parser and, for those only a restart
+// applies, how a reload compares it), the config file's reader, with one table of a budget's
 // fields (budgetFields) that reads, validates and writes each field back,
 // the routes as the configuration gives them, and the door their budgets
 // make. Every error names the flag, variable or file line at fault, in the

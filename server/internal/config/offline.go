@@ -20,8 +20,8 @@ import (
 // configuration's, so the process exits 2 on them.
 func (c Config) CheckOffline() error {
 	if c.TLSCert != "" {
-		if _, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey); err != nil {
-			return fmt.Errorf("admit: --tls-cert %q, --tls-key %q: %w", c.TLSCert, c.TLSKey, err)
+		if _, err := LoadKeyPair("admit", c.TLSCert, c.TLSKey); err != nil {
+			return err
 		}
 	}
 	if err := c.Store.Check(); err != nil {
@@ -34,6 +34,16 @@ func (c Config) CheckOffline() error {
 	}
 	_, err := c.RouteTable(WithGRPCHealth(c.Routes))
 	return err
+}
+
+// LoadKeyPair loads a front's --tls-cert and --tls-key, naming both in its
+// error, which starts with front ("admit", "admit rls").
+func LoadKeyPair(front, cert, key string) (tls.Certificate, error) {
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("%s: --tls-cert %q, --tls-key %q: %w", front, cert, key, err)
+	}
+	return pair, nil
 }
 
 // OfflineStore returns the store --store names, built as startup builds it

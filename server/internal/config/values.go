@@ -89,15 +89,18 @@ func parsePath(v string) (string, error) {
 	return v, nil
 }
 
-// parseStoreFail reads --store-fail with quota's one parser. error, which
-// hands the decision back to a proxy in front, has no one to hand it to
-// here: the proxy is the front that answers the client.
-func parseStoreFail(v string) (quota.Failure, error) {
+// parseStoreFail reads --store-fail with quota's one parser. error hands
+// the decision back to a front that asked: admit rls has one (Envoy, whose
+// failure_mode_deny decides, so handBack), the proxy has none, being the
+// front that answers the client.
+func parseStoreFail(v string, handBack bool) (quota.Failure, error) {
 	f, err := quota.ParseFailure(v)
 	switch {
+	case err != nil && handBack:
+		return 0, errors.New("want error, closed, open or local")
 	case err != nil:
 		return 0, errors.New("want closed, open or local")
-	case f == quota.FailError:
+	case f == quota.FailError && !handBack:
 		return 0, errors.New("error hands the decision back to the front, and admit is the front here: want closed (503), open or local")
 	}
 	return f, nil
@@ -158,11 +161,20 @@ func parseDuration(v string, positive bool) (time.Duration, error) {
 	return d, nil
 }
 
-// parseCount reads a whole number of at least least.
-func parseCount(v string, least int) (int, error) {
+// parseWhole reads a whole number.
+func parseWhole(v string) (int, error) {
 	n, err := strconv.Atoi(v)
 	if err != nil {
 		return 0, errors.New("not a whole number")
+	}
+	return n, nil
+}
+
+// parseCount reads a whole number of at least least.
+func parseCount(v string, least int) (int, error) {
+	n, err := parseWhole(v)
+	if err != nil {
+		return 0, err
 	}
 	if n < least {
 		return 0, fmt.Errorf("must be at least %d", least)

@@ -1,0 +1,120 @@
+package config
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/rls"
+	"github.com/admitgo/admit/server/storeurl"
+)
+
+// The values of admit rls's --env: admit reads only its own variables;
+// envoy reads envoyproxy/ratelimit's too, below admit's.
+const (
+	EnvAdmit     = "admit"
+	EnvReference = "envoy"
+)
+
+// RLS is the configuration of admit rls, Envoy's rate limit service: what
+// its flags, its ADMIT_RLS_ variables and, in reference mode,
+// envoyproxy/ratelimit's variables set, each value checked. A reload reads
+// its configuration files again and none of these.
+type RLS struct {
+	Env                       string // EnvAdmit or EnvReference
+	GRPCListen                string // address of the gRPC service, host:port
+	MetricsListen             string // address of /metrics and the health and /rlconfig pages
+	HTTPListen                string // address of /healthcheck and /json; empty: none
+	MaxConns                  int    // open connections on the gRPC listener; at least 1
+	MaxConnsPerClient         int    // open connections per client key; 0: no cap
+	Store                     storeurl.Store
+	StoreTable, StorePrefix   string        // empty: the store's default
+	StoreFail                 quota.Failure // what a call gets while the store cannot count
+	TLSCert, TLSKey           string        // both set or both empty
+	Config                    string        // envoyproxy/ratelimit YAML file, or a directory of them
+	Shadow, QuotaMode         bool
+	Headers                   bool // ask Envoy to add the limit headers
+	LimitHeader, RemainingHdr string
+	ResetHeader               string
+	LogLevel                  slog.Level
+	LogFormat                 string   // text or json
+	AdminHosts                []string // names the metrics listener answers to beyond addresses and localhost
+}
+
+// Front names admit rls's errors and variables: ADMIT_RLS_ and the flag's
+// name, beside the proxy's ADMIT_ ones.
+func (RLS) Front() (string, string) { return "admit rls", "ADMIT_RLS_" }
+
+// RLSOptions are admit rls's settings, in the order of its usage.
+var RLSOptions = []OptionFor[RLS]{
+	{Name: "config", arg: "FILE|DIR", Usage: "envoyproxy/ratelimit YAML file, or a directory of them (one domain each); required",
+		Set: func(c *RLS, v string) error { c.Config = v; return nil }},
+	{Name: "env", arg: "NAME", Def: EnvAdmit, Usage: "whose environment variables are read beside admit rls's own: admit (none) or envoy (envoyproxy/ratelimit's, below admit's; the default when run as ratelimit; see docs/rls.md)",
+		Set: func(c *RLS, v string) error {
+			if v != EnvAdmit && v != EnvReference {
+				return fmt.Errorf("want %s or %s", EnvAdmit, EnvReference)
+			}
+			c.Env = v
+			return nil
+		}},
+	{Name: "grpc-listen", aliases: []string{"listen"}, arg: "ADDR", Def: ":8081", Usage: "address of the gRPC service (envoyproxy/ratelimit's GRPC_HOST and GRPC_PORT); cleartext HTTP/2 (h2c) unless --tls-cert",
+		Set: func(c *RLS, v string) (err error) { c.GRPCListen, err = ParseAddr(v); return err }},
+	{Name: "metrics-listen", arg: "ADDR", Def: "127.0.0.1:9464", Usage: "address of /metrics, /healthz, /healthcheck and /rlconfig (envoyproxy/ratelimit's DEBUG_HOST and DEBUG_PORT)",
+		Set: func(c *RLS, v string) (err error) { c.MetricsListen, err = ParseAddr(v); return err }},
+	{Name: "http-listen", arg: "ADDR", Usage: "address of /healthcheck and /json, ShouldRateLimit over JSON (envoyproxy/ratelimit's HOST and PORT); empty: not served",
+		Set: func(c *RLS, v string) (err error) {
+			if v == "" {
+				c.HTTPListen = ""
+				return nil
+			}
+			c.HTTPListen, err = ParseAddr(v)
+			return err
+		}},
+	// The caps' ranges are checked once every value is read, in the words
+	// of their own errors (checkRLS).
+	{Name: "max-conns", arg: "N", Def: "4096", Usage: "connections the gRPC listener keeps open at most; newer ones are closed on arrival",
+		Set: func(c *RLS, v string) (err error) { c.MaxConns, err = parseWhole(v); return err }},
+	{Name: "max-conns-per-client", arg: "N", Def: "0", Usage: "connections one client (an IPv4 address or IPv6 /64) keeps open on the gRPC listener at most; 0: no cap, since a mesh's sidecar may carry every Envoy's connections from one address",
+		Set: func(c *RLS, v string) (err error) { c.MaxConnsPerClient, err = parseWhole(v); return err }},
+	{Name: "store", arg: "STORE", Def: "memory", Usage: "memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://... (rediss for TLS): where the counts live",
+		Set: func(c *RLS, v string) (err error) { c.Store, err = storeurl.Parse(v); return err }},
+	{Name: "store-table", arg: "TABLE", Usage: "PostgreSQL table, optionally schema-qualified (default \"admit_quota\")",
+		Set: func(c *RLS, v string) error { c.StoreTable = v; return nil }},
+	{Name: "store-prefix", arg: "PREFIX", Usage: "start of every Redis key (default \"admit:count:\"; envoyproxy/ratelimit's CACHE_KEY_PREFIX)",
+		Set: func(c *RLS, v string) error { c.StorePrefix = v; return nil }},
+	{Name: "store-fail", arg: "POLICY", Def: "error", Usage: "what a request gets while the store cannot count: error (gRPC UNAVAILABLE, so Envoy's failure_mode_deny decides), closed (OVER_LIMIT), open (OK) or local (counted in this process's memory)",
+		Set: func(c *RLS, v string) (err error) { c.StoreFail, err = parseStoreFail(v, true); return err }},
+	{Name: "tls-cert", arg: "FILE", Usage: "TLS certificate (PEM); with --tls-key, serves gRPC over TLS",
+		Set: func(c *RLS, v string) error { c.TLSCert = v; return nil }},
+	{Name: "tls-key", arg: "FILE", Usage: "TLS private key (PEM)",
+		Set: func(c *RLS, v string) error { c.TLSKey = v; return nil }},
+	{Name: "shadow", Usage: "answer OK overall whatever the limits say (envoyproxy/ratelimit's SHADOW_MODE)",
+		Set: func(c *RLS, v string) (err error) { c.Shadow, err = ParseBool(v); return err }},
+	{Name: "quota-mode", Usage: "answer OK for over-limit descriptors (QUOTA_MODE)",
+		Set: func(c *RLS, v string) (err error) { c.QuotaMode, err = ParseBool(v); return err }},
+	{Name: "response-headers", Usage: "ask Envoy to add the limit headers (LIMIT_RESPONSE_HEADERS_ENABLED)",
+		Set: func(c *RLS, v string) (err error) { c.Headers, err = ParseBool(v); return err }},
+	{Name: "limit-header", arg: "NAME", Def: rls.DefaultHeaders.Limit, Usage: "name of the limit header (LIMIT_LIMIT_HEADER)",
+		Set: func(c *RLS, v string) error { c.LimitHeader = v; return nil }},
+	{Name: "remaining-header", arg: "NAME", Def: rls.DefaultHeaders.Remaining, Usage: "name of the remaining header (LIMIT_REMAINING_HEADER)",
+		Set: func(c *RLS, v string) error { c.RemainingHdr = v; return nil }},
+	{Name: "reset-header", arg: "NAME", Def: rls.DefaultHeaders.Reset, Usage: "name of the reset header (LIMIT_RESET_HEADER)",
+		Set: func(c *RLS, v string) error { c.ResetHeader = v; return nil }},
+	{Name: "log-level", arg: "LEVEL", Def: "info", Usage: "debug, info, warn or error",
+		Set: func(c *RLS, v string) (err error) { c.LogLevel, err = ParseLogLevel(v); return err }},
+	{Name: "log-format", arg: "FORMAT", Def: "text", Usage: "text or json",
+		Set: func(c *RLS, v string) (err error) { c.LogFormat, err = parseLogFormat(v); return err }},
+	{Name: "admin-host", arg: "NAMES", multi: true, Usage: "names the metrics listener answers to besides an IP address, localhost and names under .localhost, comma or space separated; repeatable; a request with any other Host is refused with 421, so that a web page cannot reach it by DNS rebinding",
+		Set: func(c *RLS, v string) error { return appendHosts(&c.AdminHosts, v) }},
+}
+
+// PrintRLSUsage writes admit rls's usage.
+func PrintRLSUsage(w io.Writer) {
+	fmt.Fprint(w, "Usage: admit rls --config FILE|DIR [flags]\n"+
+		"       admit rls validate --config FILE|DIR [flags]   check the flags, environment and files without serving\n\n"+
+		"admit rls is Envoy's rate limit service (ShouldRateLimit) on envoyproxy/ratelimit's\n"+
+		"configuration files and admit's stores.\n"+
+		"Each flag may also be set by the environment variable shown; the flag wins.\n\n")
+	PrintOptions(w, RLSOptions)
+}

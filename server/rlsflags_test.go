@@ -1,0 +1,81 @@
+package server
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+)
+
+// TestRLSGRPCListenPrecedence takes admit rls's gRPC listener from
+// --grpc-listen or its older name --listen, then ADMIT_RLS_GRPC_LISTEN or
+// ADMIT_RLS_LISTEN, then in reference mode GRPC_HOST and GRPC_PORT (with
+// the reference's defaults), then the default; an error names the layer
+// the value came from.
+func TestRLSGRPCListenPrecedence(t *testing.T) {
+	const (
+		flagAddr  = "127.0.0.1:9001"
+		aliasAddr = "127.0.0.1:9002"
+		varAddr   = "127.0.0.1:9003"
+		aliasVar  = "127.0.0.1:9004"
+	)
+	ref := map[string]string{"GRPC_HOST": "127.0.0.5", "GRPC_PORT": "9005"}
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		env       map[string]string
+		reference bool
+		want      string // the address, or with wantErr the error's start
+		wantErr   bool
+	}{
+		{"default", nil, nil, false, ":8081", false},
+		{"the reference's default in its mode", nil, nil, true, "0.0.0.0:8081", false},
+		{"the reference's variables outside its mode", nil, ref, false, ":8081", false},
+		{"the reference's variables", nil, ref, true, "127.0.0.5:9005", false},
+		{"the variable over the reference's", nil, merge(ref, map[string]string{"ADMIT_RLS_GRPC_LISTEN": varAddr}), true, varAddr, false},
+		{"the older name's variable over the reference's", nil, merge(ref, map[string]string{"ADMIT_RLS_LISTEN": aliasVar}), true, aliasVar, false},
+		{"the variable over the older name's", nil, map[string]string{"ADMIT_RLS_GRPC_LISTEN": varAddr, "ADMIT_RLS_LISTEN": aliasVar}, false, varAddr, false},
+		{"the flag over every variable", []string{"--grpc-listen", flagAddr}, merge(ref, map[string]string{"ADMIT_RLS_GRPC_LISTEN": varAddr, "ADMIT_RLS_LISTEN": aliasVar}), true, flagAddr, false},
+		{"the older name's flag over every variable", []string{"--listen", aliasAddr}, merge(ref, map[string]string{"ADMIT_RLS_GRPC_LISTEN": varAddr}), true, aliasAddr, false},
+		{"both flags, one value", []string{"--listen", flagAddr, "--grpc-listen", flagAddr}, nil, false, flagAddr, false},
+		{"both flags, two values", []string{"--grpc-listen", flagAddr, "--listen", aliasAddr}, nil, false,
+			`admit rls: --grpc-listen "` + flagAddr + `" and --listen "` + aliasAddr + `" differ`, true},
+		{"a bad flag", []string{"--grpc-listen", "nowhere"}, ref, true, `admit rls: --grpc-listen "nowhere": missing port in address`, true},
+		{"a bad older name's variable", nil, map[string]string{"ADMIT_RLS_LISTEN": "nowhere"}, false, `admit rls: ADMIT_RLS_LISTEN "nowhere": missing port in address`, true},
+		{"a bad reference's variable", nil, map[string]string{"GRPC_PORT": "65536"}, true, `admit rls: GRPC_HOST, GRPC_PORT "0.0.0.0:65536": port must be a number from 0 to 65535`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := merge(tc.env, map[string]string{"ADMIT_RLS_CONFIG": "edge.yaml"})
+			getenv := func(k string) string { return env[k] }
+			if tc.reference {
+				env = merge(env, map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "redis:6379"})
+				getenv = referenceEnv(env)
+			}
+			o, err := parseRLSFlags(tc.args, getenv, io.Discard)
+			switch {
+			case tc.wantErr && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
+				t.Fatalf("got %v, want an error starting %q", err, tc.want)
+			case tc.wantErr:
+				if code := Main(context.Background(), append([]string{"rls", "validate"}, tc.args...), getenv, io.Discard, io.Discard); code != 2 {
+					t.Errorf("admit rls validate: exit %d, want 2", code)
+				}
+			case err != nil:
+				t.Fatalf("got %v, want %s", err, tc.want)
+			case o.GRPCListen != tc.want:
+				t.Errorf("got %q, want %q", o.GRPCListen, tc.want)
+			}
+		})
+	}
+}
+
+// merge returns the variables of a and b, b's winning.
+func merge(a, b map[string]string) map[string]string {
+	m := map[string]string{}
+	for k, v := range a {
+		m[k] = v
+	}
+	for k, v := range b {
+		m[k] = v
+	}
+	return m
+}
