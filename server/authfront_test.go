@@ -177,3 +177,41 @@ func (rec *recorder) paths() []string {
 	}
 	return out
 }
+
+// TestAuthFrontFailsOpen: each front whose documented configuration says
+// how to fail open, edited as it says, sends the request to the app when
+// admit cannot answer.
+func TestAuthFrontFailsOpen(t *testing.T) {
+	for _, kind := range testrouter.AuthKinds() {
+		doc, ok := testrouter.FailOpen(t, kind)
+		if !ok {
+			continue // Caddy's documented configuration fails closed only
+		}
+		t.Run(string(kind), func(t *testing.T) {
+			args := []string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--config", writeConfig(t, linkConfig), "--trusted-proxy", testrouter.FrontSource + "/32", "--deny-status", "403"}
+			cfg, err := config.ParseAuth("admit auth", append(config.AuthOptions, config.Options...), args, func(string) string { return "" }, io.Discard, config.PrintAuthUsage)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := newRecorder(t)
+			a := startConfig(t, cfg)
+			f := testrouter.StartAuthFrontWith(t, kind, strings.TrimPrefix(a.url, "http://"), strings.TrimPrefix(rec.url, "http://"), doc)
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("%s log:\n%s", kind, f.LogTail())
+				}
+			})
+			if err := a.stop(); err != nil {
+				t.Fatal(err)
+			}
+			a.s.close()
+			open := &askingFront{front: f, rec: rec, admit: a}
+			if resp := open.send(t, clientAt(t, "127.0.0.6"), "GET", "/l/x"); resp.StatusCode != http.StatusOK {
+				t.Errorf("got %d, want 200 from the app: the configuration fails open", resp.StatusCode)
+			}
+			if n := rec.count(); n != 1 {
+				t.Errorf("the app got %d requests, want 1", n)
+			}
+		})
+	}
+}

@@ -53,7 +53,38 @@ const caddyBin = "/usr/bin/caddy"
 // saying what to install, when the proxy is missing.
 func StartAuthFront(t testing.TB, kind AuthKind, auth, app string) *Front {
 	t.Helper()
+	return startAuthFront(t, kind, auth, app, DocumentedAuth(t, kind))
+}
+
+// FailOpen returns the documented configuration of kind with the one edit
+// its comments describe to fail open when admit cannot answer; false when
+// kind documents none. It fails t when the line to edit is not there.
+func FailOpen(t testing.TB, kind AuthKind) (string, bool) {
+	t.Helper()
+	edits := map[AuthKind][2]string{
+		NginxAuth:   {"#   error_page 500 = @app;", "error_page 500 = @app;"},
+		HAProxyAuth: {"    http-request return status 503 if !admit_answered\n", "    # http-request return status 503 if !admit_answered\n"},
+	}
+	e, ok := edits[kind]
+	if !ok {
+		return "", false
+	}
 	doc := DocumentedAuth(t, kind)
+	if strings.Count(doc, e[0]) != 1 {
+		t.Fatalf("testrouter: the %s configuration no longer holds the fail-open line %q once", kind, e[0])
+	}
+	return strings.Replace(doc, e[0], e[1], 1), true
+}
+
+// StartAuthFrontWith is StartAuthFront with the configuration doc, the
+// documented one edited.
+func StartAuthFrontWith(t testing.TB, kind AuthKind, auth, app, doc string) *Front {
+	t.Helper()
+	return startAuthFront(t, kind, auth, app, doc)
+}
+
+func startAuthFront(t testing.TB, kind AuthKind, auth, app, doc string) *Front {
+	t.Helper()
 	doc = strings.NewReplacer(docAdmit, auth, docApp, app).Replace(doc)
 	dir := t.TempDir()
 	name := "front-" + string(kind)
