@@ -152,7 +152,10 @@ func (a *authFront) decide(ctx context.Context, orig *http.Request) authAnswer {
 	// An outcome not told was refused before the door: the front's 400 or 501.
 	outcome := cmp.Or(res.outcome, authMalformed)
 	h[admitStatus] = statusValue(outcome)
-	return a.denied(authAnswer{status: rec.status, outcome: outcome, header: h, body: rec.body.Bytes()})
+	// A request the door answered nothing (its client, the front, left)
+	// still gets a status, should anyone read it.
+	status := cmp.Or(rec.status, http.StatusServiceUnavailable)
+	return a.denied(authAnswer{status: status, outcome: outcome, header: h, body: rec.body.Bytes()})
 }
 
 // statusValues holds Admit-Status's values, one shared slice per outcome:

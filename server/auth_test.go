@@ -223,7 +223,7 @@ func TestAuthStartupErrors(t *testing.T) {
 		{"an upstream", []string{"--trusted-proxy", "127.0.0.1/32", "--upstream", "http://127.0.0.1:1"}, "admit auth: --upstream (ADMIT_UPSTREAM) is set, but admit auth decides for a front and forwards nothing"},
 		{"decoded slashes", []string{"--trusted-proxy", "127.0.0.1/32", "--escaped-slashes", "decode"}, "admit auth: --escaped-slashes (ADMIT_ESCAPED_SLASHES) is set"},
 		{"a deny status that admits", []string{"--trusted-proxy", "127.0.0.1/32", "--deny-status", "200"}, "admit auth: --deny-status (ADMIT_DENY_STATUS) 200: want a status from 400 to 599"},
-		{"a queue bounded by nothing", []string{"--trusted-proxy", "127.0.0.1/32", "--config", queue}, "admit auth: --config \"" + queue + "\": line 2: budgets.link.queue: give max_waiting too"},
+		{"a queue", []string{"--trusted-proxy", "127.0.0.1/32", "--config", queue}, "admit auth: --config \"" + queue + "\": line 2: budgets.link.queue: a front gives up on a decision that waits"},
 		{"an in-flight cap", []string{"--trusted-proxy", "127.0.0.1/32", "--config", limits}, "admit auth: --config \"" + limits + "\": line 2: budgets.link.per_client: a forward-auth decision ends before the app answers"},
 	}
 	for _, tt := range tests {

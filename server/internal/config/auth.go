@@ -76,10 +76,8 @@ func (c Config) checkAuth(name string) error {
 		if field != "" {
 			return fmt.Errorf("%s: %s: line %d: budgets.%s.%s: %w", name, c.file, c.budgetLines[g], g, field, errAuthAnswer)
 		}
-		if b.Queue > 0 && b.MaxWaiting == 0 {
-			// Its default is the group's in-flight cap, which is off here:
-			// the waiting requests would be bounded by nothing.
-			return fmt.Errorf("%s: %s: line %d: budgets.%s.%s: give %s too: the group's waiting requests are bounded by its in-flight cap unless it says, and admit auth has none", name, c.file, c.budgetLines[g], g, FieldQueue, FieldMaxWaiting)
+		if b.Queue > 0 {
+			return fmt.Errorf("%s: %s: line %d: budgets.%s.%s: %w", name, c.file, c.budgetLines[g], g, FieldQueue, errAuthQueue)
 		}
 	}
 	return nil
@@ -88,6 +86,9 @@ func (c Config) checkAuth(name string) error {
 // errAuthAnswer explains why a limit that needs the app's answer is refused
 // in admit auth.
 var errAuthAnswer = errors.New("a forward-auth decision ends before the app answers, so admit can neither hold an in-flight slot nor see the status; leave it out, and cap requests in flight at the front (nginx limit_conn, HAProxy maxconn)")
+
+// errAuthQueue explains why the delay mode is refused in admit auth.
+var errAuthQueue = errors.New("a front gives up on a decision that waits (HAProxy's and Envoy's timeouts are a second or less), and a wait given up is refunded, so a front that fails open would forward the request uncharged; use the front's own delay (nginx's limit_req without nodelay)")
 
 // authUnapplied are the fields admit auth does not apply, which validate
 // and the admin API leave out: the caps and charge it turns off, and the
