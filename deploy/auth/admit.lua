@@ -78,7 +78,8 @@ local function request(txn)
   fields["X-Forwarded-Host"] = list(received["host"])
   fields["X-Forwarded-Method"] = { txn.sf:method() }
   fields["X-Forwarded-Uri"] = { txn.sf:pathq() }
-  fields["X-Forwarded-Proto"] = { txn.f:ssl_fc() and "https" or "http" }
+  -- A boolean fetch comes to Lua as 0 or 1, and 0 is true in Lua.
+  fields["X-Forwarded-Proto"] = { txn.f:ssl_fc() == 1 and "https" or "http" }
   fields["X-Forwarded-For"] = { txn.sf:src() }
   return fields, count + #fields["X-Forwarded-Host"] + 4
 end
