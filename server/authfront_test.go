@@ -33,6 +33,13 @@ func startAsking(t *testing.T, kind testrouter.AuthKind, extra ...string) *askin
 // startAskingWith is startAsking on the config file yaml.
 func startAskingWith(t *testing.T, kind testrouter.AuthKind, yaml string, extra ...string) *askingFront {
 	t.Helper()
+	return startAskingDoc(t, kind, testrouter.DocumentedAuth(t, kind), yaml, extra...)
+}
+
+// startAskingDoc is startAskingWith with the front's configuration doc,
+// the documented one edited.
+func startAskingDoc(t *testing.T, kind testrouter.AuthKind, doc, yaml string, extra ...string) *askingFront {
+	t.Helper()
 	file := writeConfig(t, yaml)
 	args := []string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--config", file, "--trusted-proxy", testrouter.FrontSource + "/32"}
 	if kind == testrouter.NginxAuth {
@@ -44,7 +51,7 @@ func startAskingWith(t *testing.T, kind testrouter.AuthKind, yaml string, extra 
 	}
 	rec := newRecorder(t)
 	a := startConfig(t, cfg)
-	f := testrouter.StartAuthFront(t, kind, strings.TrimPrefix(a.url, "http://"), strings.TrimPrefix(rec.url, "http://"))
+	f := testrouter.StartAuthFrontWith(t, kind, strings.TrimPrefix(a.url, "http://"), strings.TrimPrefix(rec.url, "http://"), doc)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("%s log:\n%s", kind, f.LogTail())

@@ -13,10 +13,12 @@
 -- it and refuses a request told twice.
 --
 -- What admit answered is left in variables for the configuration's rules:
--- txn.admit_code, its status, or 0 when it did not answer;
--- txn.admit_status, its Admit-Status; txn.admit_retry_after,
--- txn.admit_ratelimit and txn.admit_ratelimit_policy, its Retry-After,
--- RateLimit and RateLimit-Policy.
+-- txn.admit_code, its status, or 0 when it did not answer, or 400 with
+-- txn.admit_status "malformed" when admit could not be told the request
+-- whole or the action failed on it; txn.admit_status, its Admit-Status;
+-- txn.admit_retry_after, txn.admit_ratelimit and
+-- txn.admit_ratelimit_policy, its Retry-After, RateLimit and
+-- RateLimit-Policy.
 
 -- Fields about the client's hop to HAProxy, or told in the family above,
 -- never passed to admit.
@@ -50,10 +52,14 @@ local function passed(name)
 end
 
 -- list returns a field's values as HAProxy gives them, numbered from 0 in
--- the order received, as the list its client sends.
+-- the order received, as the list its client sends; none for a field the
+-- request lacks (HTTP/1.0 without Host).
 local function list(values)
   local out = {}
-  for i = 0, #(values or {}) do
+  if values == nil then
+    return out
+  end
+  for i = 0, #values do
     out[#out + 1] = values[i]
   end
   return out
@@ -72,7 +78,8 @@ local function request(txn)
   fields["X-Forwarded-Host"] = list(received["host"])
   fields["X-Forwarded-Method"] = { txn.sf:method() }
   fields["X-Forwarded-Uri"] = { txn.sf:pathq() }
-  fields["X-Forwarded-Proto"] = { txn.f:ssl_fc() and "https" or "http" }
+  -- A boolean fetch comes to Lua as 0 or 1, and 0 is true in Lua.
+  fields["X-Forwarded-Proto"] = { txn.f:ssl_fc() == 1 and "https" or "http" }
   fields["X-Forwarded-For"] = { txn.sf:src() }
   return fields, count + #fields["X-Forwarded-Host"] + 4
 end
@@ -84,18 +91,14 @@ local function untold(txn)
   txn:set_var("txn.admit_status", "malformed", true)
 end
 
-local function admit(txn, dst)
-  txn:set_var("txn.admit_code", 0, true)
+-- ask asks admit about the request and sets the variables from its
+-- answer, leaving txn.admit_code 0 when admit did not answer.
+local function ask(txn, dst)
   local fields, count = request(txn)
   if count > maxhdr then
     return untold(txn)
   end
-  local ok, res = pcall(function()
-    return core.httpclient():get{ url = "http://admit/", dst = dst, headers = fields }
-  end)
-  if not ok then -- the request to admit could not be built or sent
-    return untold(txn)
-  end
+  local res = core.httpclient():get{ url = "http://admit/", dst = dst, headers = fields }
   local outcome = type(res) == "table" and type(res.headers) == "table" and res.headers["admit-status"]
   if not outcome or not outcome[0] then
     -- Every answer of admit names its outcome, so this one is HAProxy's
@@ -114,6 +117,16 @@ local function admit(txn, dst)
     if vs and vs[0] then
       txn:set_var(var, vs[0], true)
     end
+  end
+end
+
+local function admit(txn, dst)
+  txn:set_var("txn.admit_code", 0, true)
+  -- An error here is the action's own on a request it could not read or
+  -- pass on, never admit's silence, so it refuses the request in either
+  -- failure mode rather than leave it to fail open.
+  if not pcall(ask, txn, dst) then
+    untold(txn)
   end
 end
 

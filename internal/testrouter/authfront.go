@@ -229,7 +229,8 @@ func caddyAuthCommand(t testing.TB, dir, doc string) func(port, status int) (*ex
 	conf := filepath.Join(dir, "Caddyfile")
 	return func(port, status int) (*exec.Cmd, int) {
 		token := 1 + rand.IntN(1<<30)
-		site := strings.Replace(doc, ":"+docListen+" {", fmt.Sprintf("http://127.0.0.1:%d {", port), 1)
+		// Any host, as the documented site, on the loopback interface alone.
+		site := strings.Replace(doc, ":"+docListen+" {", fmt.Sprintf("http://:%d {\n\tbind 127.0.0.1", port), 1)
 		text := fmt.Sprintf(caddyAuthGlobal, filepath.Join(dir, "caddy-data"), status, statusPath) + site
 		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 			t.Fatalf("testrouter: %v", err)
