@@ -62,6 +62,27 @@ func TestAuthHAProxySilentAdmit(t *testing.T) {
 	}
 }
 
+// TestAuthNginxSilentAdmit: an admit that accepts and never answers
+// fails nginx's documented configuration closed within its one-second
+// read timeout, not nginx's default minute.
+func TestAuthNginxSilentAdmit(t *testing.T) {
+	silent := silentServer(t)
+	rec := newRecorder(t)
+	f := testrouter.StartAuthFront(t, testrouter.NginxAuth, silent, strings.TrimPrefix(rec.url, "http://"))
+	start := time.Now()
+	resp, err := clientAt(t, "127.0.0.7").Get(f.URL + "/l/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if took := time.Since(start); resp.StatusCode != http.StatusInternalServerError || took > 5*time.Second {
+		t.Errorf("got %d after %v; want 500 after about 1s", resp.StatusCode, took)
+	}
+	if n := rec.count(); n != 0 {
+		t.Errorf("the app got %d requests, want 0", n)
+	}
+}
+
 // silentServer returns the address of a listener that accepts connections
 // and holds them unanswered until the test ends.
 func silentServer(t *testing.T) string {
