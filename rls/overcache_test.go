@@ -115,3 +115,28 @@ func TestLocalCacheShadow(t *testing.T) {
 	})
 	asks(t, c, 3)
 }
+
+// TestLocalCacheAllocs answers from the cache with no more allocations
+// than a request the counter decides: the request's key and its answer.
+func TestLocalCacheAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	allocs := func(f *fixture) float64 {
+		for range 3 {
+			f.decide(t, user())
+		}
+		return testing.AllocsPerRun(100, func() { f.decide(t, user()) })
+	}
+	counted := allocs(newFixture(t, rls.Options{}))
+	for _, stop := range []bool{false, true} {
+		f, c := cachedFixture(t, rls.Options{StopIncrementOverLimit: stop})
+		got := allocs(f)
+		if got > counted {
+			t.Errorf("stop increment %v: %v allocations from the cache, want at most %v, a counted request's", stop, got, counted)
+		}
+		if n := c.asked.Load(); n > 6 {
+			t.Errorf("stop increment %v: the counter was asked %d times, want the cache to answer", stop, n)
+		}
+	}
+}
