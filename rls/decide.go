@@ -13,9 +13,7 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/admitgo/admit/internal/storedown"
 	"github.com/admitgo/admit/internal/subject"
-	"github.com/admitgo/admit/quota"
 )
 
 // A decision is the working state of one request, pooled.
@@ -24,6 +22,9 @@ type decision struct {
 	hits    []uint64
 	counted []int // per descriptor: its index in batch, or in takes for a token bucket, or -1
 	batch   []Hit
+	send    []Hit // the hits of batch the counter is asked about (see split)
+	from    []int // per hit of send: its index in batch
+	sent    []int // per hit of batch: its index in send, or -1 when the local cache answered it
 	takes   []take
 	key     []byte // the hashed key being built
 	failed  bool   // a store failure was counted for this request
@@ -67,7 +68,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 		s.metrics.refused.Add(ctx, 1, s.metrics.reasons[reasonUnknownDomain]...)
 	}
 	d.keys(req)
-	now := time.Now()
+	now := s.now()
 	if len(d.batch) > 0 {
 		if now, err = s.count(ctx, d); err != nil {
 			return nil, err
@@ -90,12 +91,14 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 func (d *decision) release() {
 	clear(d.matches)
 	clear(d.batch)
+	clear(d.send)
 	clear(d.takes)
 	key := d.key[:0]
 	if cap(key) > maxPooledKey {
 		key = nil
 	}
-	*d = decision{matches: d.matches[:0], hits: d.hits[:0], counted: d.counted[:0], batch: d.batch[:0], takes: d.takes[:0], key: key}
+	*d = decision{matches: d.matches[:0], hits: d.hits[:0], counted: d.counted[:0], batch: d.batch[:0],
+		send: d.send[:0], from: d.from[:0], sent: d.sent[:0], takes: d.takes[:0], key: key}
 	decisions.Put(d)
 }
 
@@ -191,59 +194,6 @@ func appendPart(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// count counts d's batch, following the failure policy when the counter
-// fails, or without asking it while it is down and no probe is due.
-func (s *Service) count(ctx context.Context, d *decision) (time.Time, error) {
-	batch := d.batch
-	err := errDown
-	if s.counterDown.Ask(s.sinceStart()) {
-		var now time.Time
-		if now, err = s.counter.Count(storeContext(ctx), batch); err == nil {
-			s.answered(&s.counterDown, "rls: the counter counts again")
-			return now, nil
-		}
-		s.counterDown.Failed(s.sinceStart())
-	}
-	s.failed(ctx, d, "rls: the counter cannot count", err)
-	switch s.failure {
-	case quota.FailClosed:
-		for i := range batch {
-			batch[i].Count = math.MaxUint64
-		}
-	case quota.FailOpen:
-		for i := range batch {
-			batch[i].Count = 0
-		}
-	case quota.FailLocal:
-		now, err := s.fallback.Count(ctx, batch)
-		if err == nil {
-			return now, nil
-		}
-		return time.Time{}, unavailable(fmt.Errorf("%w: the fallback failed too: %w", errStore, err))
-	default:
-		return time.Time{}, unavailable(fmt.Errorf("%w: %w", errStore, err))
-	}
-	return time.Now(), nil
-}
-
-// answered records that a store answered, and logs the end of an outage.
-func (s *Service) answered(b *storedown.Breaker, msg string) {
-	if b.Answered() {
-		s.log.Info(msg)
-	}
-}
-
-// failed counts and logs a store failure of d's request: once a request,
-// however many of its calls to the counter and the limiter failed.
-func (s *Service) failed(ctx context.Context, d *decision, msg string, err error) {
-	if d.failed {
-		return
-	}
-	d.failed = true
-	s.metrics.failures.Add(ctx, 1, s.metrics.policies[s.failure]...)
-	s.storeLog.Do(func() { s.log.Warn(msg, "policy", s.failure.String(), "err", err) })
-}
-
 // respond builds the response from the counts, at now (Unix seconds).
 func (s *Service) respond(ctx context.Context, req *pb.RateLimitRequest, d *decision, now int64) *pb.RateLimitResponse {
 	resp, sts, resets := newResponse(len(d.matches))
@@ -308,25 +258,31 @@ type outcome struct {
 	over      bool
 	remaining uint32
 	reset     int64 // duration_until_reset, seconds
-	// limit, before, after and hits are what metrics.record takes.
+	// limit, before, after and hits are what metrics.record measures:
+	// the limit, the count before and after the hits, and the hits.
 	limit, before, after, hits uint64
+	cached                     bool // answered by the local over-limit cache
 }
 
 // windowOutcome is the outcome of a fixed window's hit at now (Unix
 // seconds), as envoyproxy/ratelimit's base limiter builds it: over, with
 // nothing remaining, once the count after the hits passes the limit, else
-// the limit less the count remaining; reset at the window's end.
-func windowOutcome(h Hit, r *rule, now int64) outcome {
+// the limit less the count remaining; reset at the window's end. A hit the
+// local cache answered (cached) is over, its count unknown. The count
+// before is the count after less the hits, wrapping as the reference's
+// does when the hits were not counted (StopIncrementOverLimit), so that
+// the metrics count what it counts.
+func windowOutcome(h Hit, r *rule, now int64, cached bool) outcome {
 	limit := uint64(r.limit.GetRequestsPerUnit())
 	w := int64(r.window / time.Second)
-	o := outcome{reset: w - ((now%w)+w)%w, limit: limit, after: h.Count, hits: h.N}
-	if h.Count > limit {
+	o := outcome{reset: w - ((now%w)+w)%w, limit: limit, after: h.Count, before: h.Count - h.N, hits: h.N, cached: cached}
+	switch {
+	case cached:
 		o.over = true
-	} else {
+	case h.Count > limit:
+		o.over = true
+	default:
 		o.remaining = uint32(limit - h.Count)
-	}
-	if h.Count >= h.N {
-		o.before = h.Count - h.N
 	}
 	return o
 }
@@ -344,7 +300,8 @@ func (s *Service) status(ctx context.Context, d *decision, i int, now int64, st 
 	if m.rule.bucket != nil {
 		o = d.takes[d.counted[i]].outcome()
 	} else {
-		o = windowOutcome(d.batch[d.counted[i]], m.rule, now)
+		k := d.counted[i]
+		o = windowOutcome(d.batch[k], m.rule, now, d.sent[k] < 0)
 	}
 	reset.Seconds = o.reset
 	st.CurrentLimit, st.DurationUntilReset, st.LimitRemaining = m.rule.limit, reset, o.remaining
@@ -363,7 +320,7 @@ func (s *Service) status(ctx context.Context, d *decision, i int, now int64, st 
 	case m.rule.override:
 		fallback = "overflow"
 	}
-	s.metrics.record(ctx, s.metrics.limit(key, fallback), o.limit, o.before, o.after, o.hits, s.near, m.rule.shadow)
+	s.metrics.record(ctx, s.metrics.limit(key, fallback), o, s.near, m.rule.shadow)
 }
 
 // limitHeaders are the headers of the descriptor closest to its limit,

@@ -35,6 +35,21 @@
 //     OVER_LIMIT; a quota_mode status has no duration_until_reset.
 //   - A descriptor's own limit applies in a known domain whatever the file
 //     says, and never in shadow mode.
+//   - Under [Options].StopIncrementOverLimit (the reference's
+//     STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT) a descriptor that passes its
+//     limit is still counted; what stops is the counting of the request's
+//     other descriptors, which answer by their counts without it. A shadow
+//     or quota mode rule past its limit lets such a request through with
+//     its other descriptors uncounted.
+//   - The local over-limit cache ([Options].LocalCacheBytes, the
+//     reference's LOCAL_CACHE_SIZE_IN_BYTES) answers a descriptor the
+//     counter found past its limit OVER_LIMIT until its window ends,
+//     without counting it: its status has nothing remaining, and its hits
+//     are over_limit and over_limit_with_local_cache in the metrics. A
+//     shadow_mode rule's descriptors are kept too, and answered OK from
+//     it; global shadow mode changes nothing of it. With
+//     StopIncrementOverLimit, a request with a descriptor answered from it
+//     counts none of its others.
 //
 // # Differences
 //

@@ -19,7 +19,7 @@ import (
 // limits are few; detailed_metric, value_to_metric and descriptors'
 // own limits name series by request values, and once this many names were
 // seen the rest are counted under the limit's name in the file (or
-// "overflow" for descriptors' own limits). At five outcomes a limit, the
+// "overflow" for descriptors' own limits). At six outcomes a limit, the
 // series stay below the OpenTelemetry SDK's default cardinality limit of
 // 2,000 per instrument, past which it would merge them all.
 const MaxMetricLimits = 256
@@ -32,10 +32,11 @@ const (
 	hitsOver
 	hitsNear
 	hitsShadow
+	hitsLocalCache
 	hitOutcomeCount
 )
 
-var hitOutcomeNames = [hitOutcomeCount]string{"total_hits", "within_limit", "over_limit", "near_limit", "shadow_mode"}
+var hitOutcomeNames = [hitOutcomeCount]string{"total_hits", "within_limit", "over_limit", "near_limit", "shadow_mode", "over_limit_with_local_cache"}
 
 // metrics are a service's instruments, created once, with the attribute
 // sets the hot path uses built ahead.
@@ -138,23 +139,38 @@ func boundedName(name string) string {
 	return name[:96] + "~" + hex.EncodeToString(sum[:8])
 }
 
-// record counts one descriptor's hits as envoyproxy/ratelimit's base
+// record counts one descriptor's hits, o, as envoyproxy/ratelimit's base
 // limiter counts them: all of them in total_hits; within_limit when the
 // count after stays at the limit; over_limit for the hits past it, and
 // near_limit for those between the near-limit threshold and the limit;
-// shadow_mode for over-limit hits a shadow rule let through.
-func (m *metrics) record(ctx context.Context, s *limitStats, limit, before, after, hits uint64, near float64, shadow bool) {
+// shadow_mode for over-limit hits a shadow rule let through. Hits the
+// local over-limit cache answered are all over_limit, and
+// over_limit_with_local_cache.
+func (m *metrics) record(ctx context.Context, s *limitStats, o outcome, near float64, shadow bool) {
 	add := func(o int, n uint64) {
 		if n > 0 {
 			m.hits.Add(ctx, int64(min(n, math.MaxInt64)), s.opts[o]...)
 		}
 	}
+	limit, before, after, hits := o.limit, o.before, o.after, o.hits
 	add(hitsTotal, hits)
+	if o.cached {
+		add(hitsOver, hits)
+		add(hitsLocalCache, hits)
+		if shadow {
+			add(hitsShadow, hits)
+		}
+		return
+	}
 	nearAt := uint64(math.Floor(float64(float32(limit) * float32(near))))
 	if after <= limit {
 		add(hitsWithin, hits)
-		if after > nearAt {
-			add(hitsNear, min(hits, after-nearAt))
+		switch {
+		case after <= nearAt:
+		case before >= nearAt:
+			add(hitsNear, hits)
+		default:
+			add(hitsNear, after-nearAt)
 		}
 		return
 	}

@@ -66,6 +66,29 @@ type Options struct {
 	// Headers, when any name is set, adds the limit headers to every
 	// response with a limited descriptor; the zero value adds none.
 	Headers Headers
+	// StopIncrementOverLimit reads a request's counts before counting it
+	// and, when a descriptor's hits would take its count past its limit,
+	// counts only the descriptors that would pass theirs, as
+	// envoyproxy/ratelimit's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT does:
+	// a request one limit refuses spends nothing of its other limits. The
+	// descriptors not counted answer by their counts without the request.
+	// It costs a second call to the counter per request; the two calls
+	// are not one transaction, as the reference's are not.
+	StopIncrementOverLimit bool
+	// LocalCacheBytes, above 0, keeps in this process the fixed-window
+	// descriptors the counter found past their limits, until their windows
+	// end, and answers them OVER_LIMIT without asking the counter or
+	// counting them, as envoyproxy/ratelimit's LOCAL_CACHE_SIZE_IN_BYTES
+	// does; it bounds the memory that table takes (see
+	// [LocalCacheEntryBytes]), at least 512 KiB as the reference's. 0
+	// keeps none. A window is timed by Now, so the replica's clock and the
+	// store's should agree.
+	LocalCacheBytes int
+	// Now is the clock of the local over-limit cache and of the answers no
+	// store timed (a request answered from the cache or by a failure
+	// policy); nil means time.Now. The counter and the limiter keep their
+	// own clocks.
+	Now func() time.Time
 	// NearLimitRatio is the share of a limit past which hits count as
 	// near_limit in admit.rls.hits; 0 means 0.8, envoyproxy/ratelimit's
 	// NEAR_LIMIT_RATIO default.
@@ -89,6 +112,9 @@ type Service struct {
 	failure  quota.Failure // resolved: never the zero value
 	shadow   bool
 	quota    bool
+	stop     bool       // StopIncrementOverLimit
+	cache    *overCache // nil unless LocalCacheBytes > 0
+	now      func() time.Time
 	headers  Headers
 	near     float64
 	metrics  *metrics
@@ -109,11 +135,21 @@ func New(o Options) (*Service, error) {
 	if !o.Failure.Valid() {
 		return nil, fmt.Errorf("rls: Failure %d, want quota.FailError, FailClosed, FailOpen or FailLocal", o.Failure)
 	}
+	if o.LocalCacheBytes < 0 {
+		return nil, fmt.Errorf("rls: LocalCacheBytes %d, want 0 (no cache) or more", o.LocalCacheBytes)
+	}
 	if o.NearLimitRatio < 0 || o.NearLimitRatio > 1 {
 		return nil, fmt.Errorf("rls: NearLimitRatio %v, want 0 (the default, 0.8) to 1", o.NearLimitRatio)
 	}
 	s := &Service{counter: o.Counter, failure: o.Failure.Or(quota.FailError), shadow: o.ShadowMode, quota: o.QuotaMode,
-		headers: o.Headers, near: o.NearLimitRatio, log: o.Logger, storeLog: rate.Sometimes{Interval: 10 * time.Second}, epoch: time.Now()}
+		headers: o.Headers, near: o.NearLimitRatio, log: o.Logger, storeLog: rate.Sometimes{Interval: 10 * time.Second}, epoch: time.Now(),
+		stop: o.StopIncrementOverLimit, now: o.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if o.LocalCacheBytes > 0 {
+		s.cache = newOverCache(o.LocalCacheBytes)
+	}
 	if s.near == 0 {
 		s.near = 0.8
 	}

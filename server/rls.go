@@ -106,6 +106,7 @@ func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *
 	defer closeStore()
 	svc, err := rls.New(rls.Options{
 		Config: cfg, Counter: counter, Limiter: limiter, Failure: o.StoreFail, ShadowMode: o.Shadow, QuotaMode: o.QuotaMode,
+		StopIncrementOverLimit: o.StopIncrement, LocalCacheBytes: o.LocalCacheBytes,
 		Headers: o.headers(), MeterProvider: tel.provider, Logger: log,
 	})
 	if err != nil {

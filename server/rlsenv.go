@@ -52,10 +52,6 @@ func whenSet(lacks string) *refusal {
 	return &refusal{"set", func(v string) bool { return v != "" }, lacks}
 }
 
-func whenPositive(lacks string) *refusal {
-	return &refusal{"above 0", func(v string) bool { n, _ := strconv.Atoi(v); return n > 0 }, lacks}
-}
-
 // whenNot refuses every value but ok, compared as the reference compares
 // it: exactly, or in any case when fold.
 func whenNot(lacks string, fold bool, ok ...string) *refusal {
@@ -134,11 +130,11 @@ var refVars = []refVar{
 	{name: "RUNTIME_IGNOREDOTFILES", def: "false", kind: refBool, note: "admit rls always leaves out files and directories whose names start with a dot"},
 	{name: "RUNTIME_WATCH_ROOT", def: "true", kind: refBool, note: "admit rls looks at every file under the configuration directory every second, and reloads on SIGHUP"},
 	{name: "EXPIRATION_JITTER_MAX_SECONDS", def: "300", kind: refInt, note: "admit's counters expire with their window"},
-	{name: "LOCAL_CACHE_SIZE_IN_BYTES", def: "0", kind: refInt, refuse: whenPositive("the local over-limit cache")},
+	{name: "LOCAL_CACHE_SIZE_IN_BYTES", def: "0", kind: refInt, flag: "local-cache-bytes"},
 	{name: "NEAR_LIMIT_RATIO", def: "0.8", kind: refFloat, note: "it only sorts the reference's statistics"},
 	{name: "CACHE_KEY_PREFIX", flag: "store-prefix"},
 	{name: "BACKEND_TYPE", def: "redis", flag: "store", refuse: whenNot("a store other than Redis (memcached)", false, "redis")},
-	{name: "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", def: "false", kind: refBool, refuse: whenTrue("counting stopped over the limit")},
+	{name: "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", def: "false", kind: refBool, flag: "stop-increment-over-limit"},
 	{name: "LIMIT_RESPONSE_HEADERS_ENABLED", def: "false", kind: refBool, flag: "response-headers"},
 	{name: "LIMIT_LIMIT_HEADER", def: "RateLimit-Limit", flag: "limit-header"},
 	{name: "LIMIT_REMAINING_HEADER", def: "RateLimit-Remaining", flag: "remaining-header"},

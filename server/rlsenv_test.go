@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,12 +60,13 @@ func TestRLSReferenceRefused(t *testing.T) {
 	base := map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "127.0.0.1:6379"}
 	for _, tc := range []struct{ name, value, want string }{
 		{"REDIS_PERSECOND", "true", `REDIS_PERSECOND "true": asks for a second Redis for per-second limits`},
-		{"LOCAL_CACHE_SIZE_IN_BYTES", "1048576", `LOCAL_CACHE_SIZE_IN_BYTES "1048576": asks for the local over-limit cache`},
+		{"LOCAL_CACHE_SIZE_IN_BYTES", "-1", `LOCAL_CACHE_SIZE_IN_BYTES "-1": must be at least 0`},
+		{"LOCAL_CACHE_SIZE_IN_BYTES", "1MB", `LOCAL_CACHE_SIZE_IN_BYTES "1MB": not a whole number`},
 		{"BACKEND_TYPE", "memcache", `BACKEND_TYPE "memcache": asks for a store other than Redis`},
 		{"CONFIG_TYPE", "GRPC_XDS_SOTW", `CONFIG_TYPE "GRPC_XDS_SOTW": asks for configuration from an xDS server`},
 		{"USE_STATSD", "true", `USE_STATSD "true": asks for statsd`},
 		{"USE_PROMETHEUS", "1", `USE_PROMETHEUS "1": asks for the reference's Prometheus`},
-		{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "true", `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT "true"`},
+		{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "yes", `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT "yes": not a boolean`},
 		{"REDIS_TLS_CACERT", "ca.pem", `REDIS_TLS_CACERT "ca.pem": asks for`},
 		{"GRPC_CLIENT_TLS_CACERT", "ca.pem", `GRPC_CLIENT_TLS_CACERT "ca.pem": asks for verifying`},
 		{"REDIS_SOCKET_TYPE", "unix", `REDIS_SOCKET_TYPE "unix": asks for Redis over a Unix socket`},
@@ -163,6 +165,44 @@ func TestRLSReferencePrecedence(t *testing.T) {
 	}
 	if !slices.Contains(o.infos, "GRPC_HOST is not read: --listen or ADMIT_RLS_LISTEN is given") {
 		t.Errorf("infos %q lack GRPC_HOST's", o.infos)
+	}
+}
+
+// TestRLSReferenceCounting honours the reference's
+// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT and LOCAL_CACHE_SIZE_IN_BYTES
+// through admit rls's flags, which win over them, and reads neither
+// outside reference mode.
+func TestRLSReferenceCounting(t *testing.T) {
+	base := map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "redis:6379",
+		"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT": "true", "LOCAL_CACHE_SIZE_IN_BYTES": "1048576"}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		env   map[string]string
+		stop  bool
+		bytes int
+	}{
+		{"reference", nil, nil, true, 1 << 20},
+		{"flags win", []string{"--stop-increment-over-limit=false", "--local-cache-bytes", "0"}, nil, false, 0},
+		{"ADMIT_RLS_ wins", nil, map[string]string{"ADMIT_RLS_STOP_INCREMENT_OVER_LIMIT": "false", "ADMIT_RLS_LOCAL_CACHE_BYTES": "600000"}, false, 600000},
+	} {
+		env := maps.Clone(base)
+		maps.Copy(env, tc.env)
+		o, err := parseRLSFlags(tc.args, referenceEnv(env), io.Discard)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if o.StopIncrement != tc.stop || o.LocalCacheBytes != tc.bytes {
+			t.Errorf("%s: stop %v, bytes %d; want %v, %d", tc.name, o.StopIncrement, o.LocalCacheBytes, tc.stop, tc.bytes)
+		}
+	}
+	o, err := parseRLSFlags([]string{"--config", "x"}, func(k string) string { return base[k] }, io.Discard)
+	if err != nil || o.StopIncrement || o.LocalCacheBytes != 0 {
+		t.Errorf("admit mode: stop %v, bytes %d, %v; want neither read", o.StopIncrement, o.LocalCacheBytes, err)
+	}
+	_, err = parseRLSFlags([]string{"--config", "x", "--local-cache-bytes", "-5"}, func(string) string { return "" }, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--local-cache-bytes") || !strings.Contains(err.Error(), "must be at least 0") {
+		t.Errorf("--local-cache-bytes -5: got %v, want refused naming the flag", err)
 	}
 }
 

@@ -60,14 +60,16 @@ var refFlags = map[string]func(get func(string) string) (string, error){
 		return "text", nil
 	},
 	// The reference reads its certificate only with GRPC_SERVER_USE_TLS.
-	"tls-cert":         refTLS("GRPC_SERVER_TLS_CERT"),
-	"tls-key":          refTLS("GRPC_SERVER_TLS_KEY"),
-	"shadow":           refSame("SHADOW_MODE"),
-	"quota-mode":       refSame("QUOTA_MODE"),
-	"response-headers": refSame("LIMIT_RESPONSE_HEADERS_ENABLED"),
-	"limit-header":     refSame("LIMIT_LIMIT_HEADER"),
-	"remaining-header": refSame("LIMIT_REMAINING_HEADER"),
-	"reset-header":     refSame("LIMIT_RESET_HEADER"),
+	"tls-cert":                  refTLS("GRPC_SERVER_TLS_CERT"),
+	"tls-key":                   refTLS("GRPC_SERVER_TLS_KEY"),
+	"shadow":                    refSame("SHADOW_MODE"),
+	"quota-mode":                refSame("QUOTA_MODE"),
+	"stop-increment-over-limit": refSame("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT"),
+	"local-cache-bytes":         refSame("LOCAL_CACHE_SIZE_IN_BYTES"),
+	"response-headers":          refSame("LIMIT_RESPONSE_HEADERS_ENABLED"),
+	"limit-header":              refSame("LIMIT_LIMIT_HEADER"),
+	"remaining-header":          refSame("LIMIT_REMAINING_HEADER"),
+	"reset-header":              refSame("LIMIT_RESET_HEADER"),
 }
 
 func refSame(name string) func(func(string) string) (string, error) {

@@ -34,6 +34,8 @@ type RLS struct {
 	TLSCert, TLSKey           string        // both set or both empty
 	Config                    string        // envoyproxy/ratelimit YAML file, or a directory of them
 	Shadow, QuotaMode         bool
+	StopIncrement             bool // count none of a request's other descriptors when one passes its limit
+	LocalCacheBytes           int  // the local over-limit cache's memory; 0: none
 	Headers                   bool // ask Envoy to add the limit headers
 	LimitHeader, RemainingHdr string
 	ResetHeader               string
@@ -93,6 +95,10 @@ var RLSOptions = []OptionFor[RLS]{
 		Set: func(c *RLS, v string) (err error) { c.Shadow, err = ParseBool(v); return err }},
 	{Name: "quota-mode", Usage: "answer OK for over-limit descriptors (QUOTA_MODE)",
 		Set: func(c *RLS, v string) (err error) { c.QuotaMode, err = ParseBool(v); return err }},
+	{Name: "stop-increment-over-limit", Usage: "when a descriptor of a request would pass its limit, count only the descriptors that would, so that a refused request spends nothing of its other limits; reads the counts first, a second store call a request (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT)",
+		Set: func(c *RLS, v string) (err error) { c.StopIncrement, err = ParseBool(v); return err }},
+	{Name: "local-cache-bytes", arg: "N", Def: "0", Usage: "memory of the local over-limit cache, which answers a descriptor found over its limit OVER_LIMIT until its window ends without asking the store; at least 512 KiB when on; 0: none (LOCAL_CACHE_SIZE_IN_BYTES)",
+		Set: func(c *RLS, v string) (err error) { c.LocalCacheBytes, err = parseCount(v, 0); return err }},
 	{Name: "response-headers", Usage: "ask Envoy to add the limit headers (LIMIT_RESPONSE_HEADERS_ENABLED)",
 		Set: func(c *RLS, v string) (err error) { c.Headers, err = ParseBool(v); return err }},
 	{Name: "limit-header", arg: "NAME", Def: rls.DefaultHeaders.Limit, Usage: "name of the limit header (LIMIT_LIMIT_HEADER)",
