@@ -152,9 +152,10 @@ type Budget struct {
 	// into debt by at most Queue tokens, and is admitted when the token
 	// has refilled (after Queue/Rate at the longest), holding meanwhile
 	// no in-flight slot and nothing of its body; a request whose context
-	// ends first gives its token back. Shadow mode never delays. A
-	// TokenBucket group that charges every request (ChargeAlways) on the
-	// door's own buckets only; clients on the shared bucket never wait.
+	// ends first gives its token back. Shadow mode never delays. Queue
+	// needs a TokenBucket group charged on every request (ChargeAlways)
+	// and no Store; New refuses it otherwise with a *BudgetError. Clients
+	// on the shared bucket never wait.
 	// 0: none, a request without a token is refused at once.
 	Queue int
 	// MaxWaiting bounds the group's requests waiting at once (see

@@ -16,13 +16,16 @@ type Verdict struct {
 	// Status is 200 when every limit admitted the request; otherwise what
 	// Handler answers: 429 or 503 when a limit refused it, 400 or 401 when a
 	// limit could not key it (a missing value its group rejects, a header
-	// sent twice, a malformed Basic credential).
+	// sent twice, a malformed Basic credential); 499 when the request's
+	// context ended while it waited for a token (see Budget.Queue), outcome
+	// delay_abandoned.
 	Status int
 	// Group is the limit that refused; "" when admitted.
 	Group Group
 	// Outcome is the outcome the door counts, as the admit.door.outcome
 	// attribute spells it ("rate_limited", "client_concurrency"). For an
-	// admitted request it is "ok", or what a limit left pending: shadow
+	// admitted request it is "ok", "delayed" when it waited for its token,
+	// or what a limit left pending: shadow
 	// mode's would_* or store_error when a limit's store could not decide
 	// and its policy let the request in; the status the request ends with
 	// settles the rest.
@@ -46,7 +49,9 @@ type Verdict struct {
 // (gRPC metadata converts to it as it is); a limit keyed by a path value
 // finds none. rt.Overflow must be nil: the
 // caller answers a refusal itself. The body cap, read deadline and hold bound
-// are the caller's to apply.
+// are the caller's to apply. Under a group with a Queue, Decide blocks while
+// the request waits for its token (Queue/Rate at the longest), and returns
+// status 499 with a nil done if ctx ends first.
 //
 // When the request is admitted, done is not nil, and the caller must call
 // it once the request is answered (deferred, so that a panic calls it too)

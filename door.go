@@ -59,7 +59,8 @@ type Config struct {
 	// limit that refused a refused one (the others gave back what they
 	// took), with its group, its
 	// outcome as the admit.door.outcome attribute spells it, and the
-	// status of the answer (200 when the handler wrote none). It runs on the
+	// status of the answer (200 when the handler wrote none; 499 for a
+	// request whose client left while it waited for a token). It runs on the
 	// request's goroutine, so it must be quick; an access log is its use.
 	// r is nil for a request Door.Decide decided, which has none.
 	// nil: nothing is called.

@@ -70,7 +70,7 @@ type clientJSON struct {
 func (s *server) adminGroups(w http.ResponseWriter, r *http.Request) {
 	g := s.gen.Load()
 	out := groupsJSON{Store: g.cfg.Store.Kind, Groups: []groupJSON{}}
-	routes := config.WithGRPCHealth(g.cfg.Routes)
+	routes := g.cfg.ServedRoutes()
 	for _, name := range g.door.Groups() {
 		st, _ := g.door.GroupState(name)
 		gj := groupJSON{Group: string(name), Budget: g.cfg.View(g.door, name).JSON(), Routes: []routeJSON{},

@@ -108,12 +108,12 @@ type authAnswer struct {
 
 func (a *authFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !a.trusts(r.RemoteAddr) {
-		a.answer(w, a.refusal(http.StatusForbidden, authUntrusted))
+		a.answer(w, a.refuseBefore(r, errUntrusted))
 		return
 	}
 	orig, err := forwardedRequest(r)
 	if err != nil {
-		a.answer(w, a.refusal(http.StatusBadRequest, authMalformed))
+		a.answer(w, a.refuseBefore(r, errForwarded))
 		return
 	}
 	a.answer(w, a.decide(r.Context(), orig))
@@ -169,6 +169,27 @@ func statusValue(outcome string) []string {
 	}
 	v, _ := statusValues.LoadOrStore(outcome, []string{outcome})
 	return v.([]string)
+}
+
+// errUntrusted refuses a request from a peer that is not a
+// --trusted-proxy: nothing it tells of the original request is believed.
+var errUntrusted = errors.New("the peer is not a --trusted-proxy")
+
+// refuseBefore is the answer to a request admit auth refused before
+// judging it, for err (errUntrusted or errForwarded), counted in
+// admit.server.malformed and, when r is not nil and the access log is on,
+// logged as a malformed request is.
+func (a *authFront) refuseBefore(r *http.Request, err error) authAnswer {
+	status, outcome := http.StatusBadRequest, authMalformed
+	if err == errUntrusted {
+		status, outcome = http.StatusForbidden, authUntrusted
+	}
+	ans := a.refusal(status, outcome)
+	reason := a.s.malformed.add(err)
+	if r != nil && a.s.access != nil {
+		a.s.access.malformed(r, nil, reason, ans.status)
+	}
+	return ans
 }
 
 // refusal is the answer to a request admit auth could not judge, as
@@ -289,7 +310,7 @@ func originalRequest(told *http.Request, method, target, host, scheme string) (*
 		ProtoMajor: told.ProtoMajor,
 		ProtoMinor: told.ProtoMinor,
 		Header:     make(http.Header, len(told.Header)),
-		Body:       routes.UnseenBody,
+		Body:       routes.UnseenBody(),
 		Host:       canon.Host(host, scheme == "https"),
 		RemoteAddr: told.RemoteAddr,
 		RequestURI: target,

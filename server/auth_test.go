@@ -251,6 +251,9 @@ func TestAuthValidate(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	if strings.Contains(out, "grpc.health") {
+		t.Errorf("admit auth serves no gRPC health service, so its path is the app's, not a route:\n%s", out)
+	}
 	if strings.Contains(out, "unchecked  upstream") {
 		t.Errorf("admit auth has no upstream to check:\n%s", out)
 	}
@@ -292,5 +295,30 @@ func BenchmarkAuth(b *testing.B) {
 				s.handler.ServeHTTP(w, r)
 			}
 		})
+	}
+}
+
+// TestAuthCountsWhatItRefusesBefore: a request from an untrusted peer, or
+// one that does not tell one request, is counted in admit.server.malformed
+// under its reason, as the proxy counts what it refuses before routing.
+func TestAuthCountsWhatItRefusesBefore(t *testing.T) {
+	s := authServer(t, "--route", "link=GET /l/{id}")
+	count := func(reason string) int64 {
+		for i, r := range malformedReasons {
+			if r.reason == reason {
+				return s.malformed.n[i].Load()
+			}
+		}
+		t.Fatalf("no malformed reason %q", reason)
+		return 0
+	}
+	authAsk(s, "192.0.2.9:1", nginxAsks("GET", "/l/a", "198.51.100.7")...)
+	authAsk(s, edge, append(nginxAsks("GET", "/l/a", "198.51.100.7"), "X-Forwarded-Uri: /x")...)
+	authAsk(s, edge, append(nginxAsks("GET", "/l/a", "198.51.100.7"), "X-Forwarded-Uri: /x")...)
+	if got := count("untrusted_front"); got != 1 {
+		t.Errorf("untrusted_front: got %d, want 1", got)
+	}
+	if got := count("not_one_request"); got != 2 {
+		t.Errorf("not_one_request: got %d, want 2", got)
 	}
 }

@@ -108,7 +108,7 @@ func printValidateUsage(w io.Writer) {
 // printEffective writes every route with its limits, then every group's
 // budget, resolved as the door resolves it.
 func printEffective(w io.Writer, c config.Config, door *admit.Door) {
-	for _, r := range config.WithGRPCHealth(c.Routes) {
+	for _, r := range c.ServedRoutes() {
 		fmt.Fprintf(w, "route  %s: %s\n", r.Spec(), routeLimits(door, r))
 	}
 	for _, g := range door.Groups() {

@@ -36,7 +36,8 @@
 //
 // admit auth runs the same server as a decision service for a proxy that
 // stays in front (nginx's auth_request, Caddy's forward_auth, Traefik's
-// ForwardAuth): it answers 200 or the door's refusal instead of forwarding;
+// ForwardAuth, HAProxy through a Lua action, Envoy's ext_authz over gRPC
+// or HTTP): it answers 200 or the door's refusal instead of forwarding;
 // see docs/integrations.md.
 //
 // Flags, their environment variables and the config file are described by

@@ -22,12 +22,12 @@ func (a *authFront) withEnvoyHTTP(prefix string) http.Handler {
 			return
 		}
 		if !a.trusts(r.RemoteAddr) {
-			a.answer(w, a.refusal(http.StatusForbidden, authUntrusted))
+			a.answer(w, a.refuseBefore(r, errUntrusted))
 			return
 		}
 		orig, err := envoyHTTPRequest(r, target)
 		if err != nil {
-			a.answer(w, a.refusal(http.StatusBadRequest, authMalformed))
+			a.answer(w, a.refuseBefore(r, errForwarded))
 			return
 		}
 		a.answer(w, a.decide(r.Context(), orig))

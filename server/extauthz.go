@@ -36,11 +36,11 @@ type extAuthz struct {
 func (x *extAuthz) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
 	caller, ok := peer.FromContext(ctx)
 	if !ok || caller.Addr == nil || !x.a.trusts(caller.Addr.String()) {
-		return checkResponse(x.a.refusal(http.StatusForbidden, authUntrusted)), nil
+		return checkResponse(x.a.refuseBefore(nil, errUntrusted)), nil
 	}
 	orig, err := checkedRequest(req)
 	if err != nil {
-		return checkResponse(x.a.refusal(http.StatusBadRequest, authMalformed)), nil
+		return checkResponse(x.a.refuseBefore(nil, errForwarded)), nil
 	}
 	return checkResponse(x.a.decide(ctx, orig)), nil
 }

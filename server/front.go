@@ -363,6 +363,8 @@ var malformedReasons = [...]struct {
 	{errMethodNotServed, "method_not_served"},
 	{errAmbiguousOverride, "method_override"},
 	{errNotAsForwarded, "not_as_forwarded"},
+	{errForwarded, "not_one_request"},
+	{errUntrusted, "untrusted_front"},
 	{routes.ErrFormBody, "form_body"},
 	{canon.ErrPathParameter, canon.PathParameter.String()},
 	{canon.ErrEncodedPercent, canon.EncodedPercent.String()},

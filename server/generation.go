@@ -146,7 +146,7 @@ func (s *server) routes(cfg config.Config, door *admit.Door) (*front, error) {
 // each route admits its requests to, and what serves those over budget
 // (nil: none); rest serves the requests no route matches.
 func newFront(cfg config.Config, door *admit.Door, rest http.Handler, access *accessLog, malformed *malformedCounts, handlers func(config.Route) (next, overflow http.Handler)) (*front, error) {
-	list := config.WithGRPCHealth(cfg.Routes)
+	list := cfg.ServedRoutes()
 	table, err := cfg.RouteTable(list)
 	if err != nil {
 		return nil, err
@@ -196,7 +196,7 @@ func logRoutes(log *slog.Logger, cfg config.Config, door *admit.Door) {
 	if len(cfg.Routes) == 0 {
 		log.Warn("admit: no route is configured, so every request passes through unlimited: add routes with --route or the config file's routes")
 	}
-	for _, r := range config.WithGRPCHealth(cfg.Routes) {
+	for _, r := range cfg.ServedRoutes() {
 		names := make([]string, len(r.Groups))
 		for i, g := range r.Groups {
 			names[i] = string(g)

@@ -138,7 +138,7 @@ func (p *statusPage) view(counts map[groupOutcome]float64, evictions map[string]
 	if !prev.at.IsZero() && span > 0 {
 		v.Over = config.DurationText(last.at.Sub(prev.at).Round(time.Second))
 	}
-	routes := config.WithGRPCHealth(g.cfg.Routes)
+	routes := g.cfg.ServedRoutes()
 	for _, name := range g.door.Groups() {
 		b, _ := g.door.Budget(name)
 		st, _ := g.door.GroupState(name)

@@ -37,11 +37,13 @@ var formScanRule = func() bodyrate.Rule {
 	return bodyrate.Rule{Timeout: b.ReadTimeout, MinRate: b.MinBodyRate, Grace: b.BodyRateGrace}
 }()
 
-// UnseenBody is the body of a request whose body admit cannot see, as
-// a front's forward-auth request tells of one: a POST with it could carry
-// a form naming any method, so it matches under every method a "_method"
-// parameter could name. It reads as empty.
-var UnseenBody io.ReadCloser = unseenBody{}
+// UnseenBody returns the body of a request whose body admit cannot see,
+// as a front's forward-auth request tells of one: a POST with it could
+// carry a form naming any method, so it matches under every method a
+// "_method" parameter could name. It reads as empty.
+func UnseenBody() io.ReadCloser { return unseen }
+
+var unseen io.ReadCloser = unseenBody{}
 
 type unseenBody struct{}
 
@@ -146,7 +148,7 @@ func paramMethods(w http.ResponseWriter, r *http.Request, maps mapping, others [
 	if maps&mapQueryMethod != 0 && r.URL.RawQuery != "" {
 		formValues(r.URL.RawQuery, add)
 	}
-	if maps&mapBodyMethod != 0 && r.Body == UnseenBody {
+	if maps&mapBodyMethod != 0 && r.Body == unseen {
 		all = true
 	} else if maps&mapBodyMethod != 0 && r.Body != nil && r.Body != http.NoBody {
 		body, whole, err := readAtMost(w, r, formScanBytes)

@@ -40,10 +40,10 @@ func (c Config) checkAuth(name string) error {
 		return fmt.Errorf("%s: --trusted-proxy (%s) is required: it names the fronts (nginx, Caddy, Traefik, HAProxy) whose forwarded request admit reads; a request from any other peer is refused", name, EnvName("trusted-proxy"))
 	case c.Upstream != nil:
 		return forwards("upstream", "the front proxies to the app")
-	case c.UpstreamHealth != "":
-		return forwards("upstream-health", "the front probes the app")
 	case c.Demo:
 		return forwards("demo", "it has no demo upstream")
+	case c.UpstreamHealth != "":
+		return forwards("upstream-health", "the front probes the app")
 	case len(c.PassHeaders) > 0:
 		return forwards("pass-header", "the front chooses the headers the app receives")
 	case !slices.Equal(c.Upgrades, strings.Split(DefaultUpgrades, ",")):

@@ -32,7 +32,7 @@ func (c Config) CheckOffline() error {
 			return fmt.Errorf("admit: --store-table %q: %w", c.StoreTable, err)
 		}
 	}
-	_, err := c.RouteTable(WithGRPCHealth(c.Routes))
+	_, err := c.RouteTable(c.ServedRoutes())
 	return err
 }
 

@@ -165,6 +165,17 @@ func WithGRPCHealth(routes []Route) []Route {
 		from: "the gRPC health service"})
 }
 
+// ServedRoutes returns the routes c limits: its own, and after them the
+// gRPC health service's, which the proxy serves itself. admit auth serves
+// no health service to the front's clients, so there the path is the
+// app's, and no route of admit's.
+func (c *Config) ServedRoutes() []Route {
+	if c.Auth {
+		return slices.Clip(c.Routes)
+	}
+	return WithGRPCHealth(c.Routes)
+}
+
 // IsProbe reports a route of health probes: one with a group that is, or is
 // like, the health group. Its over-budget probes are answered from the
 // health cache, never refused.
