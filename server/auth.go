@@ -251,13 +251,13 @@ func forwardedRequest(r *http.Request) (*http.Request, error) {
 	var method, target, host, scheme string
 	switch {
 	case fwd:
-		method, target = r.Header.Get("X-Forwarded-Method"), r.Header.Get("X-Forwarded-Uri")
-		host, scheme = r.Header.Get("X-Forwarded-Host"), r.Header.Get("X-Forwarded-Proto")
+		method, target = field(r.Header, "X-Forwarded-Method"), field(r.Header, "X-Forwarded-Uri")
+		host, scheme = field(r.Header, "X-Forwarded-Host"), field(r.Header, "X-Forwarded-Proto")
 	case orig:
 		// nginx's documented configuration sets Host to the original's;
 		// an absolute X-Original-URL names it instead.
-		method, target, host = r.Header.Get("X-Original-Method"), r.Header.Get("X-Original-Uri"), r.Host
-		if u := r.Header.Get("X-Original-Url"); u != "" {
+		method, target, host = field(r.Header, "X-Original-Method"), field(r.Header, "X-Original-Uri"), r.Host
+		if u := field(r.Header, "X-Original-Url"); u != "" {
 			if target != "" {
 				return nil, errForwarded
 			}
@@ -294,7 +294,7 @@ func forwardedRequest(r *http.Request) (*http.Request, error) {
 // originalRequest is the request told tells of: method on target, which
 // must be in origin form (an absolute target is the front's to resolve), at
 // host over scheme, with told's protocol, peer and fields but for those
-// about the hop from the front to admit.
+// about the hop from the front to admit. It takes told's header map.
 func originalRequest(told *http.Request, method, target, host, scheme string) (*http.Request, error) {
 	if method == "" || target == "" || !canon.IsToken(method) {
 		return nil, errForwarded
@@ -309,19 +309,29 @@ func originalRequest(told *http.Request, method, target, host, scheme string) (*
 		Proto:      told.Proto,
 		ProtoMajor: told.ProtoMajor,
 		ProtoMinor: told.ProtoMinor,
-		Header:     make(http.Header, len(told.Header)),
+		Header:     told.Header,
 		Body:       routes.UnseenBody(),
 		Host:       canon.Host(host, scheme == "https"),
 		RemoteAddr: told.RemoteAddr,
 		RequestURI: target,
 	}
-	for name, vs := range told.Header {
+	// told is admit's own request, which nothing reads once it is
+	// answered, so its fields become the original's in place.
+	for name := range c.Header {
 		if hop.Header(name) || name == "Content-Length" {
-			continue
+			delete(c.Header, name)
 		}
-		c.Header[name] = vs
 	}
 	return c, nil
+}
+
+// field is h's value of name, a canonical name: Get without the
+// canonicalisation.
+func field(h http.Header, name string) string {
+	if vs := h[name]; len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
 }
 
 // present reports whether h holds a field of family.
