@@ -2,14 +2,13 @@ package server
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/admitgo/admit/internal/testrouter"
+	"github.com/admitgo/admit/internal/testserver"
 )
 
 // TestAuthHAProxyToldWhole: a request that HAProxy takes in but that
@@ -45,7 +44,7 @@ func TestAuthHAProxyToldWhole(t *testing.T) {
 // answers holds a request no longer than the documented backend's timeout
 // server, 1s, and the request is refused, not passed.
 func TestAuthHAProxySilentAdmit(t *testing.T) {
-	silent := silentServer(t)
+	silent := testserver.Silent(t)
 	rec := newRecorder(t)
 	f := testrouter.StartAuthFront(t, testrouter.HAProxyAuth, silent, strings.TrimPrefix(rec.url, "http://"))
 	start := time.Now()
@@ -66,7 +65,7 @@ func TestAuthHAProxySilentAdmit(t *testing.T) {
 // fails nginx's documented configuration closed within its one-second
 // read timeout, not nginx's default minute.
 func TestAuthNginxSilentAdmit(t *testing.T) {
-	silent := silentServer(t)
+	silent := testserver.Silent(t)
 	rec := newRecorder(t)
 	f := testrouter.StartAuthFront(t, testrouter.NginxAuth, silent, strings.TrimPrefix(rec.url, "http://"))
 	start := time.Now()
@@ -81,38 +80,6 @@ func TestAuthNginxSilentAdmit(t *testing.T) {
 	if n := rec.count(); n != 0 {
 		t.Errorf("the app got %d requests, want 0", n)
 	}
-}
-
-// silentServer returns the address of a listener that accepts connections
-// and holds them unanswered until the test ends.
-func silentServer(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex // guards held
-	var held []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
 }
 
 // TestAuthHAProxyKeyHeader: the action passes the request's own fields to

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/admitgo/admit/internal/testpg"
+	"github.com/admitgo/admit/internal/testserver"
 	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/internal/store"
 	"github.com/admitgo/admit/quota/pgquota"
@@ -379,36 +380,11 @@ func TestMetrics(t *testing.T) {
 // hangs or a network that drops packets.
 func silentServer(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	pool, err := pgxpool.New(context.Background(), "postgres://postgres@"+testserver.Silent(t)+"/test?sslmode=disable")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	pool, err := pgxpool.New(context.Background(), "postgres://postgres@"+ln.Addr().String()+"/test?sslmode=disable")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		pool.Close()
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
+	t.Cleanup(pool.Close)
 	return pool
 }
 

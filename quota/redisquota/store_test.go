@@ -8,13 +8,13 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/admitgo/admit/internal/testredis"
+	"github.com/admitgo/admit/internal/testserver"
 	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/internal/store"
 	"github.com/admitgo/admit/quota/quotatest"
@@ -409,38 +409,8 @@ func unreachable(t *testing.T) string {
 }
 
 // silent returns the address of a server that accepts connections and never
-// answers, like a Redis stuck on a slow command or a black-holed network.
-func silent(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex // guards conns
-		conns []net.Conn
-	)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
+// answers.
+func silent(t *testing.T) string { return testserver.Silent(t) }
 
 func TestFailurePolicy(t *testing.T) {
 	rule := quota.Rule{Name: "outage", Limit: 10, Window: time.Minute}
