@@ -382,27 +382,3 @@ func perNano(l rate.Limit) float64 {
 	}
 	return float64(l) / 1e9
 }
-
-// decidesOnStore reports whether the group's tokens are counted on its
-// store. An infinite token-bucket rate counts nothing, so such a group is
-// decided by the door's own always-full buckets, under the same caps: a
-// store's GCRA rule cannot say "no limit", and the calls it decides at one
-// time (a batch) would pass only up to the burst.
-func (b Budget) decidesOnStore() bool {
-	return b.Store != nil && !(b.Algorithm == TokenBucket && b.Rate == rate.Inf)
-}
-
-// rule returns the rule a shared store enforces for the group: a fixed
-// window's Limit per Window, or GCRA with Rate as Limit per Window with
-// Limit a whole number of tokens.
-func (b Budget) rule(g Group) quota.Rule {
-	if b.Algorithm == FixedWindow {
-		return quota.Rule{Name: "admit." + string(g), Limit: b.Limit, Window: b.Window, Algorithm: quota.FixedWindow}
-	}
-	limit := max(1, int(math.Round(float64(b.Rate))))
-	window := time.Duration(float64(limit) / float64(b.Rate) * float64(time.Second))
-	if b.Rate == rate.Inf {
-		limit, window = math.MaxInt32, time.Second
-	}
-	return quota.Rule{Name: "admit." + string(g), Limit: limit, Window: window, Algorithm: quota.GCRA, Burst: b.Burst}
-}

@@ -23,7 +23,6 @@ import (
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/clientip"
 	"github.com/admitgo/admit/health"
-	"github.com/admitgo/admit/internal/meter"
 	"github.com/admitgo/admit/server/internal/config"
 	"github.com/admitgo/admit/server/listener"
 	"github.com/admitgo/admit/server/storeurl"
@@ -220,25 +219,6 @@ func (s *server) upstreamHealth(target *url.URL, transport http.RoundTripper) (g
 		}
 	}
 	return health.Cached(inner, s.draining.Load, healthTTL, nil), nil
-}
-
-// registerMetrics registers the server's own instruments: reloads,
-// malformed requests and connections.
-func (s *server) registerMetrics() (err error) {
-	m := s.tel.provider.Meter(meter.Name)
-	if err := s.reloads.register(m); err != nil {
-		return fmt.Errorf("admit: metrics: %w", err)
-	}
-	if s.malformedReg, err = s.malformed.register(m); err != nil {
-		return fmt.Errorf("admit: metrics: %w", err)
-	}
-	if s.strippedReg, err = s.stripped.register(m); err != nil {
-		return fmt.Errorf("admit: metrics: %w", err)
-	}
-	if s.connsReg, err = listener.Register(m, s.listenerCounts()); err != nil {
-		return fmt.Errorf("admit: metrics: %w", err)
-	}
-	return nil
 }
 
 // serve serves until ctx ends or a listener fails, then drains: health

@@ -15,6 +15,7 @@ import (
 
 	"github.com/admitgo/admit/internal/meter"
 	"github.com/admitgo/admit/server/internal/opshost"
+	"github.com/admitgo/admit/server/listener"
 )
 
 // telemetry is the server's meter provider and the /metrics handler that
@@ -63,3 +64,22 @@ func (t *telemetry) opsHandler(listener string, names []string, next http.Handle
 }
 
 func (t *telemetry) close() { t.provider.Shutdown(context.Background()) }
+
+// registerMetrics registers the server's own instruments: reloads,
+// malformed requests and connections.
+func (s *server) registerMetrics() (err error) {
+	m := s.tel.provider.Meter(meter.Name)
+	if err := s.reloads.register(m); err != nil {
+		return fmt.Errorf("admit: metrics: %w", err)
+	}
+	if s.malformedReg, err = s.malformed.register(m); err != nil {
+		return fmt.Errorf("admit: metrics: %w", err)
+	}
+	if s.strippedReg, err = s.stripped.register(m); err != nil {
+		return fmt.Errorf("admit: metrics: %w", err)
+	}
+	if s.connsReg, err = listener.Register(m, s.listenerCounts()); err != nil {
+		return fmt.Errorf("admit: metrics: %w", err)
+	}
+	return nil
+}
