@@ -1,17 +1,14 @@
 package server
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
-	"maps"
 	"net/http"
 	"net/netip"
 	"net/url"
-	"strconv"
+	"slices"
 	"strings"
-	"sync"
 
 	"github.com/admitgo/admit/internal/canon"
 	"github.com/admitgo/admit/internal/hop"
@@ -25,6 +22,7 @@ import (
 var (
 	forwardedFamily = []string{"X-Forwarded-Method", "X-Forwarded-Uri", "X-Forwarded-Host", "X-Forwarded-Proto"}
 	originalFamily  = []string{"X-Original-Method", "X-Original-Uri", "X-Original-Url"}
+	bothFamilies    = slices.Concat(forwardedFamily, originalFamily)
 )
 
 // Admit-Status names the outcome of every answer of admit auth, admitted or
@@ -54,6 +52,18 @@ const (
 type authFront struct {
 	s    *server
 	deny int // the status of every refusal; 0: the door's or the front's own
+	// The answers to a request refused before it is judged, made once:
+	// from a peer that is not a --trusted-proxy, and one that does not
+	// tell one request.
+	refusedBefore [2]authAnswer
+}
+
+// newAuthFront is s's decision front, whose refusals answer deny (0: the
+// door's or the front's own status).
+func newAuthFront(s *server, deny int) *authFront {
+	a := &authFront{s: s, deny: deny}
+	a.refusedBefore = [2]authAnswer{a.refusal(http.StatusForbidden, authUntrusted), a.refusal(http.StatusBadRequest, authMalformed)}
+	return a
 }
 
 // authResult is what serving one forwarded request found: whether it
@@ -95,17 +105,6 @@ func tellAuth(r *http.Request, outcome string) {
 	}
 }
 
-// authAnswer is admit auth's decision on one original request, in the
-// terms every front's protocol answers it in: the forward-auth answer over
-// HTTP and Envoy's CheckResponse are each written from one.
-type authAnswer struct {
-	admitted bool
-	status   int         // 200 when admitted; the refusal's, --deny-status applied
-	outcome  string      // what Admit-Status says
-	header   http.Header // the fields the door and the front wrote, and Admit-Status
-	body     []byte      // a refusal's body; nil when admitted
-}
-
 func (a *authFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !a.trusts(r.RemoteAddr) {
 		a.answer(w, a.refuseBefore(r, errUntrusted))
@@ -132,43 +131,21 @@ func (a *authFront) trusts(peer string) bool {
 // into the request the front serves, so a caller may build it on its
 // stack.
 func (a *authFront) decide(ctx context.Context, orig *http.Request) authAnswer {
-	res := new(authResult)
-	c := orig.WithContext(context.WithValue(ctx, authResultKey{}, res))
-	// Only admit writes into the recorder, whose fields become the
-	// answer's once those about the connection are dropped.
-	rec := &authRecorder{header: make(http.Header, 4)}
-	a.s.gen.Load().front.ServeHTTP(rec, c)
-	h := rec.header
-	for name := range h {
-		if hop.Header(name) || name == "Content-Length" {
-			delete(h, name)
-		}
-	}
+	// The recorder is the request's context too, carrying the result the
+	// door tells: one allocation for both.
+	rec := &authRecorder{Context: ctx}
+	a.s.gen.Load().front.ServeHTTP(rec, orig.WithContext(rec))
+	res := &rec.res
 	if res.admitted {
 		outcome := cmp.Or(res.outcome, authUnlimited)
-		h[admitStatus] = statusValue(outcome)
-		return authAnswer{admitted: true, status: http.StatusOK, outcome: outcome, header: h}
+		return authAnswer{admitted: true, status: http.StatusOK, outcome: outcome, fields: rec.fields(outcome)}
 	}
 	// An outcome not told was refused before the door: the front's 400 or 501.
 	outcome := cmp.Or(res.outcome, authMalformed)
-	h[admitStatus] = statusValue(outcome)
 	// A request the door answered nothing (its client, the front, left)
 	// still gets a status, should anyone read it.
 	status := cmp.Or(rec.status, http.StatusServiceUnavailable)
-	return a.denied(authAnswer{status: status, outcome: outcome, header: h, body: rec.body.Bytes()})
-}
-
-// statusValues holds Admit-Status's values, one shared slice per outcome:
-// the outcomes are the door's and admit auth's, a fixed few.
-var statusValues sync.Map // outcome -> []string
-
-// statusValue is Admit-Status's value for outcome, which no one modifies.
-func statusValue(outcome string) []string {
-	if v, ok := statusValues.Load(outcome); ok {
-		return v.([]string)
-	}
-	v, _ := statusValues.LoadOrStore(outcome, []string{outcome})
-	return v.([]string)
+	return a.denied(authAnswer{status: status, outcome: outcome, fields: rec.fields(outcome), body: rec.body})
 }
 
 // errUntrusted refuses a request from a peer that is not a
@@ -180,51 +157,15 @@ var errUntrusted = errors.New("the peer is not a --trusted-proxy")
 // admit.server.malformed and, when r is not nil and the access log is on,
 // logged as a malformed request is.
 func (a *authFront) refuseBefore(r *http.Request, err error) authAnswer {
-	status, outcome := http.StatusBadRequest, authMalformed
+	ans := a.refusedBefore[1]
 	if err == errUntrusted {
-		status, outcome = http.StatusForbidden, authUntrusted
+		ans = a.refusedBefore[0]
 	}
-	ans := a.refusal(status, outcome)
 	reason := a.s.malformed.add(err)
 	if r != nil && a.s.access != nil {
 		a.s.access.malformed(r, nil, reason, ans.status)
 	}
 	return ans
-}
-
-// refusal is the answer to a request admit auth could not judge, as
-// http.Error words it.
-func (a *authFront) refusal(status int, outcome string) authAnswer {
-	h := http.Header{
-		"Content-Type":           {"text/plain; charset=utf-8"},
-		"X-Content-Type-Options": {"nosniff"},
-		admitStatus:              {outcome},
-	}
-	return a.denied(authAnswer{status: status, outcome: outcome, header: h, body: []byte(http.StatusText(status) + ": " + outcome + "\n")})
-}
-
-// denied is refusal ans as --deny-status makes it: that status and no
-// body. A front that needs the deny status (nginx's auth_request) makes its
-// own answer and reads no body of admit's, which would cost the connection
-// to admit: nginx closes an upstream connection whose answer it did not
-// read to the end.
-func (a *authFront) denied(ans authAnswer) authAnswer {
-	if a.deny == 0 {
-		return ans
-	}
-	ans.status, ans.body = a.deny, nil
-	ans.header.Del("Content-Type")
-	ans.header.Del("X-Content-Type-Options")
-	return ans
-}
-
-// answer writes ans as the answer to a forward-auth request.
-func (a *authFront) answer(w http.ResponseWriter, ans authAnswer) {
-	h := w.Header()
-	maps.Copy(h, ans.header)
-	h.Set("Content-Length", strconv.Itoa(len(ans.body)))
-	w.WriteHeader(ans.status)
-	w.Write(ans.body)
 }
 
 // errForwarded refuses a forwarded request admit cannot read as one
@@ -243,7 +184,7 @@ func forwardedRequest(r *http.Request) (*http.Request, error) {
 	if fwd && orig {
 		return nil, errForwarded // two tellings of one request: neither is believed
 	}
-	for _, name := range append(forwardedFamily, originalFamily...) {
+	for _, name := range bothFamilies {
 		if len(r.Header[name]) > 1 {
 			return nil, errForwarded
 		}
@@ -285,7 +226,7 @@ func forwardedRequest(r *http.Request) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range append(forwardedFamily, originalFamily...) {
+	for _, name := range bothFamilies {
 		delete(c.Header, name) // the front's telling, which the app never receives
 	}
 	return c, nil
@@ -342,29 +283,4 @@ func present(h http.Header, family []string) bool {
 		}
 	}
 	return false
-}
-
-// authRecorder holds the answer the front and the door gave a forwarded
-// request, for admit auth to answer from. Nothing but admit writes to it,
-// and the door's answers are small, so its body is bounded by what admit
-// writes.
-type authRecorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (w *authRecorder) Header() http.Header { return w.header }
-
-func (w *authRecorder) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
-	}
-}
-
-func (w *authRecorder) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.body.Write(p)
 }

@@ -197,10 +197,11 @@ func listOf(lines ...string) []string {
 // to the client. Refused: a code for the status, and the refusal the client
 // gets: its status, fields and body.
 func checkResponse(ans authAnswer) *authv3.CheckResponse {
+	header := ans.header()
 	if ans.admitted {
 		ok := new(authv3.OkHttpResponse)
-		for _, name := range slices.Sorted(maps.Keys(ans.header)) {
-			opt := headerOption(name, ans.header[name])
+		for _, name := range slices.Sorted(maps.Keys(header)) {
+			opt := headerOption(name, header[name])
 			if name == admitStatus {
 				ok.Headers = append(ok.Headers, opt)
 			} else {
@@ -211,8 +212,8 @@ func checkResponse(ans authAnswer) *authv3.CheckResponse {
 			HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: ok}}
 	}
 	denied := &authv3.DeniedHttpResponse{Status: &typev3.HttpStatus{Code: typev3.StatusCode(ans.status)}, Body: string(ans.body)}
-	for _, name := range slices.Sorted(maps.Keys(ans.header)) {
-		denied.Headers = append(denied.Headers, headerOption(name, ans.header[name]))
+	for _, name := range slices.Sorted(maps.Keys(header)) {
+		denied.Headers = append(denied.Headers, headerOption(name, header[name]))
 	}
 	return &authv3.CheckResponse{Status: &rpcstatus.Status{Code: int32(checkCode(ans.status)), Message: ans.outcome},
 		HttpResponse: &authv3.CheckResponse_DeniedResponse{DeniedResponse: denied}}

@@ -19,22 +19,52 @@ import (
 
 // servedCases are the requests both benchmarks serve: a link route whose
 // budget admits everything, to an upstream, and a flood of one client far
-// over the default link budget, answered 429.
+// over the default link budget, answered 429; then the same two decisions
+// asked of admit auth as nginx's auth_request asks them (deploy/auth), whose
+// cost is held to the proxy's refusal's.
 var servedCases = []servedCase{
-	{"allowed", []string{"--config", "testdata/bench-allowed.yaml"}, "200"},
-	{"refused", nil, "429"},
+	{name: "allowed", args: []string{"--config", "testdata/bench-allowed.yaml"}, status: "200"},
+	{name: "refused", status: "429"},
+	{name: "auth allowed", auth: true, args: []string{"--config", "testdata/bench-auth-allowed.yaml"}, status: "200"},
+	{name: "auth refused", auth: true, status: "429"},
 }
 
 type servedCase struct {
 	name   string
-	args   []string // besides the upstream and the link route
+	auth   bool     // admit auth, asked by a front at 192.0.2.1, in place of the proxy
+	args   []string // besides the upstream (the proxy's) and the link route
 	status string   // of every answer
+}
+
+// authAsk is a decision request as deploy/auth/nginx.conf sends it, with a
+// browser's usual fields, which nginx passes on.
+const nginxAuthRequest = "GET /_admit HTTP/1.1\r\nHost: app.example\r\nX-Original-Method: GET\r\nX-Original-URI: /l/x\r\n" +
+	"X-Forwarded-For: 198.51.100.7\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n"
+
+// request is what the case's client sends, with host as the Host of a
+// request to the proxy.
+func (tc servedCase) request(host string) []byte {
+	if tc.auth {
+		return []byte(nginxAuthRequest)
+	}
+	return []byte("GET /l/x HTTP/1.1\r\nHost: " + host + "\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n")
 }
 
 // config is the case's server configuration, with a clock that stands
 // still, so that no token comes back during the flood.
 func (tc servedCase) config(b *testing.B, upstream string) config.Config {
-	cfg := serverConfig(b, append([]string{"--upstream", upstream, "--route", "link=GET /l/{id}"}, tc.args...)...)
+	args := append([]string{"--route", "link=GET /l/{id}"}, tc.args...)
+	var cfg config.Config
+	if tc.auth {
+		var err error
+		args = append(args, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--trusted-proxy", "192.0.2.1/32,127.0.0.1/32")
+		cfg, err = config.ParseAuth("admit auth", append(config.AuthOptions, config.Options...), args, func(string) string { return "" }, io.Discard, config.PrintAuthUsage)
+		if err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		cfg = serverConfig(b, append(args, "--upstream", upstream)...)
+	}
 	cfg.Now = frozen()
 	return cfg
 }
@@ -57,7 +87,7 @@ func BenchmarkServed(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			r := startConfig(b, tc.config(b, up))
 			addr := r.s.ln.Addr().String()
-			req := []byte("GET /l/x HTTP/1.1\r\nHost: " + addr + "\r\n\r\n")
+			req := tc.request(addr)
 			if tc.status == "429" { // spend the burst, so that every request of the loop is refused
 				c, br := dialServed(b, addr)
 				for range 100 {
@@ -150,11 +180,11 @@ func BenchmarkServedCPU(b *testing.B) {
 			go func() { _ = engine.Serve(ln) }()
 			defer engine.Close()
 			if tc.status == "429" { // spend the burst
-				c := newMemConn(100, "")
+				c := newMemConn(100, "", tc.request("admit"))
 				ln.conns <- c
 				<-c.done
 			}
-			c := newMemConn(b.N, tc.status)
+			c := newMemConn(b.N, tc.status, tc.request("admit"))
 			b.ReportAllocs()
 			b.ResetTimer()
 			ln.conns <- c
@@ -184,8 +214,8 @@ type memConn struct {
 	err error
 }
 
-func newMemConn(n int, status string) *memConn {
-	return &memConn{n: n, status: status, req: []byte("GET /l/x HTTP/1.1\r\nHost: admit\r\n\r\n"), done: make(chan struct{})}
+func newMemConn(n int, status string, req []byte) *memConn {
+	return &memConn{n: n, status: status, req: req, done: make(chan struct{})}
 }
 
 func (c *memConn) Read(p []byte) (int, error) {

@@ -185,7 +185,7 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *ser
 	s.door = g.door
 	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.gen.Load().front.ServeHTTP(w, r) })
 	if cfg.Auth {
-		s.auth = &authFront{s: s, deny: cfg.DenyStatus}
+		s.auth = newAuthFront(s, cfg.DenyStatus)
 		s.handler = s.auth.withEnvoyHTTP(cfg.EnvoyHTTPPrefix)
 	}
 	if err := s.registerMetrics(); err != nil {
