@@ -128,7 +128,7 @@ func (w *authRecorder) WriteAnswer(status int, fields, body []byte) bool {
 	// fields and body are the door's scratch space: one buffer holds
 	// both, with room for Admit-Status among the fields.
 	buf := make([]byte, len(fields)+statusRoom+len(body))
-	w.whole = buf[:copy(buf, fields):len(fields)+statusRoom]
+	w.whole = buf[: copy(buf, fields) : len(fields)+statusRoom]
 	w.body = buf[len(fields)+statusRoom:]
 	copy(w.body, body)
 	return true
