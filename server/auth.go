@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/admitgo/admit/internal/canon"
@@ -22,7 +21,6 @@ import (
 var (
 	forwardedFamily = []string{"X-Forwarded-Method", "X-Forwarded-Uri", "X-Forwarded-Host", "X-Forwarded-Proto"}
 	originalFamily  = []string{"X-Original-Method", "X-Original-Uri", "X-Original-Url"}
-	bothFamilies    = slices.Concat(forwardedFamily, originalFamily)
 )
 
 // Admit-Status names the outcome of every answer of admit auth, admitted or
@@ -110,12 +108,12 @@ func (a *authFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.answer(w, a.refuseBefore(r, errUntrusted))
 		return
 	}
-	orig, err := forwardedRequest(r)
-	if err != nil {
+	var orig http.Request // on the stack: decide copies it once
+	if err := forwardedRequest(&orig, r); err != nil {
 		a.answer(w, a.refuseBefore(r, errForwarded))
 		return
 	}
-	a.answer(w, a.decide(r.Context(), orig))
+	a.answer(w, a.decide(r.Context(), &orig))
 }
 
 // trusts reports whether peer (address:port), the front asking, is a
@@ -172,79 +170,131 @@ func (a *authFront) refuseBefore(r *http.Request, err error) authAnswer {
 // request.
 var errForwarded = errors.New("the front's forwarded request is not one request")
 
-// forwardedRequest is the original request r tells of: the method and
+// forwardedRequest makes c the original request r tells of: the method and
 // target of exactly one family, each field once, the host and scheme it
 // names, and r's other fields as the front passed them on, but for those
 // about the hop from the front to admit. Its peer is the front, so the
 // client is found in X-Forwarded-For by the trusted-proxy rules, as the
 // proxy finds it. Its body is one admit cannot see: a forward-auth request
 // carries none, so a "_method" in a POST's form body could name any method.
-func forwardedRequest(r *http.Request) (*http.Request, error) {
-	fwd, orig := present(r.Header, forwardedFamily), present(r.Header, originalFamily)
-	if fwd && orig {
-		return nil, errForwarded // two tellings of one request: neither is believed
+func forwardedRequest(c, r *http.Request) error {
+	t := readTelling(r.Header)
+	if t.fwd && t.orig || t.repeated {
+		return errForwarded // two tellings of one request: neither is believed
 	}
-	for _, name := range bothFamilies {
-		if len(r.Header[name]) > 1 {
-			return nil, errForwarded
-		}
-	}
-	var method, target, host, scheme string
 	switch {
-	case fwd:
-		method, target = field(r.Header, "X-Forwarded-Method"), field(r.Header, "X-Forwarded-Uri")
-		host, scheme = field(r.Header, "X-Forwarded-Host"), field(r.Header, "X-Forwarded-Proto")
-	case orig:
+	case t.fwd:
+	case t.orig:
 		// nginx's documented configuration sets Host to the original's;
 		// an absolute X-Original-URL names it instead.
-		method, target, host = field(r.Header, "X-Original-Method"), field(r.Header, "X-Original-Uri"), r.Host
-		if u := field(r.Header, "X-Original-Url"); u != "" {
-			if target != "" {
-				return nil, errForwarded
+		t.host = r.Host
+		if t.url != "" {
+			if t.target != "" {
+				return errForwarded
 			}
-			abs, err := url.Parse(u)
+			abs, err := url.Parse(t.url)
 			if err != nil || abs.Host == "" || abs.Scheme != "http" && abs.Scheme != "https" {
-				return nil, errForwarded
+				return errForwarded
 			}
-			host, scheme, target = abs.Host, abs.Scheme, abs.RequestURI()
-			if abs.ForceQuery || strings.HasSuffix(u, "?") {
-				target += "?"
+			t.host, t.scheme, t.target = abs.Host, abs.Scheme, abs.RequestURI()
+			if abs.ForceQuery || strings.HasSuffix(t.url, "?") {
+				t.target += "?"
 			}
 		}
 	default:
-		return nil, errForwarded
+		return errForwarded
 	}
 	// Without X-Forwarded-Host the X-Forwarded family tells of a request
 	// without a host (HTTP/1.0 without Host, which HAProxy passes on), and
 	// the Host admit was asked under names admit, not the app: refused,
 	// since routes that name a host could not be matched as the app's
 	// default host would serve it.
-	if host == "" {
-		return nil, errForwarded
+	if t.host == "" {
+		return errForwarded
 	}
-	c, err := originalRequest(r, method, target, host, scheme)
-	if err != nil {
-		return nil, err
+	if err := originalRequest(c, r, t.method, t.target, t.host, t.scheme); err != nil {
+		return err
 	}
-	for _, name := range bothFamilies {
+	family := forwardedFamily
+	if t.orig {
+		family = originalFamily
+	}
+	for _, name := range family {
 		delete(c.Header, name) // the front's telling, which the app never receives
 	}
-	return c, nil
+	if t.hop {
+		dropHopFields(c.Header)
+	}
+	return nil
 }
 
-// originalRequest is the request told tells of: method on target, which
+// telling is what a forward-auth request's fields tell of the original
+// request, read in one walk of them.
+type telling struct {
+	method, target, host, scheme, url string
+	fwd, orig                         bool // a field of the X-Forwarded, the X-Original family is present
+	repeated                          bool // a field of either is present twice
+	hop                               bool // a field about the hop from the front to admit is present
+}
+
+// readTelling reads h's telling of the original request, changing
+// nothing, so that a request refused still shows what it carried.
+func readTelling(h http.Header) (t telling) {
+	for name, vs := range h {
+		var dst *string
+		switch name {
+		case "X-Forwarded-Method", "X-Original-Method":
+			dst = &t.method
+		case "X-Forwarded-Uri", "X-Original-Uri":
+			dst = &t.target
+		case "X-Forwarded-Host":
+			dst = &t.host
+		case "X-Forwarded-Proto":
+			dst = &t.scheme
+		case "X-Original-Url":
+			dst = &t.url
+		default:
+			t.hop = t.hop || hop.Header(name) || name == "Content-Length"
+			continue
+		}
+		if strings.HasPrefix(name, "X-Forwarded-") {
+			t.fwd = true
+		} else {
+			t.orig = true
+		}
+		t.repeated = t.repeated || len(vs) > 1
+		if len(vs) > 0 {
+			*dst = vs[0]
+		}
+	}
+	return t
+}
+
+// dropHopFields removes from h the fields about the hop from the front to
+// admit, which the app never receives from the front.
+func dropHopFields(h http.Header) {
+	for name := range h {
+		if hop.Header(name) || name == "Content-Length" {
+			delete(h, name)
+		}
+	}
+}
+
+// originalRequest makes c the request told tells of: method on target, which
 // must be in origin form (an absolute target is the front's to resolve), at
-// host over scheme, with told's protocol, peer and fields but for those
-// about the hop from the front to admit. It takes told's header map.
-func originalRequest(told *http.Request, method, target, host, scheme string) (*http.Request, error) {
+// host over scheme, with told's protocol, peer and fields. It takes told's
+// header map: told is admit's own request, which nothing reads once it is
+// answered, so its fields become the original's in place; the caller drops
+// those about the hop from the front to admit.
+func originalRequest(c, told *http.Request, method, target, host, scheme string) error {
 	if method == "" || target == "" || !canon.IsToken(method) {
-		return nil, errForwarded
+		return errForwarded
 	}
 	u, err := url.ParseRequestURI(target)
 	if err != nil || u.Host != "" || !strings.HasPrefix(target, "/") {
-		return nil, errForwarded
+		return errForwarded
 	}
-	c := &http.Request{
+	*c = http.Request{
 		Method:     method,
 		URL:        u,
 		Proto:      told.Proto,
@@ -256,31 +306,5 @@ func originalRequest(told *http.Request, method, target, host, scheme string) (*
 		RemoteAddr: told.RemoteAddr,
 		RequestURI: target,
 	}
-	// told is admit's own request, which nothing reads once it is
-	// answered, so its fields become the original's in place.
-	for name := range c.Header {
-		if hop.Header(name) || name == "Content-Length" {
-			delete(c.Header, name)
-		}
-	}
-	return c, nil
-}
-
-// field is h's value of name, a canonical name: Get without the
-// canonicalisation.
-func field(h http.Header, name string) string {
-	if vs := h[name]; len(vs) > 0 {
-		return vs[0]
-	}
-	return ""
-}
-
-// present reports whether h holds a field of family.
-func present(h http.Header, family []string) bool {
-	for _, name := range family {
-		if _, ok := h[name]; ok {
-			return true
-		}
-	}
-	return false
+	return nil
 }

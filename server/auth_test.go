@@ -330,3 +330,20 @@ func TestAuthCountsWhatItRefusesBefore(t *testing.T) {
 		t.Errorf("not_one_request: got %d, want 2", got)
 	}
 }
+
+// TestTellingReadsTheFamilies: readTelling, which walks a request's fields
+// once, knows each field of the two families, and forwardedRequest drops
+// them all, so that the lists and the walk cannot drift apart.
+func TestTellingReadsTheFamilies(t *testing.T) {
+	for _, family := range [][]string{forwardedFamily, originalFamily} {
+		for _, name := range family {
+			got := readTelling(http.Header{name: {"v"}})
+			if got.fwd == got.orig || got.fwd != (family[0] == forwardedFamily[0]) {
+				t.Errorf("%s: read as X-Forwarded %t, X-Original %t", name, got.fwd, got.orig)
+			}
+		}
+	}
+	if got := readTelling(http.Header{"X-Forwarded-For": {"192.0.2.1"}, "Accept": {"*/*"}}); got.fwd || got.orig || got.hop {
+		t.Errorf("fields of neither family read as %+v", got)
+	}
+}

@@ -82,6 +82,7 @@ type authRecorder struct {
 	status          int
 	whole           []byte // the fields of an answer written whole; nil otherwise
 	body            []byte
+	space           [512]byte // holds whole and body when they fit: the door's refusals do
 }
 
 func (w *authRecorder) Value(key any) any {
@@ -127,7 +128,10 @@ func (w *authRecorder) WriteAnswer(status int, fields, body []byte) bool {
 	w.status = status
 	// fields and body are the door's scratch space: one buffer holds
 	// both, with room for Admit-Status among the fields.
-	buf := make([]byte, len(fields)+statusRoom+len(body))
+	buf := w.space[:]
+	if n := len(fields) + statusRoom + len(body); n > len(buf) {
+		buf = make([]byte, n)
+	}
 	w.whole = buf[: copy(buf, fields) : len(fields)+statusRoom]
 	w.body = buf[len(fields)+statusRoom:]
 	copy(w.body, body)
@@ -187,7 +191,7 @@ var lineBreaks = strings.NewReplacer("\r", " ", "\n", " ")
 
 // insertStatusField inserts Admit-Status: outcome among fields in the
 // place http.Header.Write gives it, after every name that sorts before it,
-// in fields' own space when it has room.
+// in fields' own space when it has room (slices.Insert).
 func insertStatusField(fields []byte, outcome string) []byte {
 	at := 0
 	for at < len(fields) {
@@ -197,13 +201,8 @@ func insertStatusField(fields []byte, outcome string) []byte {
 		}
 		at = end
 	}
-	n := len(fields)
-	fields = append(append(append(fields, admitStatus+": "...), outcome...), "\r\n"...)
-	// Rotate the line, appended at the end, into its place.
-	slices.Reverse(fields[at:n])
-	slices.Reverse(fields[n:])
-	slices.Reverse(fields[at:])
-	return fields
+	var line [statusRoom]byte
+	return slices.Insert(fields, at, append(append(append(line[:0], admitStatus+": "...), outcome...), "\r\n"...)...)
 }
 
 // dropFields removes the fields of names from whole fields, in place.

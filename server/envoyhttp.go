@@ -49,5 +49,7 @@ func envoyHTTPRequest(r *http.Request, target string) (*http.Request, error) {
 	if len(proto) == 1 {
 		scheme = proto[0]
 	}
-	return originalRequest(r, r.Method, target, r.Host, scheme)
+	dropHopFields(r.Header)
+	c := new(http.Request)
+	return c, originalRequest(c, r, r.Method, target, r.Host, scheme)
 }

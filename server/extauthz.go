@@ -97,7 +97,8 @@ func checkedRequest(req *authv3.CheckRequest) (*http.Request, error) {
 	}
 	told := &http.Request{Header: fields, RemoteAddr: source.String()}
 	told.Proto, told.ProtoMajor, told.ProtoMinor = protoOf(h.GetProtocol())
-	return originalRequest(told, method, target, host, scheme)
+	c := new(http.Request)
+	return c, originalRequest(c, told, method, target, host, scheme)
 }
 
 // sourceOf is the address and port of Envoy's downstream peer.

@@ -160,7 +160,9 @@ func newFront(cfg config.Config, door *admit.Door, rest http.Handler, access *ac
 	}
 	for _, r := range list {
 		next, overflow := handlers(r)
-		rt := admit.Route{Groups: r.Groups, Cost: r.Cost, Overflow: overflow, Buffer: true}
+		// The proxy reads a body before it takes the group's slot; admit
+		// auth sees none and forwards none.
+		rt := admit.Route{Groups: r.Groups, Cost: r.Cost, Overflow: overflow, Buffer: !cfg.Auth}
 		h, err := door.Handler(rt, next)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("admit: route %s: %w", r, err)}
