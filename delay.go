@@ -57,13 +57,7 @@ func (l *local) admitReserved(t *ticket, now int64) verdict {
 	s := &g.shards[t.shard]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	slot, tabled := s.table.Lookup(t.key)
-	var prior int32
-	if tabled {
-		prior = s.table.At(slot).inflight
-	} else {
-		slot, prior = -1, s.perClient[t.key]
-	}
+	slot, prior := s.inflightLocked(t.key)
 	if int(prior) >= g.budget.PerClient {
 		return g.refusal(outcomeClientConcurrency, 1)
 	}
@@ -71,7 +65,7 @@ func (l *local) admitReserved(t *ticket, now int64) verdict {
 		return g.refusal(outcomeGroupConcurrency, 1)
 	}
 	v := verdict{admitted: true, outcome: outcomeDelayed}
-	if tabled {
+	if slot >= 0 {
 		e := s.table.At(slot)
 		e.inflight++
 		if g.fields.admitted {

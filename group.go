@@ -80,6 +80,17 @@ type shard struct {
 	_      [64]byte // keeps neighbouring shards off one cache line
 }
 
+// inflightLocked looks key up in s's table, and returns its entry's slot
+// (-1: none) and the requests key has in flight, counted on its entry or,
+// for a key without one, in perClient.
+func (s *shard) inflightLocked(key netip.Prefix) (slot, inflight int32) {
+	slot, tabled := s.table.Lookup(key)
+	if !tabled {
+		return -1, s.perClient[key]
+	}
+	return slot, s.table.At(slot).inflight
+}
+
 // shardsFor returns how many shards a table of maxClients entries gets: one
 // for small tables, so they follow a single exact LRU order, and 16 (a power
 // of two) from 1,024 entries up.

@@ -42,18 +42,12 @@ func (l *local) admit(_ context.Context, t *ticket, now int64) verdict {
 	s := &g.shards[t.shard]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	slot, tabled := s.table.Lookup(t.key)
-	var prior int32
-	if tabled {
-		prior = s.table.At(slot).inflight
-	} else {
-		prior = s.perClient[t.key]
-	}
+	slot, prior := s.inflightLocked(t.key)
 	if int(prior) >= g.budget.PerClient {
 		return g.refusal(outcomeClientConcurrency, 1)
 	}
 	var evicted bool
-	if !tabled {
+	if slot < 0 {
 		slot, evicted = l.claimLocked(s, t.key, now)
 	}
 	t.slot = slot
