@@ -22,15 +22,17 @@ func (s *Service) count(ctx context.Context, d *decision) (time.Time, error) {
 		return now, nil
 	}
 	err := errDown
-	if s.counterDown.Ask(s.sinceStart()) {
+	if s.counters.ask(d.send, s.sinceStart()) {
 		var at time.Time
-		if at, err = s.tally(storeContext(ctx), s.counter, d, cached); err == nil {
-			s.answered(&s.counterDown, "rls: the counter counts again")
+		if at, err = s.tally(storeContext(ctx), &s.counters, d, cached); err == nil {
+			if s.counters.answered(d.send) {
+				s.log.Info("rls: the counter counts again")
+			}
 			d.merge()
 			s.cache.remember(d.send, at.Unix())
 			return at, nil
 		}
-		s.counterDown.Failed(s.sinceStart())
+		s.counters.failed(err, s.sinceStart())
 	}
 	s.failed(ctx, d, "rls: the counter cannot count", err)
 	switch s.failure {

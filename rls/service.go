@@ -40,7 +40,14 @@ type Options struct {
 	// and never forgets one over its limit. Share a Redis or PostgreSQL
 	// counter to share the limits across replicas.
 	Counter Counter
-	// Failure is what a request gets while Counter or Limiter fails:
+	// PerSecondCounter counts the hits of limits whose unit is a second,
+	// as envoyproxy/ratelimit's REDIS_PERSECOND store does, and Counter
+	// the others; nil means Counter counts every hit. Each has its own
+	// failure state: while one fails, a request that needs only the other
+	// is counted as usual.
+	PerSecondCounter Counter
+	// Failure is what a request gets while Counter, PerSecondCounter or
+	// Limiter fails:
 	// quota.FailError (the zero value's meaning here), FailClosed,
 	// FailOpen or FailLocal.
 	Failure quota.Failure
@@ -105,8 +112,8 @@ type Options struct {
 // admit's counters. Use [New]; the zero Service is not usable. It is safe
 // for concurrent use, and [Service.Reload] may run while it decides.
 type Service struct {
-	counter  Counter
-	fallback Counter // nil unless Failure is FailLocal
+	counters counters // Counter, and PerSecondCounter when set
+	fallback Counter  // nil unless Failure is FailLocal
 	limiter  quota.Charger
 	local    quota.Charger // nil unless Failure is FailLocal
 	failure  quota.Failure // resolved: never the zero value
@@ -120,12 +127,12 @@ type Service struct {
 	metrics  *metrics
 	log      *slog.Logger
 	storeLog rate.Sometimes // throttles the log of store failures
-	// counterDown and limiterDown keep calls from asking a store that
+	// counters' breakers and limiterDown keep calls from asking a store that
 	// failed within the last half second (see internal/storedown), so that an
 	// outage costs two timeouts a second rather than one a call. Their
 	// time line is the monotonic time since epoch.
-	counterDown, limiterDown storedown.Breaker
-	epoch                    time.Time
+	limiterDown storedown.Breaker
+	epoch       time.Time
 
 	config atomic.Pointer[Config]
 }
@@ -141,7 +148,7 @@ func New(o Options) (*Service, error) {
 	if o.NearLimitRatio < 0 || o.NearLimitRatio > 1 {
 		return nil, fmt.Errorf("rls: NearLimitRatio %v, want 0 (the default, 0.8) to 1", o.NearLimitRatio)
 	}
-	s := &Service{counter: o.Counter, failure: o.Failure.Or(quota.FailError), shadow: o.ShadowMode, quota: o.QuotaMode,
+	s := &Service{counters: counters{main: o.Counter, second: o.PerSecondCounter}, failure: o.Failure.Or(quota.FailError), shadow: o.ShadowMode, quota: o.QuotaMode,
 		headers: o.Headers, near: o.NearLimitRatio, log: o.Logger, storeLog: rate.Sometimes{Interval: 10 * time.Second}, epoch: time.Now(),
 		stop: o.StopIncrementOverLimit, now: o.Now}
 	if s.now == nil {
@@ -160,8 +167,8 @@ func New(o Options) (*Service, error) {
 	if s.metrics, err = newMetrics(o.MeterProvider); err != nil {
 		return nil, fmt.Errorf("rls: metrics: %w", err)
 	}
-	if s.counter == nil {
-		if s.counter, err = memquota.NewCounter(memquota.CounterConfig{MeterProvider: o.MeterProvider}); err != nil {
+	if s.counters.main == nil {
+		if s.counters.main, err = memquota.NewCounter(memquota.CounterConfig{MeterProvider: o.MeterProvider}); err != nil {
 			return nil, fmt.Errorf("rls: %w", err)
 		}
 	}

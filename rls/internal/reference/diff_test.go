@@ -3,6 +3,7 @@ package reference
 import (
 	"context"
 	"math/rand/v2"
+	"regexp"
 	"strconv"
 	"testing"
 	"time"
@@ -62,18 +63,27 @@ func counters(t testing.TB, srv *redisproc.Server, prefix string) map[string]rls
 }
 
 // setups are the reference's global settings the test runs under, and the
-// same in admit's options.
+// same in admit's options. With perSecond the reference counts per-second
+// limits on a second Redis (REDIS_PERSECOND), and admit on a second
+// counter of each store.
 var setups = []struct {
-	name string
-	env  []string
-	opts rls.Options
+	name      string
+	env       []string
+	opts      rls.Options
+	perSecond bool
 }{
-	{"headers", []string{"LIMIT_RESPONSE_HEADERS_ENABLED=true"}, rls.Options{Headers: rls.DefaultHeaders}},
-	{"plain", nil, rls.Options{}},
+	{"headers", []string{"LIMIT_RESPONSE_HEADERS_ENABLED=true"}, rls.Options{Headers: rls.DefaultHeaders}, false},
+	{"plain", nil, rls.Options{}, false},
 	{"global-shadow", []string{"SHADOW_MODE=true", "LIMIT_RESPONSE_HEADERS_ENABLED=true", "LIMIT_LIMIT_HEADER=X-RateLimit-Limit",
 		"LIMIT_REMAINING_HEADER=X-RateLimit-Remaining", "LIMIT_RESET_HEADER=X-RateLimit-Reset"},
-		rls.Options{ShadowMode: true, Headers: rls.Headers{Limit: "X-RateLimit-Limit", Remaining: "X-RateLimit-Remaining", Reset: "X-RateLimit-Reset"}}},
-	{"global-quota", []string{"QUOTA_MODE=true"}, rls.Options{QuotaMode: true}},
+		rls.Options{ShadowMode: true, Headers: rls.Headers{Limit: "X-RateLimit-Limit", Remaining: "X-RateLimit-Remaining", Reset: "X-RateLimit-Reset"}}, false},
+	{"global-quota", []string{"QUOTA_MODE=true"}, rls.Options{QuotaMode: true}, false},
+	{"stop-increment", []string{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true"}, rls.Options{StopIncrementOverLimit: true}, false},
+	{"local-cache", []string{"LOCAL_CACHE_SIZE_IN_BYTES=1048576"}, rls.Options{LocalCacheBytes: 1 << 20}, false},
+	{"stop-increment, local-cache", []string{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true", "LOCAL_CACHE_SIZE_IN_BYTES=1048576"},
+		rls.Options{StopIncrementOverLimit: true, LocalCacheBytes: 1 << 20}, false},
+	{"per-second", nil, rls.Options{}, true},
+	{"per-second, stop-increment", []string{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true"}, rls.Options{StopIncrementOverLimit: true}, true},
 }
 
 // TestDifferential sends the same random requests to envoyproxy/ratelimit
@@ -96,11 +106,20 @@ func TestDifferential(t *testing.T) {
 	}
 	for i, setup := range setups {
 		t.Run(setup.name, func(t *testing.T) {
-			ref := startReference(t, srv, append([]string{"CACHE_KEY_PREFIX=ref" + strconv.Itoa(i) + ":"}, setup.env...)...)
+			refPrefix, admitPrefix := "ref"+strconv.Itoa(i)+":", "admit"+strconv.Itoa(i)+":"
+			env := append([]string{"CACHE_KEY_PREFIX=" + refPrefix}, setup.env...)
+			var second *redisproc.Server
+			var perSecond map[string]rls.Counter
+			if setup.perSecond {
+				second = redisproc.Start(t)
+				env = append(env, "REDIS_PERSECOND=true", "REDIS_PERSECOND_SOCKET_TYPE=tcp", "REDIS_PERSECOND_URL="+second.Addr)
+				perSecond = counters(t, second, admitPrefix)
+			}
+			ref := startReference(t, srv, env...)
 			services := map[string]*rls.Service{}
-			for name, c := range counters(t, srv, "admit"+strconv.Itoa(i)+":") {
+			for name, c := range counters(t, srv, admitPrefix) {
 				o := setup.opts
-				o.Config, o.Counter = cfg, c
+				o.Config, o.Counter, o.PerSecondCounter = cfg, c, perSecond[name]
 				s, err := rls.New(o)
 				if err != nil {
 					t.Fatal(err)
@@ -109,7 +128,40 @@ func TestDifferential(t *testing.T) {
 			}
 			r := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))
 			run(t, r, ref, services)
+			if second != nil {
+				onSecondStore(t, second, refPrefix, admitPrefix)
+			}
 		})
+	}
+}
+
+// onSecondStore checks that the reference and admit each counted on the
+// per-second server, and there only the per-second limits: a user alone
+// (diff.yaml) and a remote_address (other.yaml). The reference's keys name
+// their descriptors; admit's are hashed, so theirs are told by their time
+// to live, a window of one second, where the reference adds up to 300 s
+// of jitter (EXPIRATION_JITTER_MAX_SECONDS).
+func onSecondStore(t *testing.T, srv *redisproc.Server, refPrefix, admitPrefix string) {
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer client.Close()
+	ctx := context.Background()
+	perSecond := regexp.MustCompile(`_(user_u\d|remote_address_[0-9.]+)_\d+$`)
+	for _, prefix := range []string{refPrefix, admitPrefix} {
+		keys, err := client.Keys(ctx, prefix+"*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) == 0 {
+			t.Errorf("%s: no key on the per-second server", prefix)
+		}
+		for _, k := range keys {
+			if prefix == refPrefix && !perSecond.MatchString(k) {
+				t.Errorf("the reference counted %q on the per-second server", k)
+			}
+			if ttl := client.TTL(ctx, k).Val(); prefix == admitPrefix && ttl > 2*time.Second {
+				t.Errorf("admit counted %q, which lives %v, on the per-second server: not a one-second window", k, ttl)
+			}
+		}
 	}
 }
 
