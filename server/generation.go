@@ -40,7 +40,7 @@ func (s *server) build(cfg config.Config, prev *admit.Door) (*generation, error)
 		Key:           s.resolver.Key,
 		Now:           cfg.Now,
 		Logger:        s.log,
-		MeterProvider: s.tel.provider,
+		MeterProvider: s.tel.Provider,
 		PolicyHeaders: cfg.PolicyHeaders,
 	}
 	// The hook keys a request on the door that decided it, which is set

@@ -32,6 +32,7 @@ import (
 	"github.com/admitgo/admit/quota/redisquota"
 	"github.com/admitgo/admit/rls"
 	"github.com/admitgo/admit/server/internal/config"
+	"github.com/admitgo/admit/server/internal/ops"
 	"github.com/admitgo/admit/server/listener"
 	"github.com/admitgo/admit/server/storeurl"
 )
@@ -94,12 +95,12 @@ func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	tel, err := newTelemetry()
+	tel, err := ops.NewTelemetry()
 	if err != nil {
 		return err
 	}
-	defer tel.close()
-	counter, limiter, closeStore, err := openCounter(ctx, o, tel.provider, log)
+	defer tel.Close()
+	counter, limiter, closeStore, err := openCounter(ctx, o, tel.Provider, log)
 	if err != nil {
 		return err
 	}
@@ -107,7 +108,7 @@ func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *
 	svc, err := rls.New(rls.Options{
 		Config: cfg, Counter: counter, Limiter: limiter, Failure: o.StoreFail, ShadowMode: o.Shadow, QuotaMode: o.QuotaMode,
 		StopIncrementOverLimit: o.StopIncrement, LocalCacheBytes: o.LocalCacheBytes,
-		Headers: o.headers(), MeterProvider: tel.provider, Logger: log,
+		Headers: o.headers(), MeterProvider: tel.Provider, Logger: log,
 	})
 	if err != nil {
 		return err
@@ -122,14 +123,14 @@ func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *
 	}
 	hs := newRLSHealth()
 	srv := newRLSServer(svc, tlsConfig, hs)
-	msrv := rlsOpsServer(tel, "metrics", o.AdminHosts, rlsMetricsMux(tel, hs, svc))
+	msrv := tel.Server("metrics", o.AdminHosts, rlsMetricsMux(tel, hs, svc))
 	errs := make(chan error, 3)
 	go func() { errs <- srv.Serve(ln) }()
 	go func() { errs <- msrv.Serve(mln) }()
 	addrs := rlsAddrs{grpc: ln.Addr().String(), metrics: mln.Addr().String()}
 	var hsrv *http.Server
 	if hln != nil {
-		hsrv = rlsOpsServer(tel, "http", o.AdminHosts, rlsHTTPMux(hs, svc))
+		hsrv = tel.Server("http", o.AdminHosts, rlsHTTPMux(hs, svc))
 		go func() { errs <- hsrv.Serve(hln) }()
 		addrs.http = hln.Addr().String()
 	}
@@ -216,7 +217,7 @@ func logEnv(log *slog.Logger, o rlsOptions) {
 // when given (hln nil otherwise), under the gRPC listener's caps since
 // /json spends quota as a call does; their connections are counted in
 // admit.server.connections as listeners rls, metrics and http.
-func rlsListen(ctx context.Context, o rlsOptions, tel *telemetry) (ln, mln, hln net.Listener, err error) {
+func rlsListen(ctx context.Context, o rlsOptions, tel *ops.Telemetry) (ln, mln, hln net.Listener, err error) {
 	var lc net.ListenConfig
 	var open []net.Listener
 	fail := func(e error) (net.Listener, net.Listener, net.Listener, error) {
@@ -243,7 +244,7 @@ func rlsListen(ctx context.Context, o rlsOptions, tel *telemetry) (ln, mln, hln 
 	}
 	// The registration lives as long as the meter provider, which the
 	// server closes.
-	if _, err := listener.Register(tel.provider.Meter(meter.Name), counts); err != nil {
+	if _, err := listener.Register(tel.Provider.Meter(meter.Name), counts); err != nil {
 		return fail(fmt.Errorf("admit rls: metrics: %w", err))
 	}
 	caps := listener.Caps{Max: o.MaxConns, PerClient: o.MaxConnsPerClient}

@@ -9,6 +9,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/admitgo/admit/rls"
+	"github.com/admitgo/admit/server/internal/ops"
 )
 
 // rlsHealthNames are the services the gRPC health service answers for:
@@ -68,9 +69,9 @@ func (h *rlsHealth) healthz(w http.ResponseWriter, _ *http.Request) {
 // and /rlconfig, the configuration in force as envoyproxy/ratelimit's
 // debug listener prints it. No pprof: the reference's debug listener
 // serves it; admit's does not, since a profile is the process's memory.
-func rlsMetricsMux(tel *telemetry, h *rlsHealth, svc *rls.Service) *http.ServeMux {
+func rlsMetricsMux(tel *ops.Telemetry, h *rlsHealth, svc *rls.Service) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", tel.handler)
+	mux.Handle("GET /metrics", tel.Handler)
 	mux.HandleFunc("GET /healthz", h.healthz)
 	mux.HandleFunc("GET /healthcheck", h.healthcheck)
 	mux.HandleFunc("GET /rlconfig", func(w http.ResponseWriter, _ *http.Request) {
@@ -88,12 +89,4 @@ func rlsHTTPMux(h *rlsHealth, svc *rls.Service) *http.ServeMux {
 	mux.HandleFunc("GET /healthcheck", h.healthcheck)
 	mux.Handle("/json", svc.JSONHandler())
 	return mux
-}
-
-// rlsOpsServer serves mux, named listener in the metrics, with the
-// proxy's metrics bounds and to its own names and those of --admin-host
-// only (see package opshost).
-func rlsOpsServer(tel *telemetry, listener string, adminHosts []string, mux http.Handler) *http.Server {
-	return &http.Server{Handler: tel.opsHandler(listener, adminHosts, mux), ReadHeaderTimeout: metricsReadHeaderTimeout, ReadTimeout: metricsReadTimeout,
-		WriteTimeout: metricsWriteTimeout, IdleTimeout: metricsIdleTimeout, MaxHeaderBytes: maxHeaderBytes}
 }

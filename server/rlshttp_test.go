@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	rpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+
+	"github.com/admitgo/admit/server/internal/ops"
 )
 
 const jsonRequest = `{"domain":"edge","descriptors":[{"entries":[{"key":"remote_address","value":"198.51.100.7"}]}]}`
@@ -91,11 +93,11 @@ func TestRLSRlconfig(t *testing.T) {
 // TestRLSHealthDrains turns /healthcheck, /healthz and the gRPC health
 // service to not serving together once admit rls drains.
 func TestRLSHealthDrains(t *testing.T) {
-	tel, err := newTelemetry()
+	tel, err := ops.NewTelemetry()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tel.close()
+	defer tel.Close()
 	h := newRLSHealth()
 	mux := rlsMetricsMux(tel, h, nil)
 	get := func(path string) (int, string) {

@@ -24,6 +24,7 @@ import (
 	"github.com/admitgo/admit/clientip"
 	"github.com/admitgo/admit/health"
 	"github.com/admitgo/admit/server/internal/config"
+	"github.com/admitgo/admit/server/internal/ops"
 	"github.com/admitgo/admit/server/listener"
 	"github.com/admitgo/admit/server/storeurl"
 )
@@ -38,15 +39,6 @@ const (
 	maxConcurrentStreams = 250
 	readHeaderTimeout    = 10 * time.Second
 	idleTimeout          = 2 * time.Minute
-	// The metrics listener's bounds: a scrape is one small request, sent
-	// at once by a client on the same host or network. Short header and
-	// idle timeouts give back a slot held by a client that sends nothing
-	// soon. A Prometheus whose interval is longer reconnects for each
-	// scrape: a handshake, not a held slot.
-	metricsReadHeaderTimeout = 5 * time.Second
-	metricsReadTimeout       = 10 * time.Second
-	metricsWriteTimeout      = 30 * time.Second
-	metricsIdleTimeout       = 15 * time.Second
 	// healthTTL is how long a health status is served from the cache.
 	healthTTL = time.Second
 )
@@ -58,7 +50,7 @@ const (
 type server struct {
 	cfg      config.Config
 	log      *slog.Logger
-	tel      *telemetry
+	tel      *ops.Telemetry
 	access   *accessLog   // nil: off
 	demo     *demoApp     // the demo upstream; nil unless --demo without --upstream
 	store    *sharedStore // nil for the memory store
@@ -131,7 +123,7 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *ser
 		}
 		s.tlsCert = &cert
 	}
-	if s.tel, err = newTelemetry(); err != nil {
+	if s.tel, err = ops.NewTelemetry(); err != nil {
 		return nil, err
 	}
 	var stderr io.Writer = os.Stderr
@@ -148,13 +140,13 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *ser
 		}
 		target, _ = url.Parse(s.demo.url)
 	}
-	if s.store, err = openStore(ctx, cfg, s.tel.provider, log); err != nil {
+	if s.store, err = openStore(ctx, cfg, s.tel.Provider, log); err != nil {
 		return nil, err
 	}
 
 	s.resolver, err = clientip.New(clientip.Config{
 		TrustedProxies: cfg.TrustedProxies,
-		MeterProvider:  s.tel.provider,
+		MeterProvider:  s.tel.Provider,
 		Logger:         log,
 	})
 	if err != nil {
@@ -305,24 +297,17 @@ wait:
 	return nil
 }
 
-// metricsServer returns the server of the metrics listener. Scrapes are
-// small and quick, so unlike the proxy it bounds every phase: a client that
-// holds a connection idle or stalls mid-request is cut.
+// metricsServer returns the server of the metrics listener, bounded and
+// kept to its own names as every operations listener is (package ops).
 func (s *server) metricsServer(errorLog *log.Logger) *http.Server {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", s.tel.handler)
+	mux.Handle("GET /metrics", s.tel.Handler)
 	mux.Handle("GET /healthz", health.Handler(s.health))
-	mux.Handle("GET /admit/status", &statusPage{s: s, gather: s.tel.gatherer, now: s.clock})
+	mux.Handle("GET /admit/status", &statusPage{s: s, gather: s.tel.Gatherer, now: s.clock})
 	s.adminRoutes(mux)
-	return &http.Server{
-		Handler:           s.tel.opsHandler("metrics", s.cfg.AdminHosts, mux),
-		ReadHeaderTimeout: metricsReadHeaderTimeout,
-		ReadTimeout:       metricsReadTimeout,
-		WriteTimeout:      metricsWriteTimeout,
-		IdleTimeout:       metricsIdleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          errorLog,
-	}
+	srv := s.tel.Server("metrics", s.cfg.AdminHosts, mux)
+	srv.ErrorLog = errorLog
+	return srv
 }
 
 // clock is the door's clock: the configuration's, or time.Now.
@@ -380,6 +365,6 @@ func (s *server) close() {
 		s.demo.close()
 	}
 	if s.tel != nil {
-		s.tel.close()
+		s.tel.Close()
 	}
 }
