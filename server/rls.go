@@ -74,24 +74,24 @@ func runRLS(ctx context.Context, args []string, getenv func(string) string, stdo
 		return nil
 	}
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	hangups := make(chan os.Signal, 1)
 	signal.Notify(hangups, syscall.SIGHUP)
 	defer signal.Stop(hangups)
-	return serveRLS(ctx, o, hangups, logger(o.LogFormat, o.LogLevel, stderr))
+	return serveRLS(ctx, o, hangups, config.NewLogger(o.LogFormat, o.LogLevel, stderr))
 }
 
 func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *slog.Logger) error {
 	cfg, err := rls.Load(o.Config)
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	var tlsConfig *tls.Config
 	if o.TLSCert != "" {
 		cert, err := config.LoadKeyPair("admit rls", o.TLSCert, o.TLSKey)
 		if err != nil {
-			return usageError{err}
+			return usageError{Err: err}
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
@@ -312,12 +312,12 @@ func openCounter(ctx context.Context, o rlsOptions, mp metric.MeterProvider, log
 		stopLog := useRedisLog(log)
 		client, err := storeurl.RedisClient(o.Store.URL)
 		if err != nil {
-			return nil, nil, nil, usageError{fmt.Errorf("admit rls: --store %q: %w", storeurl.Redact(o.Store.URL), err)}
+			return nil, nil, nil, usageError{Err: fmt.Errorf("admit rls: --store %q: %w", storeurl.Redact(o.Store.URL), err)}
 		}
 		c, err := redisquota.NewCounter(client, redisquota.CounterConfig{Prefix: o.StorePrefix, Batch: redisBatch})
 		if err != nil {
 			client.Close()
-			return nil, nil, nil, usageError{fmt.Errorf("admit rls: --store-prefix %q: %w", o.StorePrefix, err)}
+			return nil, nil, nil, usageError{Err: fmt.Errorf("admit rls: --store-prefix %q: %w", o.StorePrefix, err)}
 		}
 		// The buckets' keys (PREFIXrls.UNIT:{HASH}:gcra) stand beside the
 		// counters' (PREFIX{HASH}:WINDOW) under one prefix; --store-fail
@@ -326,7 +326,7 @@ func openCounter(ctx context.Context, o rlsOptions, mp metric.MeterProvider, log
 		if err != nil {
 			c.Close()
 			client.Close()
-			return nil, nil, nil, usageError{fmt.Errorf("admit rls: --store-prefix %q: %w", o.StorePrefix, err)}
+			return nil, nil, nil, usageError{Err: fmt.Errorf("admit rls: --store-prefix %q: %w", o.StorePrefix, err)}
 		}
 		closeAll := func() { lim.Close(); c.Close(); client.Close(); stopLog() }
 		if err := probeRedis(ctx, client, o.Store.URL, "admit rls", log); err != nil {
@@ -343,18 +343,18 @@ func openCounter(ctx context.Context, o rlsOptions, mp metric.MeterProvider, log
 func openPostgresCounter(ctx context.Context, o rlsOptions, mp metric.MeterProvider, log *slog.Logger) (rls.Counter, quota.Charger, func(), error) {
 	pool, err := storeurl.Pool(ctx, o.Store.URL)
 	if err != nil {
-		return nil, nil, nil, usageError{fmt.Errorf("admit rls: --store %q: %w", storeurl.Redact(o.Store.URL), err)}
+		return nil, nil, nil, usageError{Err: fmt.Errorf("admit rls: --store %q: %w", storeurl.Redact(o.Store.URL), err)}
 	}
 	st, err := pgquota.New(pool, pgquota.Config{Table: o.StoreTable, Logger: log, Batch: postgresBatch, MeterProvider: mp})
 	if err != nil {
 		pool.Close()
-		return nil, nil, nil, usageError{fmt.Errorf("admit rls: --store-table %q: %w", o.StoreTable, err)}
+		return nil, nil, nil, usageError{Err: fmt.Errorf("admit rls: --store-table %q: %w", o.StoreTable, err)}
 	}
 	c, err := pgquota.NewCounter(pool, pgquota.CounterConfig{Table: o.StoreTable, Batch: postgresBatch})
 	if err != nil {
 		st.Close()
 		pool.Close()
-		return nil, nil, nil, usageError{fmt.Errorf("admit rls: --store-table %q: %w", o.StoreTable, err)}
+		return nil, nil, nil, usageError{Err: fmt.Errorf("admit rls: --store-table %q: %w", o.StoreTable, err)}
 	}
 	migrated := migrateAtStart(ctx, st, o.StoreTable, "admit rls", log)
 	sweepCtx, stop := context.WithCancel(context.Background())

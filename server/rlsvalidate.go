@@ -21,11 +21,11 @@ func validateRLS(args []string, getenv func(string) string, stdout io.Writer) er
 		return nil
 	}
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	cfg, err := rls.Load(o.Config)
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	for _, info := range o.infos {
 		fmt.Fprintln(stdout, "info  "+info)

@@ -106,14 +106,14 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *ser
 		}
 	}()
 	if err := cfg.CheckOffline(); err != nil {
-		return nil, usageError{err}
+		return nil, usageError{Err: err}
 	}
 	if err := checkPassHeaders(cfg.PassHeaders); err != nil {
-		return nil, usageError{err}
+		return nil, usageError{Err: err}
 	}
 	if limit, ok := openFilesLimit(); ok {
 		if err := checkDescriptors(cfg, limit); err != nil {
-			return nil, usageError{err}
+			return nil, usageError{Err: err}
 		}
 	}
 	if cfg.TLSCert != "" {
@@ -131,7 +131,7 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *ser
 		stderr = cfg.Stderr
 	}
 	if s.access, err = openAccessLog(cfg, stderr, s.clock); err != nil {
-		return nil, usageError{err}
+		return nil, usageError{Err: err}
 	}
 	target := cfg.Upstream
 	if target == nil && !cfg.Auth {

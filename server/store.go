@@ -110,14 +110,14 @@ func openStore(ctx context.Context, cfg config.Config, mp metric.MeterProvider, 
 func openPostgres(ctx context.Context, cfg config.Config, mp metric.MeterProvider, log *slog.Logger) (*sharedStore, error) {
 	pool, err := storeurl.Pool(ctx, cfg.Store.URL)
 	if err != nil {
-		return nil, usageError{config.StoreURLError(cfg.Store.URL, err)}
+		return nil, usageError{Err: config.StoreURLError(cfg.Store.URL, err)}
 	}
 	st, err := pgquota.New(pool, pgquota.Config{
 		Table: cfg.StoreTable, Failure: cfg.StoreFail, MeterProvider: mp, Logger: log, Batch: postgresBatch,
 	})
 	if err != nil {
 		pool.Close()
-		return nil, usageError{fmt.Errorf("admit: --store-table %q: %w", cfg.StoreTable, err)}
+		return nil, usageError{Err: fmt.Errorf("admit: --store-table %q: %w", cfg.StoreTable, err)}
 	}
 	migrated := !cfg.StoreMigrate
 	if !migrated {
@@ -190,7 +190,7 @@ func openRedis(ctx context.Context, cfg config.Config, mp metric.MeterProvider, 
 	stopLog := useRedisLog(log)
 	client, err := storeurl.RedisClient(cfg.Store.URL)
 	if err != nil {
-		return nil, usageError{config.StoreURLError(cfg.Store.URL, err)}
+		return nil, usageError{Err: config.StoreURLError(cfg.Store.URL, err)}
 	}
 	st, err := redisquota.New(client, redisquota.Config{
 		Prefix: cfg.StorePrefix, Failure: cfg.StoreFail, MeterProvider: mp, Batch: redisBatch,
@@ -198,7 +198,7 @@ func openRedis(ctx context.Context, cfg config.Config, mp metric.MeterProvider, 
 	})
 	if err != nil {
 		client.Close()
-		return nil, usageError{fmt.Errorf("admit: --store-prefix %q: %w", cfg.StorePrefix, err)}
+		return nil, usageError{Err: fmt.Errorf("admit: --store-prefix %q: %w", cfg.StorePrefix, err)}
 	}
 	if err := probeRedis(ctx, client, cfg.Store.URL, "admit", log); err != nil {
 		st.Close()
@@ -223,7 +223,7 @@ func probeRedis(ctx context.Context, client redis.UniversalClient, url, who stri
 	switch {
 	case err == nil:
 	case storeurl.Refused(err):
-		return usageError{fmt.Errorf("%s: --store %q: Redis refuses the connection: %w", who, storeurl.Redact(url), err)}
+		return usageError{Err: fmt.Errorf("%s: --store %q: Redis refuses the connection: %w", who, storeurl.Redact(url), err)}
 	default:
 		log.Warn(who+": the store does not answer; starting anyway, --store-fail decides", "err", err)
 	}
