@@ -95,7 +95,7 @@ func (s *server) build(cfg config.Config, prev *admit.Door) (*generation, error)
 func (s *server) budgets(cfg config.Config) map[admit.Group]admit.Budget {
 	var charger quota.Charger
 	if s.store != nil {
-		charger = s.store.charger
+		charger = s.store.Charger
 	}
 	budgets := config.DoorBudgets(cfg, charger)
 	if s.store != nil {

@@ -28,13 +28,12 @@ import (
 
 	"github.com/admitgo/admit/internal/meter"
 	"github.com/admitgo/admit/quota"
-	"github.com/admitgo/admit/quota/pgquota"
 	"github.com/admitgo/admit/quota/redisquota"
 	"github.com/admitgo/admit/rls"
 	"github.com/admitgo/admit/server/internal/config"
 	"github.com/admitgo/admit/server/internal/ops"
+	"github.com/admitgo/admit/server/internal/store"
 	"github.com/admitgo/admit/server/listener"
-	"github.com/admitgo/admit/server/storeurl"
 )
 
 // rlsWatchEvery is how often admit rls looks whether its configuration
@@ -100,11 +99,19 @@ func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *
 		return err
 	}
 	defer tel.Close()
-	counter, limiter, closeStore, err := openCounter(ctx, o, tel.Provider, log)
+	st, err := openRLSStore(ctx, o, tel.Provider, log)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	var counter rls.Counter
+	var limiter quota.Charger
+	if st != nil {
+		counter, limiter = st.Counter, st.Charger
+		upkeep, stopUpkeep := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); st.Maintain(upkeep) }()
+		defer func() { stopUpkeep(); <-done; st.Close() }()
+	}
 	svc, err := rls.New(rls.Options{
 		Config: cfg, Counter: counter, Limiter: limiter, Failure: o.StoreFail, ShadowMode: o.Shadow, QuotaMode: o.QuotaMode,
 		StopIncrementOverLimit: o.StopIncrement, LocalCacheBytes: o.LocalCacheBytes,
@@ -304,66 +311,15 @@ func fingerprint(path string) string {
 	return b.String()
 }
 
-// openCounter opens the counter --store names, the limiter of its token
-// buckets (nil for memory: the service's own), and a close for both.
-func openCounter(ctx context.Context, o rlsOptions, mp metric.MeterProvider, log *slog.Logger) (rls.Counter, quota.Charger, func(), error) {
-	switch o.Store.Kind {
-	case storeurl.Redis:
-		stopLog := useRedisLog(log)
-		client, err := storeurl.RedisClient(o.Store.URL)
-		if err != nil {
-			return nil, nil, nil, usageError{Err: fmt.Errorf("admit rls: --store %q: %w", storeurl.Redact(o.Store.URL), err)}
-		}
-		c, err := redisquota.NewCounter(client, redisquota.CounterConfig{Prefix: o.StorePrefix, Batch: redisBatch})
-		if err != nil {
-			client.Close()
-			return nil, nil, nil, usageError{Err: fmt.Errorf("admit rls: --store-prefix %q: %w", o.StorePrefix, err)}
-		}
-		// The buckets' keys (PREFIXrls.UNIT:{HASH}:gcra) stand beside the
-		// counters' (PREFIX{HASH}:WINDOW) under one prefix; --store-fail
-		// decides when either fails, so neither has a policy of its own.
-		lim, err := redisquota.New(client, redisquota.Config{Prefix: cmp.Or(o.StorePrefix, redisquota.DefaultCountPrefix), Batch: redisBatch, OneServer: o.Store.OneServer(), MeterProvider: mp})
-		if err != nil {
-			c.Close()
-			client.Close()
-			return nil, nil, nil, usageError{Err: fmt.Errorf("admit rls: --store-prefix %q: %w", o.StorePrefix, err)}
-		}
-		closeAll := func() { lim.Close(); c.Close(); client.Close(); stopLog() }
-		if err := probeRedis(ctx, client, o.Store.URL, "admit rls", log); err != nil {
-			closeAll()
-			return nil, nil, nil, err
-		}
-		return c, lim, closeAll, nil
-	case storeurl.Postgres:
-		return openPostgresCounter(ctx, o, mp, log)
-	}
-	return nil, nil, func() {}, nil
-}
-
-func openPostgresCounter(ctx context.Context, o rlsOptions, mp metric.MeterProvider, log *slog.Logger) (rls.Counter, quota.Charger, func(), error) {
-	pool, err := storeurl.Pool(ctx, o.Store.URL)
-	if err != nil {
-		return nil, nil, nil, usageError{Err: fmt.Errorf("admit rls: --store %q: %w", storeurl.Redact(o.Store.URL), err)}
-	}
-	st, err := pgquota.New(pool, pgquota.Config{Table: o.StoreTable, Logger: log, Batch: postgresBatch, MeterProvider: mp})
-	if err != nil {
-		pool.Close()
-		return nil, nil, nil, usageError{Err: fmt.Errorf("admit rls: --store-table %q: %w", o.StoreTable, err)}
-	}
-	c, err := pgquota.NewCounter(pool, pgquota.CounterConfig{Table: o.StoreTable, Batch: postgresBatch})
-	if err != nil {
-		st.Close()
-		pool.Close()
-		return nil, nil, nil, usageError{Err: fmt.Errorf("admit rls: --store-table %q: %w", o.StoreTable, err)}
-	}
-	migrated := migrateAtStart(ctx, st, o.StoreTable, "admit rls", log)
-	sweepCtx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if migrated || migrate(sweepCtx, st, log) {
-			st.SweepEvery(sweepCtx, 0, 0)
-		}
-	}()
-	return c, st, func() { stop(); <-done; c.Close(); st.Close(); pool.Close() }, nil
+// openRLSStore opens the store --store names as the proxy opens its own
+// (package store), with a counter for the fixed windows beside the
+// limiter of the token buckets; nil for memory, the service's own. The
+// buckets' Redis keys (PREFIXrls.UNIT:{HASH}:gcra) stand beside the
+// counters' (PREFIX{HASH}:WINDOW) under one prefix; --store-fail decides
+// when either fails, so neither has a policy of its own.
+func openRLSStore(ctx context.Context, o rlsOptions, mp metric.MeterProvider, log *slog.Logger) (*store.Shared, error) {
+	return store.Open(ctx, store.Config{
+		Front: "admit rls", Store: o.Store, Table: o.StoreTable, Prefix: cmp.Or(o.StorePrefix, redisquota.DefaultCountPrefix),
+		Migrate: true, Counter: true, MeterProvider: mp, Logger: log,
+	})
 }

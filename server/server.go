@@ -322,7 +322,7 @@ func (s *server) clock() time.Time {
 // table when startup could not, sweeping expired rows) once, until close.
 func (s *server) startUpkeep() {
 	s.upkeepOnce.Do(func() {
-		if s.store == nil || s.store.maintain == nil {
+		if s.store == nil {
 			return
 		}
 		ctx, stop := context.WithCancel(context.Background())
@@ -330,7 +330,7 @@ func (s *server) startUpkeep() {
 		s.stopUpkeep = func() { stop(); <-done }
 		go func() {
 			defer close(done)
-			s.store.maintain(ctx)
+			s.store.Maintain(ctx)
 		}()
 	})
 }

@@ -25,7 +25,7 @@ func (c Config) CheckOffline() error {
 		}
 	}
 	if err := c.Store.Check(); err != nil {
-		return StoreURLError(c.Store.URL, err)
+		return StoreURLError("admit", c.Store.URL, err)
 	}
 	if c.Store.Kind == storeurl.Postgres {
 		if _, err := pgquota.Schema(c.StoreTable); err != nil {
@@ -62,7 +62,7 @@ func (c Config) OfflineStore() (quota.Charger, func(), error) {
 	case storeurl.Postgres:
 		pool, err := storeurl.OfflinePool(c.Store.URL)
 		if err != nil {
-			return nil, nil, StoreURLError(c.Store.URL, err)
+			return nil, nil, StoreURLError("admit", c.Store.URL, err)
 		}
 		st, err := pgquota.New(pool, pgquota.Config{Table: c.StoreTable, MeterProvider: noop.NewMeterProvider(), Logger: quiet})
 		if err != nil {
@@ -75,7 +75,8 @@ func (c Config) OfflineStore() (quota.Charger, func(), error) {
 }
 
 // StoreURLError names a store URL its driver refuses, without its
-// password; storeurl's errors never repeat the URL.
-func StoreURLError(u string, err error) error {
-	return fmt.Errorf("admit: --store %q: %w", storeurl.Redact(u), err)
+// password, in the words of front ("admit", "admit rls"); storeurl's
+// errors never repeat the URL.
+func StoreURLError(front, u string, err error) error {
+	return fmt.Errorf("%s: --store %q: %w", front, storeurl.Redact(u), err)
 }
