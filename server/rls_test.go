@@ -191,7 +191,7 @@ func TestRLSBadConfig(t *testing.T) {
 		{[]string{"--config", path}, "bad.yaml:4:"},
 		{[]string{"--config", path, "--store-fail", "maybe"}, `--store-fail "maybe"`},
 		{[]string{}, "--config is required"},
-		{[]string{"--config", path, "--tls-cert", "c.pem"}, "--tls-cert and --tls-key"},
+		{[]string{"--config", path, "--tls-cert", "c.pem"}, "--tls-cert is set but --tls-key (ADMIT_RLS_TLS_KEY) is not"},
 		{[]string{"--config", path, "--store", "mongodb://x"}, "--store"},
 	} {
 		err := runRLS(context.Background(), append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, tc.args...), func(string) string { return "" }, io.Discard, io.Discard)
@@ -431,7 +431,7 @@ func TestRLSEnvironment(t *testing.T) {
 		{"ADMIT_RLS_SHADOW", "yes", `admit rls: ADMIT_RLS_SHADOW "yes": not a boolean (use true or false)`},
 		{"ADMIT_RLS_STORE", "redis://:s3cret@cache:port", `admit rls: ADMIT_RLS_STORE "redis://(not shown: not a valid URL)": not a valid URL`},
 		{"ADMIT_RLS_STORE_FAIL", "maybe", `admit rls: ADMIT_RLS_STORE_FAIL "maybe": want error, closed, open or local`},
-		{"ADMIT_RLS_TLS_CERT", "c.pem", `admit rls: ADMIT_RLS_TLS_CERT and --tls-key go together`},
+		{"ADMIT_RLS_TLS_CERT", "c.pem", `admit rls: ADMIT_RLS_TLS_CERT is set but --tls-key (ADMIT_RLS_TLS_KEY) is not: give both or neither`},
 	} {
 		env := map[string]string{"ADMIT_RLS_CONFIG": "edge.yaml", tc.name: tc.value}
 		_, err := parseRLSFlags(nil, func(k string) string { return env[k] }, io.Discard)

@@ -85,9 +85,11 @@ func checkRLS(c config.RLS, set *config.OptionSetFor[config.RLS]) error {
 		return fmt.Errorf("admit rls: %s %d: must be at least 1", from("max-conns"), c.MaxConns)
 	case c.MaxConnsPerClient < 0:
 		return fmt.Errorf("admit rls: %s %d: must be 0 (no cap) or more", from("max-conns-per-client"), c.MaxConnsPerClient)
-	case (c.TLSCert == "") != (c.TLSKey == ""):
-		return fmt.Errorf("admit rls: %s and %s go together", from("tls-cert"), from("tls-key"))
-	case c.Config == "":
+	}
+	if err := config.CheckKeyPair(set, c.TLSCert, c.TLSKey); err != nil {
+		return err
+	}
+	if c.Config == "" {
 		return fmt.Errorf("admit rls: --config is required (or %s): an envoyproxy/ratelimit YAML file or a directory of them", rlsEnvName("config"))
 	}
 	return nil

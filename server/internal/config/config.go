@@ -315,13 +315,8 @@ func ParseWith(name string, opts []Option, args []string, getenv func(string) st
 	if err := c.Finish(set); err != nil {
 		return Config{}, err
 	}
-	if (c.TLSCert == "") != (c.TLSKey == "") {
-		given, missing := "tls-cert", "tls-key"
-		if c.TLSCert == "" {
-			given, missing = missing, given
-		}
-		from, _ := set.From(given)
-		return Config{}, fmt.Errorf("admit: %s is set but --%s (%s) is not: give both or neither", from, missing, EnvName(missing))
+	if err := CheckKeyPair(set, c.TLSCert, c.TLSKey); err != nil {
+		return Config{}, err
 	}
 	if c.H2C && c.TLSCert != "" {
 		from, _ := set.From("h2c")

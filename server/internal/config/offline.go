@@ -36,6 +36,21 @@ func (c Config) CheckOffline() error {
 	return err
 }
 
+// CheckKeyPair refuses a front's --tls-cert without its --tls-key, or the
+// key without the certificate, naming the flag or variable given and the
+// one missing.
+func CheckKeyPair[T Target](set *OptionSetFor[T], cert, key string) error {
+	if (cert == "") == (key == "") {
+		return nil
+	}
+	given, missing := "tls-cert", "tls-key"
+	if cert == "" {
+		given, missing = missing, given
+	}
+	from, _ := set.From(given)
+	return fmt.Errorf("%s: %s is set but --%s (%s) is not: give both or neither", frontOf[T](), from, missing, EnvNameOf[T](missing))
+}
+
 // LoadKeyPair loads a front's --tls-cert and --tls-key, naming both in its
 // error, which starts with front ("admit", "admit rls").
 func LoadKeyPair(front, cert, key string) (tls.Certificate, error) {
