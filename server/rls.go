@@ -21,9 +21,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/admitgo/admit/internal/meter"
@@ -31,6 +29,7 @@ import (
 	"github.com/admitgo/admit/quota/redisquota"
 	"github.com/admitgo/admit/rls"
 	"github.com/admitgo/admit/server/internal/config"
+	"github.com/admitgo/admit/server/internal/grpcserver"
 	"github.com/admitgo/admit/server/internal/ops"
 	"github.com/admitgo/admit/server/internal/store"
 	"github.com/admitgo/admit/server/listener"
@@ -44,17 +43,9 @@ const rlsWatchEvery = time.Second
 // name it.
 const rlsServiceName = "envoy.service.ratelimit.v3.RateLimitService"
 
-// rlsIdleTimeout closes a connection that carries no call,
-// rlsHandshakeTimeout one whose TLS and HTTP/2 handshake does not finish,
-// and rlsMaxAge every connection, after rlsMaxAgeGrace for the calls in
-// flight (a call takes milliseconds): Envoy keeps its connections busy and
-// reopens one it lost. The metrics listener keeps the proxy's defaults
-// for its own (--metrics-max-conns, --metrics-max-conns-per-client).
+// The metrics listener keeps the proxy's defaults for its connection caps
+// (--metrics-max-conns, --metrics-max-conns-per-client).
 const (
-	rlsIdleTimeout      = 5 * time.Minute
-	rlsHandshakeTimeout = 10 * time.Second
-	rlsMaxAge           = 30 * time.Minute
-	rlsMaxAgeGrace      = 10 * time.Second
 	rlsMetricsMaxConns  = 64
 	rlsMetricsPerClient = 8
 )
@@ -173,31 +164,11 @@ type rlsAddrs struct{ grpc, metrics, http string }
 // grpc-go's own, not net/http's, since it answers small unary calls at
 // about twice the rate (see docs/rls.md).
 func newRLSServer(svc *rls.Service, tlsConfig *tls.Config, hs *rlsHealth) *grpc.Server {
-	srv := grpc.NewServer(grpcServerOptions(tlsConfig)...)
+	srv := grpc.NewServer(grpcserver.Options(tlsConfig)...)
 	svc.Register(srv)
 	healthpb.RegisterHealthServer(srv, hs.grpc)
 	reflection.Register(srv)
 	return srv
-}
-
-// grpcServerOptions are the options of admit's gRPC servers, admit rls and
-// admit auth's --grpc-listen, which answer small unary calls of a few
-// long-lived proxies: over TLS with tlsConfig, cleartext HTTP/2 without.
-func grpcServerOptions(tlsConfig *tls.Config) []grpc.ServerOption {
-	opts := append(rls.ServerOptions(),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-		// A connection that carries no call for rlsIdleTimeout is closed,
-		// so that idle connections cannot hold the process's descriptors,
-		// and every connection after rlsMaxAge, so that calls a client
-		// never finishes cannot hold their buffers for good; Envoy opens a
-		// new one when it next needs to.
-		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: rlsIdleTimeout,
-			MaxConnectionAge: rlsMaxAge, MaxConnectionAgeGrace: rlsMaxAgeGrace}),
-		grpc.ConnectionTimeout(rlsHandshakeTimeout))
-	if tlsConfig != nil {
-		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConfig)))
-	}
-	return opts
 }
 
 // referenceUnread is the warning startup logs and validate prints when
