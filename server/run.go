@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/admitgo/admit/server/internal/config"
+	"github.com/admitgo/admit/server/internal/rlsd"
 )
 
 // Main is the admit command: it runs the subcommand or the server args
@@ -21,15 +22,10 @@ import (
 // SIGHUP meanwhile reloads the configuration.
 func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	err := run(ctx, args, getenv, stdout, stderr)
-	if err == nil {
-		return 0
+	if err != nil {
+		fmt.Fprintln(stderr, err)
 	}
-	fmt.Fprintln(stderr, err)
-	var uerr config.UsageError
-	if errors.As(err, &uerr) {
-		return 2
-	}
-	return 1
+	return config.ExitCode(err)
 }
 
 // usageError is the error that exits 2, as the server's commands write it.
@@ -49,7 +45,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		case "schema":
 			return schema(args[1:], getenv, stdout)
 		case "rls":
-			return runRLS(ctx, args[1:], getenv, stdout, stderr)
+			return rlsd.Run(ctx, args[1:], getenv, stdout, stderr)
 		case "auth":
 			return runAuth(ctx, args[1:], getenv, stdout, stderr)
 		}

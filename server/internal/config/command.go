@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 )
@@ -12,6 +13,19 @@ type UsageError struct{ Err error }
 
 func (e UsageError) Error() string { return e.Err.Error() }
 func (e UsageError) Unwrap() error { return e.Err }
+
+// ExitCode is the exit code of a front's command that ended with err: 0
+// for nil, 2 for a UsageError, 1 for any other.
+func ExitCode(err error) int {
+	var uerr UsageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &uerr):
+		return 2
+	}
+	return 1
+}
 
 // NewLogger is every front's logger of lifecycle events: --log-format's
 // handler (text or json) writing to w at --log-level and above.

@@ -1,10 +1,12 @@
-package server
+package rlsd
 
 import (
 	"context"
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/admitgo/admit/server/internal/config"
 )
 
 // TestRLSGRPCListenPrecedence takes admit rls's gRPC listener from
@@ -51,12 +53,12 @@ func TestRLSGRPCListenPrecedence(t *testing.T) {
 				env = merge(env, map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "redis:6379"})
 				getenv = referenceEnv(env)
 			}
-			o, err := parseRLSFlags(tc.args, getenv, io.Discard)
+			o, err := parseFlags(tc.args, getenv, io.Discard)
 			switch {
 			case tc.wantErr && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
 				t.Fatalf("got %v, want an error starting %q", err, tc.want)
 			case tc.wantErr:
-				if code := Main(context.Background(), append([]string{"rls", "validate"}, tc.args...), getenv, io.Discard, io.Discard); code != 2 {
+				if code := config.ExitCode(Run(context.Background(), append([]string{"validate"}, tc.args...), getenv, io.Discard, io.Discard)); code != 2 {
 					t.Errorf("admit rls validate: exit %d, want 2", code)
 				}
 			case err != nil:

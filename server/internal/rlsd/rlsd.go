@@ -1,4 +1,4 @@
-package server
+package rlsd
 
 import (
 	"cmp"
@@ -35,53 +35,53 @@ import (
 	"github.com/admitgo/admit/server/listener"
 )
 
-// rlsWatchEvery is how often admit rls looks whether its configuration
+// watchInterval is how often admit rls looks whether its configuration
 // files changed.
-const rlsWatchEvery = time.Second
+const watchInterval = time.Second
 
-// rlsServiceName is the gRPC service admit rls serves, as health checks
+// serviceName is the gRPC service admit rls serves, as health checks
 // name it.
-const rlsServiceName = "envoy.service.ratelimit.v3.RateLimitService"
+const serviceName = "envoy.service.ratelimit.v3.RateLimitService"
 
 // The metrics listener keeps the proxy's defaults for its connection caps
 // (--metrics-max-conns, --metrics-max-conns-per-client).
 const (
-	rlsMetricsMaxConns  = 64
-	rlsMetricsPerClient = 8
+	metricsMaxConns  = 64
+	metricsPerClient = 8
 )
 
-// runRLS is the rls subcommand: Envoy's rate limit service on admit's
+// Run is the rls subcommand: Envoy's rate limit service on admit's
 // stores. It serves until ctx ends; SIGHUP and a change of the
 // configuration's files reload it, keeping the old one when the new one is
 // refused. A bad flag or configuration exits 2. admit rls validate checks
 // them without serving.
-func runRLS(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "validate" {
-		return validateRLS(args[1:], getenv, stdout)
+		return validate(args[1:], getenv, stdout)
 	}
-	o, err := parseRLSFlags(args, getenv, stdout)
+	o, err := parseFlags(args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
 	if err != nil {
-		return usageError{Err: err}
+		return config.UsageError{Err: err}
 	}
 	hangups := make(chan os.Signal, 1)
 	signal.Notify(hangups, syscall.SIGHUP)
 	defer signal.Stop(hangups)
-	return serveRLS(ctx, o, hangups, config.NewLogger(o.LogFormat, o.LogLevel, stderr))
+	return serve(ctx, o, hangups, config.NewLogger(o.LogFormat, o.LogLevel, stderr))
 }
 
-func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *slog.Logger) error {
+func serve(ctx context.Context, o options, hangups <-chan os.Signal, log *slog.Logger) error {
 	cfg, err := rls.Load(o.Config)
 	if err != nil {
-		return usageError{Err: err}
+		return config.UsageError{Err: err}
 	}
 	var tlsConfig *tls.Config
 	if o.TLSCert != "" {
 		cert, err := config.LoadKeyPair("admit rls", o.TLSCert, o.TLSKey)
 		if err != nil {
-			return usageError{Err: err}
+			return config.UsageError{Err: err}
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
@@ -90,7 +90,7 @@ func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *
 		return err
 	}
 	defer tel.Close()
-	st, err := openRLSStore(ctx, o, tel.Provider, log)
+	st, err := openStore(ctx, o, tel.Provider, log)
 	if err != nil {
 		return err
 	}
@@ -115,20 +115,20 @@ func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *
 	// to listen; listening before the server is made, since a server made
 	// before a listener failed would leave its stream workers running.
 	logEnv(log, o)
-	ln, mln, hln, err := rlsListen(ctx, o, tel)
+	ln, mln, hln, err := listen(ctx, o, tel)
 	if err != nil {
 		return err
 	}
-	hs := newRLSHealth()
-	srv := newRLSServer(svc, tlsConfig, hs)
-	msrv := tel.Server("metrics", o.AdminHosts, rlsMetricsMux(tel, hs, svc))
+	hs := newHealthState()
+	srv := newGRPCServer(svc, tlsConfig, hs)
+	msrv := tel.Server("metrics", o.AdminHosts, metricsMux(tel, hs, svc))
 	errs := make(chan error, 3)
 	go func() { errs <- srv.Serve(ln) }()
 	go func() { errs <- msrv.Serve(mln) }()
-	addrs := rlsAddrs{grpc: ln.Addr().String(), metrics: mln.Addr().String()}
+	addrs := addresses{grpc: ln.Addr().String(), metrics: mln.Addr().String()}
 	var hsrv *http.Server
 	if hln != nil {
-		hsrv = tel.Server("http", o.AdminHosts, rlsHTTPMux(hs, svc))
+		hsrv = tel.Server("http", o.AdminHosts, httpMux(hs, svc))
 		go func() { errs <- hsrv.Serve(hln) }()
 		addrs.http = hln.Addr().String()
 	}
@@ -137,7 +137,7 @@ func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *
 	if o.ready != nil {
 		o.ready(addrs)
 	}
-	err = watchRLS(ctx, o, svc, hangups, errs, log)
+	err = watch(ctx, o, svc, hangups, errs, log)
 	hs.drain() // not serving, on every surface, while in-flight calls finish
 	stopped := make(chan struct{})
 	go func() { srv.GracefulStop(); close(stopped) }()
@@ -155,15 +155,15 @@ func serveRLS(ctx context.Context, o rlsOptions, hangups <-chan os.Signal, log *
 	return err
 }
 
-// rlsAddrs are the addresses admit rls listens on, once it serves; http
+// addresses are the addresses admit rls listens on, once it serves; http
 // is empty without --http-listen.
-type rlsAddrs struct{ grpc, metrics, http string }
+type addresses struct{ grpc, metrics, http string }
 
-// newRLSServer is grpc-go's server of svc, of the health service and of
+// newGRPCServer is grpc-go's server of svc, of the health service and of
 // server reflection, so that grpcurl calls it without the proto files:
 // grpc-go's own, not net/http's, since it answers small unary calls at
 // about twice the rate (see docs/rls.md).
-func newRLSServer(svc *rls.Service, tlsConfig *tls.Config, hs *rlsHealth) *grpc.Server {
+func newGRPCServer(svc *rls.Service, tlsConfig *tls.Config, hs *healthState) *grpc.Server {
 	srv := grpc.NewServer(grpcserver.Options(tlsConfig)...)
 	svc.Register(srv)
 	healthpb.RegisterHealthServer(srv, hs.grpc)
@@ -178,7 +178,7 @@ const referenceUnread = "envoyproxy/ratelimit's variables are set and not read: 
 // logEnv logs the settings taken from the environment: in reference mode
 // each of envoyproxy/ratelimit's variables that changes nothing here, and
 // outside it each one set, which is not read.
-func logEnv(log *slog.Logger, o rlsOptions) {
+func logEnv(log *slog.Logger, o options) {
 	if len(o.fromEnv) > 0 {
 		log.Info("admit rls: settings from the environment", "variables", strings.Join(o.fromEnv, ","))
 	}
@@ -190,12 +190,12 @@ func logEnv(log *slog.Logger, o rlsOptions) {
 	}
 }
 
-// rlsListen listens on the service's address, under --max-conns and
+// listen listens on the service's address, under --max-conns and
 // --max-conns-per-client, on the metrics' address, and on --http-listen's
 // when given (hln nil otherwise), under the gRPC listener's caps since
 // /json spends quota as a call does; their connections are counted in
 // admit.server.connections as listeners rls, metrics and http.
-func rlsListen(ctx context.Context, o rlsOptions, tel *ops.Telemetry) (ln, mln, hln net.Listener, err error) {
+func listen(ctx context.Context, o options, tel *ops.Telemetry) (ln, mln, hln net.Listener, err error) {
 	var lc net.ListenConfig
 	var open []net.Listener
 	fail := func(e error) (net.Listener, net.Listener, net.Listener, error) {
@@ -228,16 +228,16 @@ func rlsListen(ctx context.Context, o rlsOptions, tel *ops.Telemetry) (ln, mln, 
 	caps := listener.Caps{Max: o.MaxConns, PerClient: o.MaxConnsPerClient}
 	ln = listener.Limit(ln, caps, counts["rls"])
 	// The metrics listener under the proxy's defaults for its own.
-	mln = listener.Limit(mln, listener.Caps{Max: rlsMetricsMaxConns, PerClient: rlsMetricsPerClient}, counts["metrics"])
+	mln = listener.Limit(mln, listener.Caps{Max: metricsMaxConns, PerClient: metricsPerClient}, counts["metrics"])
 	if hln != nil {
 		hln = listener.Limit(hln, caps, counts["http"])
 	}
 	return ln, mln, hln, nil
 }
 
-// watchRLS reloads on SIGHUP and when the configuration's files change,
+// watch reloads on SIGHUP and when the configuration's files change,
 // until ctx ends or a server fails.
-func watchRLS(ctx context.Context, o rlsOptions, svc *rls.Service, hangups <-chan os.Signal, errs <-chan error, log *slog.Logger) error {
+func watch(ctx context.Context, o options, svc *rls.Service, hangups <-chan os.Signal, errs <-chan error, log *slog.Logger) error {
 	tick := time.NewTicker(o.watchEvery)
 	defer tick.Stop()
 	seen := fingerprint(o.Config)
@@ -282,13 +282,13 @@ func fingerprint(path string) string {
 	return b.String()
 }
 
-// openRLSStore opens the store --store names as the proxy opens its own
+// openStore opens the store --store names as the proxy opens its own
 // (package store), with a counter for the fixed windows beside the
 // limiter of the token buckets; nil for memory, the service's own. The
 // buckets' Redis keys (PREFIXrls.UNIT:{HASH}:gcra) stand beside the
 // counters' (PREFIX{HASH}:WINDOW) under one prefix; --store-fail decides
 // when either fails, so neither has a policy of its own.
-func openRLSStore(ctx context.Context, o rlsOptions, mp metric.MeterProvider, log *slog.Logger) (*store.Shared, error) {
+func openStore(ctx context.Context, o options, mp metric.MeterProvider, log *slog.Logger) (*store.Shared, error) {
 	return store.Open(ctx, store.Config{
 		Front: "admit rls", Store: o.Store, Table: o.StoreTable, Prefix: cmp.Or(o.StorePrefix, redisquota.DefaultCountPrefix),
 		Migrate: true, Counter: true, MeterProvider: mp, Logger: log,
