@@ -24,6 +24,7 @@ import (
 	"github.com/admitgo/admit/clientip"
 	"github.com/admitgo/admit/health"
 	"github.com/admitgo/admit/server/internal/config"
+	"github.com/admitgo/admit/server/internal/demo"
 	"github.com/admitgo/admit/server/internal/ops"
 	"github.com/admitgo/admit/server/listener"
 	"github.com/admitgo/admit/server/storeurl"
@@ -52,7 +53,7 @@ type server struct {
 	log      *slog.Logger
 	tel      *ops.Telemetry
 	access   *accessLog   // nil: off
-	demo     *demoApp     // the demo upstream; nil unless --demo without --upstream
+	demo     *demo.App    // the demo upstream; nil unless --demo without --upstream
 	store    *sharedStore // nil for the memory store
 	resolver *clientip.Resolver
 	health   grpchealth.Checker // cached; reports draining at once
@@ -135,10 +136,10 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *ser
 	}
 	target := cfg.Upstream
 	if target == nil && !cfg.Auth {
-		if s.demo, err = startDemo(); err != nil {
+		if s.demo, err = demo.Start(); err != nil {
 			return nil, err
 		}
-		target, _ = url.Parse(s.demo.url)
+		target, _ = url.Parse(s.demo.URL)
 	}
 	if s.store, err = openStore(ctx, cfg, s.tel.Provider, log); err != nil {
 		return nil, err
@@ -362,7 +363,7 @@ func (s *server) close() {
 		s.store.close()
 	}
 	if s.demo != nil {
-		s.demo.close()
+		s.demo.Close()
 	}
 	if s.tel != nil {
 		s.tel.Close()
