@@ -25,6 +25,7 @@ import (
 	"github.com/admitgo/admit/health"
 	"github.com/admitgo/admit/server/internal/config"
 	"github.com/admitgo/admit/server/internal/demo"
+	"github.com/admitgo/admit/server/internal/drain"
 	"github.com/admitgo/admit/server/internal/ops"
 	"github.com/admitgo/admit/server/listener"
 	"github.com/admitgo/admit/server/storeurl"
@@ -274,22 +275,12 @@ wait:
 			t.Stop()
 		}
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
-	defer cancel()
-	shutdown, closeAll := srv.Shutdown, srv.Close
+	var proxy drain.Server = srv
 	if engine != nil {
-		shutdown, closeAll = engine.Shutdown, engine.Close
+		proxy = engine
 	}
-	grpcStopped := grpcSrv.stop(sctx)
-	if serr := shutdown(sctx); serr != nil {
+	if drain.Stop(s.cfg.DrainTimeout, []drain.Server{proxy, grpcSrv}, msrv) {
 		s.log.Warn("admit: drain timed out; closing the connections left", "timeout", s.cfg.DrainTimeout)
-		closeAll()
-	}
-	<-grpcStopped
-	mctx, mcancel := context.WithTimeout(context.Background(), time.Second)
-	defer mcancel()
-	if msrv.Shutdown(mctx) != nil {
-		msrv.Close()
 	}
 	if err != nil {
 		return err
@@ -297,6 +288,16 @@ wait:
 	s.log.Info("admit: stopped")
 	return nil
 }
+
+// Shutdown and Close make admit auth's gRPC server, when --grpc-listen
+// serves one, one of the servers a drain stops: stop lets the calls in
+// flight finish until ctx ends and cuts the rest itself.
+func (g grpcServing) Shutdown(ctx context.Context) error {
+	<-g.stop(ctx)
+	return ctx.Err()
+}
+
+func (g grpcServing) Close() error { return nil }
 
 // metricsServer returns the server of the metrics listener, bounded and
 // kept to its own names as every operations listener is (package ops).

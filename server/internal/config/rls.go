@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/rls"
@@ -39,6 +40,7 @@ type RLS struct {
 	Headers                   bool // ask Envoy to add the limit headers
 	LimitHeader, RemainingHdr string
 	ResetHeader               string
+	DrainTimeout              time.Duration // how long calls in flight may finish after SIGTERM; > 0
 	LogLevel                  slog.Level
 	LogFormat                 string   // text or json
 	AdminHosts                []string // names the metrics listener answers to beyond addresses and localhost
@@ -107,6 +109,8 @@ var RLSOptions = []OptionFor[RLS]{
 		Set: func(c *RLS, v string) error { c.RemainingHdr = v; return nil }},
 	{Name: "reset-header", arg: "NAME", Def: rls.DefaultHeaders.Reset, Usage: "name of the reset header (LIMIT_RESET_HEADER)",
 		Set: func(c *RLS, v string) error { c.ResetHeader = v; return nil }},
+	{Name: "drain-timeout", arg: "DURATION", Def: "10s", Usage: "after SIGTERM, how long calls in flight may finish once the listeners close; then they are cut (envoyproxy/ratelimit waits without a bound)",
+		Set: func(c *RLS, v string) (err error) { c.DrainTimeout, err = parseDuration(v, true); return err }},
 	{Name: "log-level", arg: "LEVEL", Def: "info", Usage: "debug, info, warn or error",
 		Set: func(c *RLS, v string) (err error) { c.LogLevel, err = ParseLogLevel(v); return err }},
 	{Name: "log-format", arg: "FORMAT", Def: "text", Usage: "text or json",

@@ -8,7 +8,8 @@
 // (package grpcserver), /metrics, the health pages and /rlconfig on an
 // operations listener (package ops) and, on --http-listen, /healthcheck
 // and /json; it reloads its configuration files on SIGHUP and when they
-// change.
+// change, and on SIGTERM drains as the proxy drains (package drain),
+// its calls in flight given --drain-timeout.
 //
 // It is internal: the service is embedded through package rls, on any
 // gRPC server; the daemon is a command, reached through server.Main as

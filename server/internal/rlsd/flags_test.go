@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/admitgo/admit/server/internal/config"
 )
@@ -80,4 +81,39 @@ func merge(a, b map[string]string) map[string]string {
 		m[k] = v
 	}
 	return m
+}
+
+// TestRLSDrainTimeout takes how long calls in flight may finish after
+// SIGTERM from --drain-timeout, as the proxy does, else from
+// ADMIT_RLS_DRAIN_TIMEOUT, else 10 seconds; a value that is not a
+// positive duration exits 2 naming where it came from.
+func TestRLSDrainTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want time.Duration
+		err  string
+	}{
+		{"default", nil, nil, 10 * time.Second, ""},
+		{"flag", []string{"--drain-timeout", "3s"}, map[string]string{"ADMIT_RLS_DRAIN_TIMEOUT": "1s"}, 3 * time.Second, ""},
+		{"variable", nil, map[string]string{"ADMIT_RLS_DRAIN_TIMEOUT": "250ms"}, 250 * time.Millisecond, ""},
+		{"zero", []string{"--drain-timeout", "0s"}, nil, 0, `admit rls: --drain-timeout "0s": must be positive`},
+		{"not a duration", nil, map[string]string{"ADMIT_RLS_DRAIN_TIMEOUT": "10"}, 0, `admit rls: ADMIT_RLS_DRAIN_TIMEOUT "10": not a duration`},
+	} {
+		env := merge(tc.env, map[string]string{"ADMIT_RLS_CONFIG": "edge.yaml"})
+		getenv := func(k string) string { return env[k] }
+		o, err := parseFlags(tc.args, getenv, io.Discard)
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.HasPrefix(err.Error(), tc.err) {
+				t.Errorf("%s: got %v, want an error starting %q", tc.name, err, tc.err)
+			}
+			if code := config.ExitCode(Run(context.Background(), append([]string{"validate"}, tc.args...), getenv, io.Discard, io.Discard)); code != 2 {
+				t.Errorf("%s: admit rls validate: exit %d, want 2", tc.name, code)
+			}
+		case err != nil || o.DrainTimeout != tc.want:
+			t.Errorf("%s: got %v, %v; want %v", tc.name, o.DrainTimeout, err, tc.want)
+		}
+	}
 }

@@ -3,8 +3,11 @@ package rlsd
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -177,5 +180,27 @@ func TestRLSOpsListenerHost(t *testing.T) {
 	}
 	if got := metricValue(s.scrape(t), `admit_server_misdirected_total{admit_server_listener="metrics"`); got != len(routes) {
 		t.Errorf("admit_server_misdirected_total: got %d, want %d", got, len(routes))
+	}
+}
+
+// TestRLSDrainLogged drains under --drain-timeout on SIGTERM, and says so
+// in the log, as the proxy does.
+func TestRLSDrainLogged(t *testing.T) {
+	config := filepath.Join(t.TempDir(), "edge.yaml")
+	if err := os.WriteFile(config, []byte(rlsTestConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, err := parseFlags([]string{"--grpc-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--config", config, "--drain-timeout", "250ms"}, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o.ready = func(addresses) { cancel() }
+	var out strings.Builder // written by serve's goroutine alone, read once it returned
+	if err := serve(ctx, o, nil, slog.New(slog.NewTextHandler(&out, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if want := `msg="admit rls: draining" timeout=250ms`; !strings.Contains(out.String(), want) {
+		t.Errorf("log lacks %s:\n%s", want, out.String())
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/admitgo/admit/quota/redisquota"
 	"github.com/admitgo/admit/rls"
 	"github.com/admitgo/admit/server/internal/config"
+	"github.com/admitgo/admit/server/internal/drain"
 	"github.com/admitgo/admit/server/internal/grpcserver"
 	"github.com/admitgo/admit/server/internal/ops"
 	"github.com/admitgo/admit/server/internal/store"
@@ -139,18 +140,15 @@ func serve(ctx context.Context, o options, hangups <-chan os.Signal, log *slog.L
 	}
 	err = watch(ctx, o, svc, hangups, errs, log)
 	hs.drain() // not serving, on every surface, while in-flight calls finish
-	stopped := make(chan struct{})
-	go func() { srv.GracefulStop(); close(stopped) }()
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	select {
-	case <-stopped:
-	case <-sctx.Done():
-		srv.Stop()
-	}
-	msrv.Shutdown(sctx)
+	log.Info("admit rls: draining", "timeout", o.DrainTimeout)
+	// The HTTP listener's /healthcheck answers draining until the gRPC
+	// calls have finished, as the metrics listener's does.
+	after := []drain.Server{msrv}
 	if hsrv != nil {
-		hsrv.Shutdown(sctx)
+		after = append(after, hsrv)
+	}
+	if drain.Stop(o.DrainTimeout, []drain.Server{drain.GRPC(srv)}, after...) {
+		log.Warn("admit rls: drain timed out; cut the calls left", "timeout", o.DrainTimeout)
 	}
 	return err
 }
