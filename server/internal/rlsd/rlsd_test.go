@@ -403,7 +403,7 @@ func TestRLSUsageNamesTheVariables(t *testing.T) {
 	if _, err := parseFlags([]string{"-h"}, func(string) string { return "" }, &out); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("got %v, want flag.ErrHelp", err)
 	}
-	for _, want := range []string{"Usage: admit rls --config FILE|DIR [flags]", "admit rls validate --config FILE|DIR", "--store STORE\n", "env ADMIT_RLS_STORE;", "--max-conns N\n", "env ADMIT_RLS_MAX_CONNS;", "--shadow\n", "(env ADMIT_RLS_SHADOW)"} {
+	for _, want := range []string{"Usage: admit rls --config FILE|DIR [flags]", "admit rls validate --config FILE|DIR", "--store STORE\n", "env ADMIT_RLS_STORE;", "--max-conns N\n", "env ADMIT_RLS_MAX_CONNS;", "--shadow\n", "(env ADMIT_RLS_SHADOW; default \"false\")"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("usage lacks %q:\n%s", want, out.String())
 		}
