@@ -183,9 +183,9 @@ func TestRLSOpsListenerHost(t *testing.T) {
 	}
 }
 
-// TestRLSDrainLogged drains under --drain-timeout on SIGTERM, and says so
-// in the log, as the proxy does.
-func TestRLSDrainLogged(t *testing.T) {
+// TestRLSLifecycleLogged names each listener's address by its flag once
+// serving, and drains under --drain-timeout, saying so, as the proxy does.
+func TestRLSLifecycleLogged(t *testing.T) {
 	config := filepath.Join(t.TempDir(), "edge.yaml")
 	if err := os.WriteFile(config, []byte(rlsTestConfig), 0o644); err != nil {
 		t.Fatal(err)
@@ -200,7 +200,10 @@ func TestRLSDrainLogged(t *testing.T) {
 	if err := serve(ctx, o, nil, slog.New(slog.NewTextHandler(&out, nil))); err != nil {
 		t.Fatal(err)
 	}
-	if want := `msg="admit rls: draining" timeout=250ms`; !strings.Contains(out.String(), want) {
-		t.Errorf("log lacks %s:\n%s", want, out.String())
+	for _, want := range []string{`msg="admit rls: serving" grpc_listen=127.0.0.1:`, ` metrics_listen=127.0.0.1:`, ` http_listen=""`,
+		`msg="admit rls: draining" timeout=250ms`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, out.String())
+		}
 	}
 }

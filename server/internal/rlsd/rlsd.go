@@ -133,7 +133,7 @@ func serve(ctx context.Context, o options, hangups <-chan os.Signal, log *slog.L
 		go func() { errs <- hsrv.Serve(hln) }()
 		addrs.http = hln.Addr().String()
 	}
-	log.Info("admit rls: serving", "listen", addrs.grpc, "metrics", addrs.metrics, "http", addrs.http,
+	log.Info("admit rls: serving", "grpc_listen", addrs.grpc, "metrics_listen", addrs.metrics, "http_listen", addrs.http,
 		"store", string(o.Store.Kind), "store_fail", o.StoreFail.String(), "domains", cfg.Domains())
 	if o.ready != nil {
 		o.ready(addrs)
