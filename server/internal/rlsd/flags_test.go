@@ -117,3 +117,49 @@ func TestRLSDrainTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestRLSNearLimitRatio takes the share of a limit past which hits count
+// as near_limit from --near-limit-ratio, ADMIT_RLS_NEAR_LIMIT_RATIO or,
+// in reference mode, NEAR_LIMIT_RATIO, else 0.8, the reference's default;
+// a ratio that is not above 0 and at most 1 exits 2 naming where it came
+// from.
+func TestRLSNearLimitRatio(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		env       map[string]string
+		reference bool
+		want      float64
+		err       string
+	}{
+		{"default", nil, nil, false, 0.8, ""},
+		{"the reference's default", nil, nil, true, 0.8, ""},
+		{"flag", []string{"--near-limit-ratio", "0.5"}, map[string]string{"ADMIT_RLS_NEAR_LIMIT_RATIO": "0.6"}, false, 0.5, ""},
+		{"variable", nil, map[string]string{"ADMIT_RLS_NEAR_LIMIT_RATIO": "1"}, false, 1, ""},
+		{"the reference's variable", nil, map[string]string{"NEAR_LIMIT_RATIO": "0.25"}, true, 0.25, ""},
+		{"the reference's variable outside its mode", nil, map[string]string{"NEAR_LIMIT_RATIO": "0.25"}, false, 0.8, ""},
+		{"zero", []string{"--near-limit-ratio", "0"}, nil, false, 0, `admit rls: --near-limit-ratio "0": want a number above 0 and at most 1`},
+		{"above 1", nil, map[string]string{"ADMIT_RLS_NEAR_LIMIT_RATIO": "1.5"}, false, 0, `admit rls: ADMIT_RLS_NEAR_LIMIT_RATIO "1.5": want a number above 0 and at most 1`},
+		{"not a number", []string{"--near-limit-ratio", "NaN"}, nil, false, 0, `admit rls: --near-limit-ratio "NaN": want a number above 0 and at most 1`},
+		{"the reference's, above 1", nil, map[string]string{"NEAR_LIMIT_RATIO": "2"}, true, 0, `admit rls: NEAR_LIMIT_RATIO "2": want a number above 0 and at most 1`},
+	} {
+		env := merge(tc.env, map[string]string{"ADMIT_RLS_CONFIG": "edge.yaml"})
+		getenv := func(k string) string { return env[k] }
+		if tc.reference {
+			env = merge(env, map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "redis:6379"})
+			getenv = referenceEnv(env)
+		}
+		o, err := parseFlags(tc.args, getenv, io.Discard)
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.HasPrefix(err.Error(), tc.err) {
+				t.Errorf("%s: got %v, want an error starting %q", tc.name, err, tc.err)
+			}
+			if code := config.ExitCode(Run(context.Background(), append([]string{"validate"}, tc.args...), getenv, io.Discard, io.Discard)); code != 2 {
+				t.Errorf("%s: admit rls validate: exit %d, want 2", tc.name, code)
+			}
+		case err != nil || o.NearLimitRatio != tc.want:
+			t.Errorf("%s: got %v, %v; want %v", tc.name, o.NearLimitRatio, err, tc.want)
+		}
+	}
+}

@@ -49,6 +49,7 @@ var refFlags = map[string]func(get func(string) string) (string, error){
 	"quota-mode":                refSame("QUOTA_MODE"),
 	"stop-increment-over-limit": refSame("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT"),
 	"local-cache-bytes":         refSame("LOCAL_CACHE_SIZE_IN_BYTES"),
+	"near-limit-ratio":          refSame("NEAR_LIMIT_RATIO"),
 	"response-headers":          refSame("LIMIT_RESPONSE_HEADERS_ENABLED"),
 	"limit-header":              refSame("LIMIT_LIMIT_HEADER"),
 	"remaining-header":          refSame("LIMIT_REMAINING_HEADER"),

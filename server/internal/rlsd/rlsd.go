@@ -106,7 +106,7 @@ func serve(ctx context.Context, o options, hangups <-chan os.Signal, log *slog.L
 	}
 	svc, err := rls.New(rls.Options{
 		Config: cfg, Counter: counter, Limiter: limiter, Failure: o.StoreFail, ShadowMode: o.Shadow, QuotaMode: o.QuotaMode,
-		StopIncrementOverLimit: o.StopIncrement, LocalCacheBytes: o.LocalCacheBytes,
+		StopIncrementOverLimit: o.StopIncrement, LocalCacheBytes: o.LocalCacheBytes, NearLimitRatio: o.NearLimitRatio,
 		Headers: o.headers(), MeterProvider: tel.Provider, Logger: log,
 	})
 	if err != nil {

@@ -409,3 +409,25 @@ func TestRLSUsageNamesTheVariables(t *testing.T) {
 		}
 	}
 }
+
+// TestRLSNearLimitRatioCounts hands --near-limit-ratio to the service:
+// of six hits on a limit of ten, the sixth is near the limit at 0.5, and
+// none is at the default 0.8.
+func TestRLSNearLimitRatioCounts(t *testing.T) {
+	const config = `domain: edge
+descriptors:
+  - key: remote_address
+    rate_limit: {unit: hour, requests_per_unit: 10}
+`
+	const near = `admit_rls_hits_total{admit_rls_limit="edge.remote_address",admit_rls_outcome="near_limit",`
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{{nil, -1}, {[]string{"--near-limit-ratio", "0.5"}, 1}} {
+		s := startRLS(t, config, tc.args...)
+		codesOf(t, s.client(t, nil), "10.0.0.1", 6)
+		if got := metricValue(s.scrape(t), near); got != tc.want {
+			t.Errorf("%v: near_limit hits %d, want %d (-1: none)", tc.args, got, tc.want)
+		}
+	}
+}
