@@ -324,16 +324,9 @@ func (s *server) clock() time.Time {
 // table when startup could not, sweeping expired rows) once, until close.
 func (s *server) startUpkeep() {
 	s.upkeepOnce.Do(func() {
-		if s.store == nil {
-			return
+		if s.store != nil {
+			s.stopUpkeep = s.store.Maintain()
 		}
-		ctx, stop := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		s.stopUpkeep = func() { stop(); <-done }
-		go func() {
-			defer close(done)
-			s.store.Maintain(ctx)
-		}()
 	})
 }
 

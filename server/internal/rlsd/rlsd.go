@@ -99,10 +99,8 @@ func serve(ctx context.Context, o options, hangups <-chan os.Signal, log *slog.L
 	var limiter quota.Charger
 	if st != nil {
 		counter, limiter = st.Counter, st.Charger
-		upkeep, stopUpkeep := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); st.Maintain(upkeep) }()
-		defer func() { stopUpkeep(); <-done; st.Close() }()
+		stopUpkeep := st.Maintain()
+		defer func() { stopUpkeep(); st.Close() }()
 	}
 	svc, err := rls.New(rls.Options{
 		Config: cfg, Counter: counter, Limiter: limiter, Failure: o.StoreFail, ShadowMode: o.Shadow, QuotaMode: o.QuotaMode,

@@ -57,7 +57,7 @@ type Shared struct {
 }
 
 // Open opens the store cfg names, or returns nil for the memory store.
-// Its upkeep runs only once the front calls Maintain.
+// Its upkeep runs only once the front starts it with Maintain.
 func Open(ctx context.Context, cfg Config) (*Shared, error) {
 	switch cfg.Store.Kind {
 	case storeurl.Postgres:
@@ -68,15 +68,23 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 	return nil, nil
 }
 
-// Maintain runs the store's upkeep until ctx ends: for PostgreSQL, creating
-// the table when startup could not, then sweeping expired rows.
-func (s *Shared) Maintain(ctx context.Context) {
-	if s.maintain != nil {
-		s.maintain(ctx)
-	}
+// Maintain starts the store's upkeep in the background: for PostgreSQL,
+// creating the table when startup could not, then sweeping expired rows.
+// stop ends it and returns once it has.
+func (s *Shared) Maintain() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if s.maintain != nil {
+			s.maintain(ctx)
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
-// Close closes the store and its connections, once Maintain has returned.
+// Close closes the store and its connections, once Maintain's upkeep has
+// stopped.
 func (s *Shared) Close() { s.close() }
 
 // usage is a refusal of the configuration, naming flag and its value.

@@ -27,10 +27,8 @@ func open(t *testing.T, cfg store.Config) *store.Shared {
 	if st == nil {
 		t.Fatalf("%s: got no store", cfg.Store.Kind)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); st.Maintain(ctx) }()
-	t.Cleanup(func() { stop(); <-done; st.Close() })
+	stop := st.Maintain()
+	t.Cleanup(func() { stop(); st.Close() })
 	return st
 }
 
