@@ -33,7 +33,7 @@ func runAuth(ctx context.Context, args []string, getenv func(string) string, std
 		return nil
 	}
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	cfg.Stderr = stderr
 	s, err := newServer(ctx, cfg, newLogger(cfg, stderr))
@@ -57,7 +57,7 @@ func validateAuth(args []string, opts []config.Option, getenv func(string) strin
 		return nil
 	}
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	if err := checked(c, out); err != nil {
 		return err

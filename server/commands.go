@@ -31,7 +31,7 @@ func validate(args []string, getenv func(string) string, out io.Writer) error {
 		return nil
 	}
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	if err := checked(c, out); err != nil {
 		return err
@@ -45,24 +45,24 @@ func validate(args []string, getenv func(string) string, out io.Writer) error {
 // body, for the proxy and admit auth alike.
 func checked(c config.Config, out io.Writer) error {
 	if err := c.CheckOffline(); err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	if err := checkPassHeaders(c.PassHeaders); err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	st, closeStore, err := c.OfflineStore()
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	defer closeStore()
 	door, err := c.DoorOn(st)
 	if err != nil {
-		return usageError{c.BudgetsError(err)} // as startup words it
+		return usageError{Err: c.BudgetsError(err)} // as startup words it
 	}
 	defer door.Close()
 	printEffective(out, c, door)
 	if len(c.Routes) == 0 && !c.AllowNoRoutes {
-		return usageError{errors.New("admit validate: no route is configured, so admit would limit nothing: add routes, or pass --allow-no-routes")}
+		return usageError{Err: errors.New("admit validate: no route is configured, so admit would limit nothing: add routes, or pass --allow-no-routes")}
 	}
 	printUnchecked(out, c)
 	return nil
@@ -151,19 +151,19 @@ func schema(args []string, getenv func(string) string, out io.Writer) error {
 			config.PrintOptions(out, set.List)
 			return nil
 		}
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	if set.FS.NArg() > 0 {
-		return usageError{set.Unexpected(args, set.FS.Args())}
+		return usageError{Err: set.Unexpected(args, set.FS.Args())}
 	}
 	var c config.Config
 	if err := set.Apply(getenv, &c); err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	sql, err := pgquota.Schema(c.StoreTable)
 	if err != nil {
 		from, _ := set.From("store-table")
-		return usageError{fmt.Errorf("admit schema: %s %q: %w", from, c.StoreTable, err)}
+		return usageError{Err: fmt.Errorf("admit schema: %s %q: %w", from, c.StoreTable, err)}
 	}
 	fmt.Fprint(out, sql)
 	return nil

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"connectrpc.com/grpchealth"
+
+	"github.com/admitgo/admit/server/internal/ops"
 )
 
 // dialFrom opens a connection to addr from local address from.
@@ -109,7 +111,7 @@ func TestConnectionCapsSpareTrustedProxies(t *testing.T) {
 // TestMetricsListenerIsBounded checks that the metrics listener cuts slow and
 // idle clients, unlike the proxy, whose unlimited routes may stream.
 func TestMetricsListenerIsBounded(t *testing.T) {
-	s := &server{tel: &telemetry{handler: http.NotFoundHandler()}, health: grpchealth.NewStaticChecker()}
+	s := &server{tel: &ops.Telemetry{Handler: http.NotFoundHandler()}, health: grpchealth.NewStaticChecker()}
 	srv := s.metricsServer(nil)
 	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 {
 		t.Errorf("metrics server timeouts: header %v, read %v, write %v, idle %v; want all set",

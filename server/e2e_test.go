@@ -19,6 +19,7 @@ import (
 
 	"github.com/admitgo/admit/internal/testpg"
 	"github.com/admitgo/admit/internal/testredis"
+	"github.com/admitgo/admit/server/internal/demo"
 )
 
 // These tests build the binary and run it as a user would; the others run the
@@ -151,8 +152,8 @@ func TestEndToEnd(t *testing.T) {
 	if sig == nil {
 		t.Fatalf("the demo does not print a signed delivery:\n%s", out)
 	}
-	req, _ := http.NewRequest("POST", p.url+"/hooks/demo", strings.NewReader(demoBody))
-	req.Header.Set(demoSignatureHeader, sig[1])
+	req, _ := http.NewRequest("POST", p.url+"/hooks/demo", strings.NewReader(demo.Body))
+	req.Header.Set(demo.SignatureHeader, sig[1])
 	if resp, err := client.Do(req); err != nil || resp.StatusCode != http.StatusOK {
 		t.Errorf("the printed delivery: got %v %v, want 200", resp, err)
 	} else {

@@ -45,32 +45,32 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 			printExplainUsage(out)
 			return nil
 		}
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	defaultPeer := *peer == ""
 	if defaultPeer {
 		*peer = explainPeer
 	}
 	if fs.NArg() != 2 {
-		return usageError{errors.New("admit explain: want METHOD PATH after the flags, such as GET /l/abc")}
+		return usageError{Err: errors.New("admit explain: want METHOD PATH after the flags, such as GET /l/abc")}
 	}
 	var c config.Config
 	if err := set.Apply(getenv, &c); err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	if err := c.Finish(set); err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	req, err := explainRequest(fs.Arg(0), fs.Arg(1), *peer, headers)
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	resolver, err := clientip.New(clientip.Config{TrustedProxies: c.TrustedProxies})
 	if err != nil {
-		return usageError{fmt.Errorf("admit explain: %w", err)}
+		return usageError{Err: fmt.Errorf("admit explain: %w", err)}
 	}
 	if err := checkPassHeaders(c.PassHeaders); err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	// The proxy's rules for headers, which explain applies to the
 	// request's; it forwards nothing.
@@ -82,13 +82,13 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 	// change what a route may cost.
 	st, closeStore, err := c.OfflineStore()
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	defer closeStore()
 	door, err := admit.New(admit.Config{Budgets: config.DoorBudgets(c, st), Key: resolver.Key, MeterProvider: noop.NewMeterProvider(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
-		return usageError{fmt.Errorf("admit explain: %w", err)}
+		return usageError{Err: fmt.Errorf("admit explain: %w", err)}
 	}
 	defer door.Close()
 	// The server's front, whose plan of the request explain prints; it
@@ -96,7 +96,7 @@ func explain(args []string, getenv func(string) string, out io.Writer) error {
 	none := http.NotFoundHandler()
 	f, err := newFront(c, door, none, nil, new(malformedCounts), func(config.Route) (http.Handler, http.Handler) { return none, nil })
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	p, err := f.plan(req)
 	if err != nil {

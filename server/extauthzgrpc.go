@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
+
+	"github.com/admitgo/admit/server/internal/grpcserver"
 )
 
 // grpcServing is admit auth's gRPC server on --grpc-listen while serve
@@ -34,7 +36,7 @@ func (s *server) serveGRPC(wg *sync.WaitGroup, failed chan<- error) grpcServing 
 	if s.tlsCert != nil {
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{*s.tlsCert}, MinVersion: tls.VersionTLS12}
 	}
-	g := grpcServing{srv: grpc.NewServer(grpcServerOptions(tlsConfig)...), health: health.NewServer(), ln: s.grpcLn.Addr().String()}
+	g := grpcServing{srv: grpc.NewServer(grpcserver.Options(tlsConfig)...), health: health.NewServer(), ln: s.grpcLn.Addr().String()}
 	authv3.RegisterAuthorizationServer(g.srv, &extAuthz{a: s.auth})
 	for _, name := range []string{"", extAuthzServiceName} {
 		g.health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)

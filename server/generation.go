@@ -40,7 +40,7 @@ func (s *server) build(cfg config.Config, prev *admit.Door) (*generation, error)
 		Key:           s.resolver.Key,
 		Now:           cfg.Now,
 		Logger:        s.log,
-		MeterProvider: s.tel.provider,
+		MeterProvider: s.tel.Provider,
 		PolicyHeaders: cfg.PolicyHeaders,
 	}
 	// The hook keys a request on the door that decided it, which is set
@@ -64,7 +64,7 @@ func (s *server) build(cfg config.Config, prev *admit.Door) (*generation, error)
 		trial.MeterProvider, trial.Logger, trial.Decided, trial.Waited = noop.NewMeterProvider(), slog.New(slog.DiscardHandler), nil, nil
 		door, err := admit.New(trial)
 		if err != nil {
-			return nil, usageError{cfg.BudgetsError(err)}
+			return nil, usageError{Err: cfg.BudgetsError(err)}
 		}
 		_, err = s.routes(cfg, door)
 		door.Close()
@@ -79,7 +79,7 @@ func (s *server) build(cfg config.Config, prev *admit.Door) (*generation, error)
 		door, err = prev.Reload(dc)
 	}
 	if err != nil {
-		return nil, usageError{cfg.BudgetsError(err)}
+		return nil, usageError{Err: cfg.BudgetsError(err)}
 	}
 	f, err := s.routes(cfg, door)
 	if err != nil {
@@ -95,7 +95,7 @@ func (s *server) build(cfg config.Config, prev *admit.Door) (*generation, error)
 func (s *server) budgets(cfg config.Config) map[admit.Group]admit.Budget {
 	var charger quota.Charger
 	if s.store != nil {
-		charger = s.store.charger
+		charger = s.store.Charger
 	}
 	budgets := config.DoorBudgets(cfg, charger)
 	if s.store != nil {
@@ -165,7 +165,7 @@ func newFront(cfg config.Config, door *admit.Door, rest http.Handler, access *ac
 		rt := admit.Route{Groups: r.Groups, Cost: r.Cost, Overflow: overflow, Buffer: !cfg.Auth}
 		h, err := door.Handler(rt, next)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("admit: route %s: %w", r, err)}
+			return nil, usageError{Err: fmt.Errorf("admit: route %s: %w", r, err)}
 		}
 		f.handlers = append(f.handlers, h)
 		fr := frontRoute{r: r, rt: rt, next: next}

@@ -8,6 +8,7 @@ import (
 
 	"connectrpc.com/grpchealth"
 
+	"github.com/admitgo/admit/server/internal/ops"
 	"github.com/admitgo/admit/server/internal/opshost"
 )
 
@@ -79,41 +80,17 @@ func TestOpsListenerHost(t *testing.T) {
 	}
 }
 
-// TestRLSOpsListenerHost: admit rls's metrics listener refuses a rebound
-// Host on every route, as the proxy's does, and counts it.
-func TestRLSOpsListenerHost(t *testing.T) {
-	s := startRLS(t, rlsTestConfig, "--admin-host", "rls.internal")
-	client := &http.Client{Timeout: testTimeout}
-	base := "http://" + s.metrics
-	routes := []struct{ method, path string }{{"GET", "/metrics"}, {"GET", "/healthz"}, {"GET", "/healthcheck"}, {"GET", "/rlconfig"}, {"GET", "/nowhere"}, {"POST", "/healthz"}}
-	for _, rt := range routes {
-		if code, body := hostAnswer(t, client, base, "rebind.attacker.example:9464", rt.method, rt.path); code != http.StatusMisdirectedRequest {
-			t.Errorf("%s %s: got %d %q, want 421", rt.method, rt.path, code, body)
-		}
-	}
-	for _, host := range []string{s.metrics, "[::1]:9464", "localhost", "probe.localhost", "RLS.internal."} {
-		if code, body := hostAnswer(t, client, base, host, "GET", "/healthz"); code != http.StatusOK {
-			t.Errorf("GET /healthz, Host %q: got %d %q, want 200", host, code, body)
-		}
-	}
-	if got := metricValue(s.scrape(t), `admit_server_misdirected_total{admit_server_listener="metrics"`); got != len(routes) {
-		t.Errorf("admit_server_misdirected_total: got %d, want %d", got, len(routes))
-	}
-}
-
 // TestOpsServersAreGuarded: the Host check stands in front of the whole
-// mux of every operations listener, so that a route added later is
+// mux of the proxy's metrics listener, so that a route added later is
 // guarded too.
 func TestOpsServersAreGuarded(t *testing.T) {
-	tel, err := newTelemetry()
+	tel, err := ops.NewTelemetry()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tel.close()
+	defer tel.Close()
 	s := &server{tel: tel, health: grpchealth.NewStaticChecker()}
-	for name, srv := range map[string]*http.Server{"proxy's metrics": s.metricsServer(nil), "admit rls's metrics": rlsOpsServer(tel, "metrics", nil, http.NewServeMux())} {
-		if _, ok := srv.Handler.(*opshost.Handler); !ok {
-			t.Errorf("%s listener: handler %T, want *opshost.Handler", name, srv.Handler)
-		}
+	if h, ok := s.metricsServer(nil).Handler.(*opshost.Handler); !ok {
+		t.Errorf("the metrics listener's handler %T, want *opshost.Handler", h)
 	}
 }

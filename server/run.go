@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/admitgo/admit/server/internal/config"
+	"github.com/admitgo/admit/server/internal/rlsd"
 )
 
 // Main is the admit command: it runs the subcommand or the server args
@@ -21,22 +22,14 @@ import (
 // SIGHUP meanwhile reloads the configuration.
 func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	err := run(ctx, args, getenv, stdout, stderr)
-	if err == nil {
-		return 0
+	if err != nil {
+		fmt.Fprintln(stderr, err)
 	}
-	fmt.Fprintln(stderr, err)
-	var uerr usageError
-	if errors.As(err, &uerr) {
-		return 2
-	}
-	return 1
+	return config.ExitCode(err)
 }
 
-// usageError is an error in the command line or the configuration: the
-// process exits 2, as the flag package's programs do.
-type usageError struct{ error }
-
-func (e usageError) Unwrap() error { return e.error }
+// usageError is the error that exits 2, as the server's commands write it.
+type usageError = config.UsageError
 
 // run is the whole program with its environment passed in, so that tests run
 // it in-process: it serves until ctx ends, then drains and returns nil. A
@@ -52,7 +45,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		case "schema":
 			return schema(args[1:], getenv, stdout)
 		case "rls":
-			return runRLS(ctx, args[1:], getenv, stdout, stderr)
+			return rlsd.Run(ctx, args[1:], getenv, stdout, stderr)
 		case "auth":
 			return runAuth(ctx, args[1:], getenv, stdout, stderr)
 		}
@@ -68,7 +61,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return nil
 	}
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	cfg.Stderr = stderr
 	log := newLogger(cfg, stderr)
@@ -91,15 +84,5 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // newLogger returns the logger of lifecycle events, in the format and at the
 // level the configuration names.
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
-	return logger(cfg.LogFormat, cfg.LogLevel, w)
-}
-
-// logger is every front's logger: --log-format's handler (text or json)
-// writing to w at --log-level and above.
-func logger(format string, level slog.Level, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
-	if format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return config.NewLogger(cfg.LogFormat, cfg.LogLevel, w)
 }

@@ -24,6 +24,9 @@ import (
 	"github.com/admitgo/admit/clientip"
 	"github.com/admitgo/admit/health"
 	"github.com/admitgo/admit/server/internal/config"
+	"github.com/admitgo/admit/server/internal/demo"
+	"github.com/admitgo/admit/server/internal/drain"
+	"github.com/admitgo/admit/server/internal/ops"
 	"github.com/admitgo/admit/server/listener"
 	"github.com/admitgo/admit/server/storeurl"
 )
@@ -38,15 +41,6 @@ const (
 	maxConcurrentStreams = 250
 	readHeaderTimeout    = 10 * time.Second
 	idleTimeout          = 2 * time.Minute
-	// The metrics listener's bounds: a scrape is one small request, sent
-	// at once by a client on the same host or network. Short header and
-	// idle timeouts give back a slot held by a client that sends nothing
-	// soon. A Prometheus whose interval is longer reconnects for each
-	// scrape: a handshake, not a held slot.
-	metricsReadHeaderTimeout = 5 * time.Second
-	metricsReadTimeout       = 10 * time.Second
-	metricsWriteTimeout      = 30 * time.Second
-	metricsIdleTimeout       = 15 * time.Second
 	// healthTTL is how long a health status is served from the cache.
 	healthTTL = time.Second
 )
@@ -58,9 +52,9 @@ const (
 type server struct {
 	cfg      config.Config
 	log      *slog.Logger
-	tel      *telemetry
+	tel      *ops.Telemetry
 	access   *accessLog   // nil: off
-	demo     *demoApp     // the demo upstream; nil unless --demo without --upstream
+	demo     *demo.App    // the demo upstream; nil unless --demo without --upstream
 	store    *sharedStore // nil for the memory store
 	resolver *clientip.Resolver
 	health   grpchealth.Checker // cached; reports draining at once
@@ -114,14 +108,14 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *ser
 		}
 	}()
 	if err := cfg.CheckOffline(); err != nil {
-		return nil, usageError{err}
+		return nil, usageError{Err: err}
 	}
 	if err := checkPassHeaders(cfg.PassHeaders); err != nil {
-		return nil, usageError{err}
+		return nil, usageError{Err: err}
 	}
 	if limit, ok := openFilesLimit(); ok {
 		if err := checkDescriptors(cfg, limit); err != nil {
-			return nil, usageError{err}
+			return nil, usageError{Err: err}
 		}
 	}
 	if cfg.TLSCert != "" {
@@ -131,7 +125,7 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *ser
 		}
 		s.tlsCert = &cert
 	}
-	if s.tel, err = newTelemetry(); err != nil {
+	if s.tel, err = ops.NewTelemetry(); err != nil {
 		return nil, err
 	}
 	var stderr io.Writer = os.Stderr
@@ -139,22 +133,22 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *ser
 		stderr = cfg.Stderr
 	}
 	if s.access, err = openAccessLog(cfg, stderr, s.clock); err != nil {
-		return nil, usageError{err}
+		return nil, usageError{Err: err}
 	}
 	target := cfg.Upstream
 	if target == nil && !cfg.Auth {
-		if s.demo, err = startDemo(); err != nil {
+		if s.demo, err = demo.Start(); err != nil {
 			return nil, err
 		}
-		target, _ = url.Parse(s.demo.url)
+		target, _ = url.Parse(s.demo.URL)
 	}
-	if s.store, err = openStore(ctx, cfg, s.tel.provider, log); err != nil {
+	if s.store, err = openStore(ctx, cfg, s.tel.Provider, log); err != nil {
 		return nil, err
 	}
 
 	s.resolver, err = clientip.New(clientip.Config{
 		TrustedProxies: cfg.TrustedProxies,
-		MeterProvider:  s.tel.provider,
+		MeterProvider:  s.tel.Provider,
 		Logger:         log,
 	})
 	if err != nil {
@@ -281,22 +275,12 @@ wait:
 			t.Stop()
 		}
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
-	defer cancel()
-	shutdown, closeAll := srv.Shutdown, srv.Close
+	var proxy drain.Server = srv
 	if engine != nil {
-		shutdown, closeAll = engine.Shutdown, engine.Close
+		proxy = engine
 	}
-	grpcStopped := grpcSrv.stop(sctx)
-	if serr := shutdown(sctx); serr != nil {
+	if drain.Stop(s.cfg.DrainTimeout, []drain.Server{proxy, grpcSrv}, msrv) {
 		s.log.Warn("admit: drain timed out; closing the connections left", "timeout", s.cfg.DrainTimeout)
-		closeAll()
-	}
-	<-grpcStopped
-	mctx, mcancel := context.WithTimeout(context.Background(), time.Second)
-	defer mcancel()
-	if msrv.Shutdown(mctx) != nil {
-		msrv.Close()
 	}
 	if err != nil {
 		return err
@@ -305,24 +289,27 @@ wait:
 	return nil
 }
 
-// metricsServer returns the server of the metrics listener. Scrapes are
-// small and quick, so unlike the proxy it bounds every phase: a client that
-// holds a connection idle or stalls mid-request is cut.
+// Shutdown and Close make admit auth's gRPC server, when --grpc-listen
+// serves one, one of the servers a drain stops: stop lets the calls in
+// flight finish until ctx ends and cuts the rest itself.
+func (g grpcServing) Shutdown(ctx context.Context) error {
+	<-g.stop(ctx)
+	return ctx.Err()
+}
+
+func (g grpcServing) Close() error { return nil }
+
+// metricsServer returns the server of the metrics listener, bounded and
+// kept to its own names as every operations listener is (package ops).
 func (s *server) metricsServer(errorLog *log.Logger) *http.Server {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", s.tel.handler)
+	mux.Handle("GET /metrics", s.tel.Handler)
 	mux.Handle("GET /healthz", health.Handler(s.health))
-	mux.Handle("GET /admit/status", &statusPage{s: s, gather: s.tel.gatherer, now: s.clock})
+	mux.Handle("GET /admit/status", &statusPage{s: s, gather: s.tel.Gatherer, now: s.clock})
 	s.adminRoutes(mux)
-	return &http.Server{
-		Handler:           s.tel.opsHandler("metrics", s.cfg.AdminHosts, mux),
-		ReadHeaderTimeout: metricsReadHeaderTimeout,
-		ReadTimeout:       metricsReadTimeout,
-		WriteTimeout:      metricsWriteTimeout,
-		IdleTimeout:       metricsIdleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          errorLog,
-	}
+	srv := s.tel.Server("metrics", s.cfg.AdminHosts, mux)
+	srv.ErrorLog = errorLog
+	return srv
 }
 
 // clock is the door's clock: the configuration's, or time.Now.
@@ -337,16 +324,9 @@ func (s *server) clock() time.Time {
 // table when startup could not, sweeping expired rows) once, until close.
 func (s *server) startUpkeep() {
 	s.upkeepOnce.Do(func() {
-		if s.store == nil || s.store.maintain == nil {
-			return
+		if s.store != nil {
+			s.stopUpkeep = s.store.Maintain()
 		}
-		ctx, stop := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		s.stopUpkeep = func() { stop(); <-done }
-		go func() {
-			defer close(done)
-			s.store.maintain(ctx)
-		}()
 	})
 }
 
@@ -377,9 +357,9 @@ func (s *server) close() {
 		s.store.close()
 	}
 	if s.demo != nil {
-		s.demo.close()
+		s.demo.Close()
 	}
 	if s.tel != nil {
-		s.tel.close()
+		s.tel.Close()
 	}
 }

@@ -11,8 +11,8 @@ import (
 )
 
 // settingsList is admit's copy of the names of the reference's settings,
-// against which server's test checks admit rls's migration table.
-const settingsList = "../../../server/testdata/envoy-ratelimit-settings.txt"
+// against which package rlsd's test checks admit rls's migration table.
+const settingsList = "../../../server/internal/rlsd/testdata/envoy-ratelimit-settings.txt"
 
 // TestSettingsList keeps settingsList equal to every envconfig name of the
 // reference's settings struct, in its order, read from the pinned

@@ -17,6 +17,7 @@ import (
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/internal/canon"
 	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/server/internal/demo"
 	"github.com/admitgo/admit/server/routes"
 	"github.com/admitgo/admit/server/storeurl"
 )
@@ -28,10 +29,6 @@ var demoRoutes = []Route{
 	{Groups: []admit.Group{admit.GroupLink}, Pattern: "GET /l/{id}"},
 	{Groups: []admit.Group{admit.GroupHealth}, Pattern: "GET /healthz"},
 }
-
-// DemoHealthPath is the demo upstream's health endpoint, probed when --demo
-// runs without --upstream.
-const DemoHealthPath = "/healthz"
 
 // Config is the server's configuration, read from flags, the environment and
 // the optional config file, and checked: every field holds a usable value.
@@ -315,13 +312,8 @@ func ParseWith(name string, opts []Option, args []string, getenv func(string) st
 	if err := c.Finish(set); err != nil {
 		return Config{}, err
 	}
-	if (c.TLSCert == "") != (c.TLSKey == "") {
-		given, missing := "tls-cert", "tls-key"
-		if c.TLSCert == "" {
-			given, missing = missing, given
-		}
-		from, _ := set.From(given)
-		return Config{}, fmt.Errorf("admit: %s is set but --%s (%s) is not: give both or neither", from, missing, EnvName(missing))
+	if err := CheckKeyPair(set, c.TLSCert, c.TLSKey); err != nil {
+		return Config{}, err
 	}
 	if c.H2C && c.TLSCert != "" {
 		from, _ := set.From("h2c")
@@ -343,7 +335,7 @@ func ParseWith(name string, opts []Option, args []string, getenv func(string) st
 		}
 	}
 	if c.Demo && c.Upstream == nil && c.UpstreamHealth == "" {
-		c.UpstreamHealth = DemoHealthPath
+		c.UpstreamHealth = demo.HealthPath
 	}
 	return c, nil
 }

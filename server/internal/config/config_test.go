@@ -23,6 +23,7 @@ import (
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/quota"
+	"github.com/admitgo/admit/server/internal/demo"
 	"github.com/admitgo/admit/server/storeurl"
 )
 
@@ -123,10 +124,10 @@ func TestParseConfig(t *testing.T) {
 		}},
 
 		{"demo flag without upstream", []string{"--demo"}, map[string]string{"ADMIT_UPSTREAM": ""}, func(c *Config) {
-			c.Demo, c.Upstream, c.Routes, c.UpstreamHealth = true, nil, demoRoutes, DemoHealthPath
+			c.Demo, c.Upstream, c.Routes, c.UpstreamHealth = true, nil, demoRoutes, demo.HealthPath
 		}},
 		{"demo env", nil, map[string]string{"ADMIT_DEMO": "1", "ADMIT_UPSTREAM": ""}, func(c *Config) {
-			c.Demo, c.Upstream, c.Routes, c.UpstreamHealth = true, nil, demoRoutes, DemoHealthPath
+			c.Demo, c.Upstream, c.Routes, c.UpstreamHealth = true, nil, demoRoutes, demo.HealthPath
 		}},
 		{"demo flag false over env", []string{"--demo=false"}, map[string]string{"ADMIT_DEMO": "true"}, func(c *Config) {}},
 		{"demo with upstream", []string{"--demo"}, nil, func(c *Config) { c.Demo, c.Routes = true, demoRoutes }},

@@ -25,7 +25,7 @@ func (c Config) CheckOffline() error {
 		}
 	}
 	if err := c.Store.Check(); err != nil {
-		return StoreURLError(c.Store.URL, err)
+		return StoreURLError("admit", c.Store.URL, err)
 	}
 	if c.Store.Kind == storeurl.Postgres {
 		if _, err := pgquota.Schema(c.StoreTable); err != nil {
@@ -34,6 +34,21 @@ func (c Config) CheckOffline() error {
 	}
 	_, err := c.RouteTable(c.ServedRoutes())
 	return err
+}
+
+// CheckKeyPair refuses a front's --tls-cert without its --tls-key, or the
+// key without the certificate, naming the flag or variable given and the
+// one missing.
+func CheckKeyPair[T Target](set *OptionSetFor[T], cert, key string) error {
+	if (cert == "") == (key == "") {
+		return nil
+	}
+	given, missing := "tls-cert", "tls-key"
+	if cert == "" {
+		given, missing = missing, given
+	}
+	from, _ := set.From(given)
+	return fmt.Errorf("%s: %s is set but --%s (%s) is not: give both or neither", frontOf[T](), from, missing, EnvNameOf[T](missing))
 }
 
 // LoadKeyPair loads a front's --tls-cert and --tls-key, naming both in its
@@ -62,7 +77,7 @@ func (c Config) OfflineStore() (quota.Charger, func(), error) {
 	case storeurl.Postgres:
 		pool, err := storeurl.OfflinePool(c.Store.URL)
 		if err != nil {
-			return nil, nil, StoreURLError(c.Store.URL, err)
+			return nil, nil, StoreURLError("admit", c.Store.URL, err)
 		}
 		st, err := pgquota.New(pool, pgquota.Config{Table: c.StoreTable, MeterProvider: noop.NewMeterProvider(), Logger: quiet})
 		if err != nil {
@@ -75,7 +90,8 @@ func (c Config) OfflineStore() (quota.Charger, func(), error) {
 }
 
 // StoreURLError names a store URL its driver refuses, without its
-// password; storeurl's errors never repeat the URL.
-func StoreURLError(u string, err error) error {
-	return fmt.Errorf("admit: --store %q: %w", storeurl.Redact(u), err)
+// password, in the words of front ("admit", "admit rls"); storeurl's
+// errors never repeat the URL.
+func StoreURLError(front, u string, err error) error {
+	return fmt.Errorf("%s: --store %q: %w", front, storeurl.Redact(u), err)
 }

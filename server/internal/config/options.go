@@ -290,7 +290,8 @@ func (s *OptionSetFor[T]) From(name string) (string, bool) {
 }
 
 // PrintOptions writes the usage of options, each with its placeholder,
-// its variable, its default and its older names.
+// its variable, its default (false for a boolean without one) and its
+// older names. Every front's -h is written by it.
 func PrintOptions[T Target](w io.Writer, options []OptionFor[T]) {
 	for _, o := range options {
 		fmt.Fprintf(w, "  --%s", o.Name)
@@ -302,8 +303,11 @@ func PrintOptions[T Target](w io.Writer, options []OptionFor[T]) {
 		if envs := o.Envs(); len(envs) > 0 {
 			notes = append(notes, "env "+envs[0])
 		}
-		if o.Def != "" {
+		switch {
+		case o.Def != "":
 			notes = append(notes, fmt.Sprintf("default %q", o.Def))
+		case o.isBool():
+			notes = append(notes, `default "false"`) // what Apply leaves it without one
 		}
 		for _, a := range o.aliases {
 			notes = append(notes, fmt.Sprintf("also --%s and %s", a, EnvNameOf[T](a)))

@@ -1,9 +1,11 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/rls"
@@ -34,11 +36,13 @@ type RLS struct {
 	TLSCert, TLSKey           string        // both set or both empty
 	Config                    string        // envoyproxy/ratelimit YAML file, or a directory of them
 	Shadow, QuotaMode         bool
-	StopIncrement             bool // count none of a request's other descriptors when one passes its limit
-	LocalCacheBytes           int  // the local over-limit cache's memory; 0: none
-	Headers                   bool // ask Envoy to add the limit headers
+	StopIncrement             bool    // count none of a request's other descriptors when one passes its limit
+	LocalCacheBytes           int     // the local over-limit cache's memory; 0: none
+	NearLimitRatio            float64 // the share of a limit past which hits count as near_limit; above 0, at most 1
+	Headers                   bool    // ask Envoy to add the limit headers
 	LimitHeader, RemainingHdr string
 	ResetHeader               string
+	DrainTimeout              time.Duration // how long calls in flight may finish after SIGTERM; > 0
 	LogLevel                  slog.Level
 	LogFormat                 string   // text or json
 	AdminHosts                []string // names the metrics listener answers to beyond addresses and localhost
@@ -99,6 +103,8 @@ var RLSOptions = []OptionFor[RLS]{
 		Set: func(c *RLS, v string) (err error) { c.StopIncrement, err = ParseBool(v); return err }},
 	{Name: "local-cache-bytes", arg: "N", Def: "0", Usage: "memory of the local over-limit cache, which answers a descriptor found over its limit OVER_LIMIT until its window ends without asking the store; at least 512 KiB when on; 0: none (LOCAL_CACHE_SIZE_IN_BYTES)",
 		Set: func(c *RLS, v string) (err error) { c.LocalCacheBytes, err = parseCount(v, 0); return err }},
+	{Name: "near-limit-ratio", arg: "RATIO", Def: "0.8", Usage: "the share of a limit past which hits count as near_limit in admit_rls_hits_total, above 0 and at most 1 (NEAR_LIMIT_RATIO)",
+		Set: func(c *RLS, v string) (err error) { c.NearLimitRatio, err = parseRatio(v); return err }},
 	{Name: "response-headers", Usage: "ask Envoy to add the limit headers (LIMIT_RESPONSE_HEADERS_ENABLED)",
 		Set: func(c *RLS, v string) (err error) { c.Headers, err = ParseBool(v); return err }},
 	{Name: "limit-header", arg: "NAME", Def: rls.DefaultHeaders.Limit, Usage: "name of the limit header (LIMIT_LIMIT_HEADER)",
@@ -107,12 +113,26 @@ var RLSOptions = []OptionFor[RLS]{
 		Set: func(c *RLS, v string) error { c.RemainingHdr = v; return nil }},
 	{Name: "reset-header", arg: "NAME", Def: rls.DefaultHeaders.Reset, Usage: "name of the reset header (LIMIT_RESET_HEADER)",
 		Set: func(c *RLS, v string) error { c.ResetHeader = v; return nil }},
+	{Name: "drain-timeout", arg: "DURATION", Def: "10s", Usage: "after SIGTERM, how long calls in flight may finish once the listeners close; then they are cut (envoyproxy/ratelimit waits without a bound)",
+		Set: func(c *RLS, v string) (err error) { c.DrainTimeout, err = parseDuration(v, true); return err }},
 	{Name: "log-level", arg: "LEVEL", Def: "info", Usage: "debug, info, warn or error",
 		Set: func(c *RLS, v string) (err error) { c.LogLevel, err = ParseLogLevel(v); return err }},
 	{Name: "log-format", arg: "FORMAT", Def: "text", Usage: "text or json",
 		Set: func(c *RLS, v string) (err error) { c.LogFormat, err = parseLogFormat(v); return err }},
 	{Name: "admin-host", arg: "NAMES", multi: true, Usage: "names the metrics listener answers to besides an IP address, localhost and names under .localhost, comma or space separated; repeatable; a request with any other Host is refused with 421, so that a web page cannot reach it by DNS rebinding",
 		Set: func(c *RLS, v string) error { return appendHosts(&c.AdminHosts, v) }},
+}
+
+// parseRatio reads a share of a limit: above 0, since package rls takes 0
+// for its default, and at most 1. envoyproxy/ratelimit takes any number:
+// at 0 every hit within a limit counts as near it, above 1 none does;
+// such a value is more likely a mistake than a wish.
+func parseRatio(v string) (float64, error) {
+	r, err := parseDecimal(v)
+	if err != nil || !(r > 0 && r <= 1) {
+		return 0, errors.New("want a number above 0 and at most 1")
+	}
+	return r, nil
 }
 
 // PrintRLSUsage writes admit rls's usage.

@@ -1,4 +1,4 @@
-package server
+package rlsd
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/admitgo/admit/internal/testredis"
+	"github.com/admitgo/admit/server/internal/config"
 	"github.com/admitgo/admit/server/storeurl"
 )
 
@@ -84,23 +85,22 @@ func TestRLSReferenceRefused(t *testing.T) {
 				env[k] = v
 			}
 		}
-		var stderr strings.Builder
-		code := Main(context.Background(), []string{"rls"}, referenceEnv(env), io.Discard, &stderr)
-		if code != 2 || !strings.Contains(stderr.String(), "admit rls: "+tc.want) {
-			t.Errorf("%s=%s: exit %d, %q; want exit 2 and %q", tc.name, tc.value, code, stderr.String(), tc.want)
+		err := Run(context.Background(), nil, referenceEnv(env), io.Discard, io.Discard)
+		if code := config.ExitCode(err); code != 2 || !strings.Contains(err.Error(), "admit rls: "+tc.want) {
+			t.Errorf("%s=%s: exit %d, %v; want exit 2 and %q", tc.name, tc.value, code, err, tc.want)
 		}
 	}
 	// The default socket type is refused as the store it names.
-	if _, err := parseRLSFlags(nil, referenceEnv(map[string]string{}), io.Discard); err == nil || !strings.Contains(err.Error(), `REDIS_SOCKET_TYPE unset: the reference's default "unix" asks for Redis over a Unix socket`) {
+	if _, err := parseFlags(nil, referenceEnv(map[string]string{}), io.Discard); err == nil || !strings.Contains(err.Error(), `REDIS_SOCKET_TYPE unset: the reference's default "unix" asks for Redis over a Unix socket`) {
 		t.Errorf("no REDIS_SOCKET_TYPE: got %v, want the default refused", err)
 	}
 	// Given the store, the reference's Redis variables are not read.
-	if o, err := parseRLSFlags([]string{"--store", "memory"}, referenceEnv(map[string]string{}), io.Discard); err != nil || o.Store.Kind != storeurl.Memory {
+	if o, err := parseFlags([]string{"--store", "memory"}, referenceEnv(map[string]string{}), io.Discard); err != nil || o.Store.Kind != storeurl.Memory {
 		t.Errorf("--store memory: got %q, %v; want memory", o.Store.Kind, err)
 	}
 	// Outside reference mode nothing of the reference's is read, and
 	// each one set is reported.
-	o, err := parseRLSFlags([]string{"--config", "x"}, func(k string) string { return map[string]string{"REDIS_PERSECOND": "true", "PORT": "1"}[k] }, io.Discard)
+	o, err := parseFlags([]string{"--config", "x"}, func(k string) string { return map[string]string{"REDIS_PERSECOND": "true", "PORT": "1"}[k] }, io.Discard)
 	if err != nil || o.HTTPListen != "" || !slices.Equal(o.referenceEnv, []string{"PORT", "REDIS_PERSECOND"}) {
 		t.Errorf("admit mode: got %v, http-listen %q, reported %q; want no error, no HTTP listener, PORT and REDIS_PERSECOND reported", err, o.HTTPListen, o.referenceEnv)
 	}
@@ -110,7 +110,7 @@ func TestRLSReferenceRefused(t *testing.T) {
 // variables are unset, and passes the defaults admit does not follow with
 // an info line.
 func TestRLSReferenceDefaults(t *testing.T) {
-	o, err := parseRLSFlags(nil, referenceEnv(map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "redis:6379", "STATSD_PORT": "9125"}), io.Discard)
+	o, err := parseFlags(nil, referenceEnv(map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "redis:6379", "STATSD_PORT": "9125"}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestRLSReferencePrecedence(t *testing.T) {
 		"PORT": "9003", "SHADOW_MODE": "true", "ADMIT_RLS_SHADOW": "false",
 		"RUNTIME_ROOT": "/data", "RUNTIME_SUBDIRECTORY": "rl", "LOG_LEVEL": "debug", "LOG_FORMAT": "JSON",
 		"CACHE_KEY_PREFIX": "rl:", "QUOTA_MODE": "true"}
-	o, err := parseRLSFlags([]string{"--listen", "127.0.0.4:9004"}, referenceEnv(env), io.Discard)
+	o, err := parseFlags([]string{"--listen", "127.0.0.4:9004"}, referenceEnv(env), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestRLSReferenceCounting(t *testing.T) {
 	} {
 		env := maps.Clone(base)
 		maps.Copy(env, tc.env)
-		o, err := parseRLSFlags(tc.args, referenceEnv(env), io.Discard)
+		o, err := parseFlags(tc.args, referenceEnv(env), io.Discard)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -196,11 +196,11 @@ func TestRLSReferenceCounting(t *testing.T) {
 			t.Errorf("%s: stop %v, bytes %d; want %v, %d", tc.name, o.StopIncrement, o.LocalCacheBytes, tc.stop, tc.bytes)
 		}
 	}
-	o, err := parseRLSFlags([]string{"--config", "x"}, func(k string) string { return base[k] }, io.Discard)
+	o, err := parseFlags([]string{"--config", "x"}, func(k string) string { return base[k] }, io.Discard)
 	if err != nil || o.StopIncrement || o.LocalCacheBytes != 0 {
 		t.Errorf("admit mode: stop %v, bytes %d, %v; want neither read", o.StopIncrement, o.LocalCacheBytes, err)
 	}
-	_, err = parseRLSFlags([]string{"--config", "x", "--local-cache-bytes", "-5"}, func(string) string { return "" }, io.Discard)
+	_, err = parseFlags([]string{"--config", "x", "--local-cache-bytes", "-5"}, func(string) string { return "" }, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "--local-cache-bytes") || !strings.Contains(err.Error(), "must be at least 0") {
 		t.Errorf("--local-cache-bytes -5: got %v, want refused naming the flag", err)
 	}
@@ -222,26 +222,17 @@ func TestRLSReferenceStore(t *testing.T) {
 			"redis+sentinel://:s@s1:26379?addr=s2%3A26379&dial_timeout=10s&master_name=mymaster&password=m&pool_size=10"},
 	} {
 		tc.env["REDIS_SOCKET_TYPE"] = "tcp"
-		o, err := parseRLSFlags(nil, referenceEnv(tc.env), io.Discard)
+		o, err := parseFlags(nil, referenceEnv(tc.env), io.Discard)
 		if err != nil || o.Store.URL != tc.want {
 			t.Errorf("%v: got %q, %v; want %q", tc.env, o.Store.URL, err, tc.want)
 		}
 	}
 }
 
-// TestRLSAsReference runs admit rls in reference mode under the name
-// ratelimit, and ratelimit validate as admit rls validate.
-func TestRLSAsReference(t *testing.T) {
-	for _, tc := range []struct{ args, want []string }{
-		{nil, []string{"rls", "--env=envoy"}},
-		{[]string{"-h"}, []string{"rls", "--env=envoy", "-h"}},
-		{[]string{"validate", "--config", "x"}, []string{"rls", "validate", "--env=envoy", "--config", "x"}},
-	} {
-		if got := AsReference(tc.args); !slices.Equal(got, tc.want) {
-			t.Errorf("%q: got %q, want %q", tc.args, got, tc.want)
-		}
-	}
-	_, err := parseRLSFlags(nil, func(k string) string { return map[string]string{"ADMIT_RLS_ENV": "lyft"}[k] }, io.Discard)
+// TestRLSEnvRefused refuses a mode that is neither admit's nor the
+// reference's, in its variable's words.
+func TestRLSEnvRefused(t *testing.T) {
+	_, err := parseFlags(nil, func(k string) string { return map[string]string{"ADMIT_RLS_ENV": "lyft"}[k] }, io.Discard)
 	if want := `admit rls: ADMIT_RLS_ENV "lyft": want admit or envoy`; err == nil || err.Error() != want {
 		t.Errorf("ADMIT_RLS_ENV=lyft: got %v, want %s", err, want)
 	}
@@ -262,7 +253,7 @@ func TestRLSReferenceServes(t *testing.T) {
 		"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": testredis.Options(t).Addr, "CACHE_KEY_PREFIX": testredis.Prefix(t),
 		"USE_STATSD": "false", "GRPC_HOST": "127.0.0.1", "GRPC_PORT": "0", "HOST": "127.0.0.1", "PORT": "0",
 		"DEBUG_HOST": "127.0.0.1", "DEBUG_PORT": "0"}
-	o, err := parseRLSFlags(nil, referenceEnv(env), io.Discard)
+	o, err := parseFlags(nil, referenceEnv(env), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,17 +270,17 @@ func TestRLSReferenceServes(t *testing.T) {
 	}
 }
 
-// serveWith runs serveRLS with o, its listeners' addresses read once it
+// serveWith runs serve with o, its listeners' addresses read once it
 // serves, until t ends.
-func serveWith(t *testing.T, o rlsOptions) *rlsServer {
+func serveWith(t *testing.T, o options) *rlsServer {
 	t.Helper()
 	s := &rlsServer{hangups: make(chan os.Signal, 1), config: o.Config}
 	o.watchEvery = 10 * time.Millisecond
 	ready := make(chan struct{})
-	o.ready = func(a rlsAddrs) { s.addr, s.metrics, s.http = a.grpc, a.metrics, a.http; close(ready) }
+	o.ready = func(a addresses) { s.addr, s.metrics, s.http = a.grpc, a.metrics, a.http; close(ready) }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serveRLS(ctx, o, s.hangups, slog.New(slog.DiscardHandler)) }()
+	go func() { done <- serve(ctx, o, s.hangups, slog.New(slog.DiscardHandler)) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -318,7 +309,7 @@ func TestRLSValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	none := func(string) string { return "" }
-	refArgs := AsReference([]string{"validate"})
+	refArgs := []string{"validate", "--env=envoy"}
 	refEnv := func(k string) string {
 		return map[string]string{"RUNTIME_ROOT": dir, "REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "redis:6379"}[k]
 	}
@@ -329,18 +320,21 @@ func TestRLSValidate(t *testing.T) {
 		code   int
 		want   string
 	}{
-		{"good", []string{"rls", "validate", "--config", good}, none, 0, "edge.remote_address: unit=MINUTE requests_per_unit=2, shadow_mode: false, quota_mode: false\nok\n"},
-		{"bad YAML", []string{"rls", "validate", "--config", bad}, none, 2, "bad.yaml:2: YAML: did not find expected '-' indicator"},
-		{"no config", []string{"rls", "validate"}, none, 2, "--config is required"},
-		{"reference's variables outside its mode", []string{"rls", "validate", "--config", good}, func(k string) string {
+		{"good", []string{"validate", "--config", good}, none, 0, "edge.remote_address: unit=MINUTE requests_per_unit=2, shadow_mode: false, quota_mode: false\nok\n"},
+		{"bad YAML", []string{"validate", "--config", bad}, none, 2, "bad.yaml:2: YAML: did not find expected '-' indicator"},
+		{"no config", []string{"validate"}, none, 2, "--config is required"},
+		{"reference's variables outside its mode", []string{"validate", "--config", good}, func(k string) string {
 			return map[string]string{"REDIS_URL": "redis:6379", "PORT": "9000"}[k]
 		}, 0, "warn  envoyproxy/ratelimit's variables are set and not read: they are read with --env envoy (ADMIT_RLS_ENV=envoy), or run as ratelimit (see docs/rls.md): PORT,REDIS_URL\nedge."},
 		{"as ratelimit", refArgs, refEnv, 0, "ok\n"},
 		{"as ratelimit, refused", refArgs, func(k string) string { return map[string]string{"REDIS_PERSECOND": "true"}[k] + refEnv(k) }, 2, `REDIS_PERSECOND "true"`},
 	} {
 		var out strings.Builder
-		code := Main(context.Background(), tc.args, tc.getenv, &out, &out)
-		if code != tc.code || !strings.Contains(out.String(), tc.want) {
+		err := Run(context.Background(), tc.args, tc.getenv, &out, &out)
+		if err != nil {
+			out.WriteString(err.Error())
+		}
+		if code := config.ExitCode(err); code != tc.code || !strings.Contains(out.String(), tc.want) {
 			t.Errorf("%s: exit %d, %q; want exit %d and %q", tc.name, code, out.String(), tc.code, tc.want)
 		}
 	}
@@ -350,7 +344,7 @@ func TestRLSValidate(t *testing.T) {
 // equal to refVars: one row for each variable, its default and what admit
 // rls does with it.
 func TestRLSMigrationTableDocumented(t *testing.T) {
-	data, err := os.ReadFile("../docs/rls.md")
+	data, err := os.ReadFile("../../../docs/rls.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +364,7 @@ func FuzzReferenceEnv(f *testing.F) {
 		i int
 		v string
 	}{{0, "::1"}, {1, "8080"}, {1, "-1"}, {5, "0.0.0.0"}, {36, "a:b,c"}, {50, "1"}, {59, "sentinel"}, {60, "m,s1:1,s2:2"}, {60, "a:1,b:2"},
-		{62, "user:pa:ss"}, {14, "TRACE"}, {15, "JSON"}, {16, "GRPC_XDS_SOTW"}, {82, "1.5"}} {
+		{62, "user:pa:ss"}, {52, "2"}, {14, "TRACE"}, {15, "JSON"}, {16, "GRPC_XDS_SOTW"}, {82, "1.5"}} {
 		f.Add(seed.i, seed.v)
 	}
 	f.Fuzz(func(t *testing.T, i int, v string) {
@@ -379,7 +373,7 @@ func FuzzReferenceEnv(f *testing.F) {
 		}
 		r := refVars[i%len(refVars)]
 		env := map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "redis:6379", r.name: v}
-		_, err := parseRLSFlags(nil, referenceEnv(env), io.Discard)
+		_, err := parseFlags(nil, referenceEnv(env), io.Discard)
 		if err != nil && !strings.Contains(err.Error(), r.name) && !strings.Contains(err.Error(), "--") {
 			t.Errorf("%s=%q: %v does not name it", r.name, v, err)
 		}

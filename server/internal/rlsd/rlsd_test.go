@@ -1,7 +1,6 @@
-package server
+package rlsd
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -11,12 +10,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,8 +26,11 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/admitgo/admit/internal/testcert"
 	"github.com/admitgo/admit/internal/testpg"
 	"github.com/admitgo/admit/internal/testredis"
+	"github.com/admitgo/admit/internal/testserver"
+	"github.com/admitgo/admit/server/internal/config"
 )
 
 const rlsTestConfig = `domain: edge
@@ -59,7 +58,7 @@ func startRLS(t *testing.T, yaml string, args ...string) *rlsServer {
 	if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o, err := parseRLSFlags(append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--config", config}, args...), func(string) string { return "" }, io.Discard)
+	o, err := parseFlags(append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--config", config}, args...), func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +80,7 @@ func (s *rlsServer) client(t *testing.T, roots *x509.CertPool) pb.RateLimitServi
 	t.Cleanup(func() { conn.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	h, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: rlsServiceName})
+	h, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: serviceName})
 	if err != nil || h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("health: %v %v", h, err)
 	}
@@ -136,7 +135,7 @@ func TestRLSClients(t *testing.T) {
 		wantCodes(t, codesOf(t, s.client(t, nil), "10.0.0.1", 3), ok, ok, over)
 	})
 	t.Run("tls", func(t *testing.T) {
-		cert, key, roots := selfSigned(t)
+		cert, key, roots := testcert.SelfSigned(t)
 		s := startRLS(t, rlsTestConfig, "--tls-cert", cert, "--tls-key", key)
 		wantCodes(t, codesOf(t, s.client(t, roots), "10.0.0.1", 3), ok, ok, over)
 	})
@@ -191,11 +190,11 @@ func TestRLSBadConfig(t *testing.T) {
 		{[]string{"--config", path}, "bad.yaml:4:"},
 		{[]string{"--config", path, "--store-fail", "maybe"}, `--store-fail "maybe"`},
 		{[]string{}, "--config is required"},
-		{[]string{"--config", path, "--tls-cert", "c.pem"}, "--tls-cert and --tls-key"},
+		{[]string{"--config", path, "--tls-cert", "c.pem"}, "--tls-cert is set but --tls-key (ADMIT_RLS_TLS_KEY) is not"},
 		{[]string{"--config", path, "--store", "mongodb://x"}, "--store"},
 	} {
-		err := runRLS(context.Background(), append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, tc.args...), func(string) string { return "" }, io.Discard, io.Discard)
-		var uerr usageError
+		err := Run(context.Background(), append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, tc.args...), func(string) string { return "" }, io.Discard, io.Discard)
+		var uerr config.UsageError
 		if !errors.As(err, &uerr) || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("%v: got %v, want a usage error (exit 2) holding %q", tc.args, err, tc.want)
 		}
@@ -216,11 +215,11 @@ func TestRLSStoreOutage(t *testing.T) {
 		{"local", ok, codes.OK},
 	} {
 		t.Run(tc.fail, func(t *testing.T) {
-			addr, stop := privateRedis(t)
-			s := startRLS(t, rlsTestConfig, "--store", "redis://"+addr, "--store-fail", tc.fail)
+			redis := testserver.Redis(t)
+			s := startRLS(t, rlsTestConfig, "--store", redis.URL, "--store-fail", tc.fail)
 			c := s.client(t, nil)
 			wantCodes(t, codesOf(t, c, "a", 1), ok)
-			stop()
+			redis.Stop()
 			resp, err := c.ShouldRateLimit(context.Background(), envoyRequest("a"))
 			if status.Code(err) != tc.code {
 				t.Fatalf("with Redis down: got %v, want %v", err, tc.code)
@@ -234,50 +233,6 @@ func TestRLSStoreOutage(t *testing.T) {
 			}
 		})
 	}
-}
-
-// privateRedis runs a redis-server of the test's own on a free loopback
-// port, so that the test can stop it, and returns its address and a stop
-// that waits for it to exit (also run when t ends).
-func privateRedis(t *testing.T) (string, func()) {
-	t.Helper()
-	var lc net.ListenConfig
-	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start redis-server: %v", err)
-	}
-	ready, exited := make(chan bool, 1), make(chan struct{})
-	go func() {
-		sc, said := bufio.NewScanner(out), false
-		for sc.Scan() {
-			if !said && strings.Contains(sc.Text(), "Ready to accept connections") {
-				said = true
-				ready <- true
-			}
-		}
-		if !said {
-			ready <- false
-		}
-		cmd.Wait()
-		close(exited)
-	}()
-	var once sync.Once
-	stop := func() { once.Do(func() { cmd.Process.Kill(); <-exited }) }
-	t.Cleanup(stop)
-	if !<-ready {
-		t.Fatalf("redis-server on port %s exited before it was ready", port)
-	}
-	return "127.0.0.1:" + port, stop
 }
 
 // rlsBucketConfig is one token bucket, admit's extension: two tokens that
@@ -343,7 +298,7 @@ func TestRLSAdminHostRefused(t *testing.T) {
 		{[]string{"--admin-host", "rls.internal:9464"}, nil, `admit rls: --admin-host "rls.internal:9464": want host names`},
 		{nil, map[string]string{"ADMIT_RLS_ADMIN_HOST": "ok.example *.example"}, `admit rls: ADMIT_RLS_ADMIN_HOST "ok.example *.example": "*.example": want host names`},
 	} {
-		_, err := parseRLSFlags(append([]string{"--config", "x.yaml"}, tc.args...), func(k string) string { return tc.env[k] }, io.Discard)
+		_, err := parseFlags(append([]string{"--config", "x.yaml"}, tc.args...), func(k string) string { return tc.env[k] }, io.Discard)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%v %v: got %v, want %s...", tc.args, tc.env, err, tc.want)
 		}
@@ -413,7 +368,7 @@ func TestRLSStoreMetrics(t *testing.T) {
 func TestRLSEnvironment(t *testing.T) {
 	env := map[string]string{"ADMIT_RLS_CONFIG": "edge.yaml", "ADMIT_RLS_MAX_CONNS": "7", "ADMIT_RLS_MAX_CONNS_PER_CLIENT": "3", "ADMIT_RLS_STORE_FAIL": "open",
 		"ADMIT_RLS_LISTEN": "127.0.0.1:9", "ADMIT_RLS_SHADOW": "true", "ADMIT_TLS_CERT": "proxy.pem", "REDIS_URL": "redis:6379"}
-	o, err := parseRLSFlags([]string{"--listen", "127.0.0.1:0"}, func(k string) string { return env[k] }, io.Discard)
+	o, err := parseFlags([]string{"--listen", "127.0.0.1:0"}, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,10 +386,10 @@ func TestRLSEnvironment(t *testing.T) {
 		{"ADMIT_RLS_SHADOW", "yes", `admit rls: ADMIT_RLS_SHADOW "yes": not a boolean (use true or false)`},
 		{"ADMIT_RLS_STORE", "redis://:s3cret@cache:port", `admit rls: ADMIT_RLS_STORE "redis://(not shown: not a valid URL)": not a valid URL`},
 		{"ADMIT_RLS_STORE_FAIL", "maybe", `admit rls: ADMIT_RLS_STORE_FAIL "maybe": want error, closed, open or local`},
-		{"ADMIT_RLS_TLS_CERT", "c.pem", `admit rls: ADMIT_RLS_TLS_CERT and --tls-key go together`},
+		{"ADMIT_RLS_TLS_CERT", "c.pem", `admit rls: ADMIT_RLS_TLS_CERT is set but --tls-key (ADMIT_RLS_TLS_KEY) is not: give both or neither`},
 	} {
 		env := map[string]string{"ADMIT_RLS_CONFIG": "edge.yaml", tc.name: tc.value}
-		_, err := parseRLSFlags(nil, func(k string) string { return env[k] }, io.Discard)
+		_, err := parseFlags(nil, func(k string) string { return env[k] }, io.Discard)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("%s=%s: got %v, want an error starting %q", tc.name, tc.value, err, tc.want)
 		}
@@ -445,12 +400,34 @@ func TestRLSEnvironment(t *testing.T) {
 // environment variable, as the proxy's -h does.
 func TestRLSUsageNamesTheVariables(t *testing.T) {
 	var out strings.Builder
-	if _, err := parseRLSFlags([]string{"-h"}, func(string) string { return "" }, &out); !errors.Is(err, flag.ErrHelp) {
+	if _, err := parseFlags([]string{"-h"}, func(string) string { return "" }, &out); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("got %v, want flag.ErrHelp", err)
 	}
-	for _, want := range []string{"Usage: admit rls --config FILE|DIR [flags]", "admit rls validate --config FILE|DIR", "--store STORE\n", "env ADMIT_RLS_STORE;", "--max-conns N\n", "env ADMIT_RLS_MAX_CONNS;", "--shadow\n", "(env ADMIT_RLS_SHADOW)"} {
+	for _, want := range []string{"Usage: admit rls --config FILE|DIR [flags]", "admit rls validate --config FILE|DIR", "--store STORE\n", "env ADMIT_RLS_STORE;", "--max-conns N\n", "env ADMIT_RLS_MAX_CONNS;", "--shadow\n", "(env ADMIT_RLS_SHADOW; default \"false\")"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("usage lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestRLSNearLimitRatioCounts hands --near-limit-ratio to the service:
+// of six hits on a limit of ten, the sixth is near the limit at 0.5, and
+// none is at the default 0.8.
+func TestRLSNearLimitRatioCounts(t *testing.T) {
+	const config = `domain: edge
+descriptors:
+  - key: remote_address
+    rate_limit: {unit: hour, requests_per_unit: 10}
+`
+	const near = `admit_rls_hits_total{admit_rls_limit="edge.remote_address",admit_rls_outcome="near_limit",`
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{{nil, -1}, {[]string{"--near-limit-ratio", "0.5"}, 1}} {
+		s := startRLS(t, config, tc.args...)
+		codesOf(t, s.client(t, nil), "10.0.0.1", 6)
+		if got := metricValue(s.scrape(t), near); got != tc.want {
+			t.Errorf("%v: near_limit hits %d, want %d (-1: none)", tc.args, got, tc.want)
 		}
 	}
 }

@@ -1,10 +1,13 @@
-package server
+package rlsd
 
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,6 +15,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	rpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+
+	"github.com/admitgo/admit/server/internal/ops"
 )
 
 const jsonRequest = `{"domain":"edge","descriptors":[{"entries":[{"key":"remote_address","value":"198.51.100.7"}]}]}`
@@ -91,13 +96,13 @@ func TestRLSRlconfig(t *testing.T) {
 // TestRLSHealthDrains turns /healthcheck, /healthz and the gRPC health
 // service to not serving together once admit rls drains.
 func TestRLSHealthDrains(t *testing.T) {
-	tel, err := newTelemetry()
+	tel, err := ops.NewTelemetry()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tel.close()
-	h := newRLSHealth()
-	mux := rlsMetricsMux(tel, h, nil)
+	defer tel.Close()
+	h := newHealthState()
+	mux := metricsMux(tel, h, nil)
 	get := func(path string) (int, string) {
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
@@ -151,7 +156,54 @@ func TestRLSReflection(t *testing.T) {
 	for _, svc := range resp.GetListServicesResponse().GetService() {
 		names = append(names, svc.GetName())
 	}
-	if !strings.Contains(strings.Join(names, " "), rlsServiceName) {
-		t.Errorf("services: got %q, want %s among them", names, rlsServiceName)
+	if !strings.Contains(strings.Join(names, " "), serviceName) {
+		t.Errorf("services: got %q, want %s among them", names, serviceName)
+	}
+}
+
+// TestRLSOpsListenerHost: admit rls's metrics listener refuses a rebound
+// Host on every route, as the proxy's does, and counts it.
+func TestRLSOpsListenerHost(t *testing.T) {
+	s := startRLS(t, rlsTestConfig, "--admin-host", "rls.internal")
+	client := &http.Client{Timeout: testTimeout}
+	base := "http://" + s.metrics
+	routes := []struct{ method, path string }{{"GET", "/metrics"}, {"GET", "/healthz"}, {"GET", "/healthcheck"}, {"GET", "/rlconfig"}, {"GET", "/nowhere"}, {"POST", "/healthz"}}
+	for _, rt := range routes {
+		if code, body := hostAnswer(t, client, base, "rebind.attacker.example:9464", rt.method, rt.path); code != http.StatusMisdirectedRequest {
+			t.Errorf("%s %s: got %d %q, want 421", rt.method, rt.path, code, body)
+		}
+	}
+	for _, host := range []string{s.metrics, "[::1]:9464", "localhost", "probe.localhost", "RLS.internal."} {
+		if code, body := hostAnswer(t, client, base, host, "GET", "/healthz"); code != http.StatusOK {
+			t.Errorf("GET /healthz, Host %q: got %d %q, want 200", host, code, body)
+		}
+	}
+	if got := metricValue(s.scrape(t), `admit_server_misdirected_total{admit_server_listener="metrics"`); got != len(routes) {
+		t.Errorf("admit_server_misdirected_total: got %d, want %d", got, len(routes))
+	}
+}
+
+// TestRLSLifecycleLogged names each listener's address by its flag once
+// serving, and drains under --drain-timeout, saying so, as the proxy does.
+func TestRLSLifecycleLogged(t *testing.T) {
+	config := filepath.Join(t.TempDir(), "edge.yaml")
+	if err := os.WriteFile(config, []byte(rlsTestConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, err := parseFlags([]string{"--grpc-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--config", config, "--drain-timeout", "250ms"}, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o.ready = func(addresses) { cancel() }
+	var out strings.Builder // written by serve's goroutine alone, read once it returned
+	if err := serve(ctx, o, nil, slog.New(slog.NewTextHandler(&out, nil))); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`msg="admit rls: serving" grpc_listen=127.0.0.1:`, ` metrics_listen=127.0.0.1:`, ` http_listen=""`,
+		`msg="admit rls: draining" timeout=250ms`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, out.String())
+		}
 	}
 }

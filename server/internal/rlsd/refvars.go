@@ -1,4 +1,4 @@
-package server
+package rlsd
 
 import (
 	"fmt"
@@ -131,7 +131,7 @@ var refVars = []refVar{
 	{name: "RUNTIME_WATCH_ROOT", def: "true", kind: refBool, note: "admit rls looks at every file under the configuration directory every second, and reloads on SIGHUP"},
 	{name: "EXPIRATION_JITTER_MAX_SECONDS", def: "300", kind: refInt, note: "admit's counters expire with their window"},
 	{name: "LOCAL_CACHE_SIZE_IN_BYTES", def: "0", kind: refInt, flag: "local-cache-bytes"},
-	{name: "NEAR_LIMIT_RATIO", def: "0.8", kind: refFloat, note: "it only sorts the reference's statistics"},
+	{name: "NEAR_LIMIT_RATIO", def: "0.8", kind: refFloat, flag: "near-limit-ratio"},
 	{name: "CACHE_KEY_PREFIX", flag: "store-prefix"},
 	{name: "BACKEND_TYPE", def: "redis", flag: "store", refuse: whenNot("a store other than Redis (memcached)", false, "redis")},
 	{name: "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", def: "false", kind: refBool, flag: "stop-increment-over-limit"},

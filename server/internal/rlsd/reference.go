@@ -1,4 +1,4 @@
-package server
+package rlsd
 
 import (
 	"fmt"
@@ -12,23 +12,6 @@ import (
 
 	"github.com/admitgo/admit/server/internal/config"
 )
-
-// ReferenceName is the name the binary answers to as envoyproxy/ratelimit
-// does: run as ratelimit (the path its images and examples start,
-// /bin/ratelimit), admit is admit rls in reference mode.
-const ReferenceName = "ratelimit"
-
-// AsReference returns the arguments of a process started under
-// [ReferenceName]: admit rls's in reference mode (--env envoy), so that
-// `ratelimit` serves and `ratelimit validate` checks what the reference's
-// environment names.
-func AsReference(args []string) []string {
-	mode := "--env=" + envReference
-	if len(args) > 0 && args[0] == "validate" {
-		return append([]string{"rls", "validate", mode}, args[1:]...)
-	}
-	return append([]string{"rls", mode}, args...)
-}
 
 // The values of --env: admit reads only its own variables; envoy reads
 // envoyproxy/ratelimit's too, below admit's (see refVars).
@@ -66,6 +49,7 @@ var refFlags = map[string]func(get func(string) string) (string, error){
 	"quota-mode":                refSame("QUOTA_MODE"),
 	"stop-increment-over-limit": refSame("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT"),
 	"local-cache-bytes":         refSame("LOCAL_CACHE_SIZE_IN_BYTES"),
+	"near-limit-ratio":          refSame("NEAR_LIMIT_RATIO"),
 	"response-headers":          refSame("LIMIT_RESPONSE_HEADERS_ENABLED"),
 	"limit-header":              refSame("LIMIT_LIMIT_HEADER"),
 	"remaining-header":          refSame("LIMIT_REMAINING_HEADER"),
@@ -186,7 +170,7 @@ func applyReference(given func(flag string) (spelling string, ok bool), getenv f
 		switch {
 		case set:
 			if v != "" {
-				infos = append(infos, fmt.Sprintf("%s is not read: --%s or %s is given", r.name, spelling, rlsEnvName(spelling)))
+				infos = append(infos, fmt.Sprintf("%s is not read: --%s or %s is given", r.name, spelling, envName(spelling)))
 			}
 			continue
 		case r.flag != "":

@@ -1,4 +1,4 @@
-package server
+package rlsd
 
 import (
 	"errors"
@@ -12,24 +12,24 @@ import (
 	"github.com/admitgo/admit/server/internal/config"
 )
 
-// rlsOptions are the settings of admit rls, and what reading them found.
-type rlsOptions struct {
+// options are the settings of admit rls, and what reading them found.
+type options struct {
 	config.RLS
 	fromEnv      []string      // admit rls's own variables read
 	referenceEnv []string      // the reference's variables set, outside reference mode
 	infos        []string      // in reference mode, the reference's variables that change nothing
 	watchEvery   time.Duration // tests shorten it
-	ready        func(rlsAddrs)
+	ready        func(addresses)
 }
 
-// parseRLSFlags reads admit rls's settings with the proxy's option
+// parseFlags reads admit rls's settings with the proxy's option
 // machinery (config.RLSOptions): each from its flag, else its ADMIT_RLS_
 // variable, else in reference mode (--env envoy) envoyproxy/ratelimit's
 // variables (applyReference), else its default. Every error names the flag
 // or variables the value came from. With -h it writes the usage to out and
 // returns flag.ErrHelp.
-func parseRLSFlags(args []string, getenv func(string) string, out io.Writer) (rlsOptions, error) {
-	o := rlsOptions{watchEvery: rlsWatchEvery}
+func parseFlags(args []string, getenv func(string) string, out io.Writer) (options, error) {
+	o := options{watchEvery: watchInterval}
 	set := config.NewOptionSet("admit rls", config.RLSOptions)
 	if err := set.Parse("admit rls", args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -68,12 +68,12 @@ func parseRLSFlags(args []string, getenv func(string) string, out io.Writer) (rl
 			}
 		}
 	}
-	return o, checkRLS(o.RLS, set)
+	return o, check(o.RLS, set)
 }
 
-// checkRLS checks what one value cannot: the caps' ranges, that the
+// check checks what one value cannot: the caps' ranges, that the
 // certificate and key go together, that a configuration is given.
-func checkRLS(c config.RLS, set *config.OptionSetFor[config.RLS]) error {
+func check(c config.RLS, set *config.OptionSetFor[config.RLS]) error {
 	from := func(name string) string {
 		if f, ok := set.From(name); ok {
 			return f
@@ -85,19 +85,21 @@ func checkRLS(c config.RLS, set *config.OptionSetFor[config.RLS]) error {
 		return fmt.Errorf("admit rls: %s %d: must be at least 1", from("max-conns"), c.MaxConns)
 	case c.MaxConnsPerClient < 0:
 		return fmt.Errorf("admit rls: %s %d: must be 0 (no cap) or more", from("max-conns-per-client"), c.MaxConnsPerClient)
-	case (c.TLSCert == "") != (c.TLSKey == ""):
-		return fmt.Errorf("admit rls: %s and %s go together", from("tls-cert"), from("tls-key"))
-	case c.Config == "":
-		return fmt.Errorf("admit rls: --config is required (or %s): an envoyproxy/ratelimit YAML file or a directory of them", rlsEnvName("config"))
+	}
+	if err := config.CheckKeyPair(set, c.TLSCert, c.TLSKey); err != nil {
+		return err
+	}
+	if c.Config == "" {
+		return fmt.Errorf("admit rls: --config is required (or %s): an envoyproxy/ratelimit YAML file or a directory of them", envName("config"))
 	}
 	return nil
 }
 
-// rlsEnvName is the environment variable of an admit rls flag: ADMIT_RLS_
+// envName is the environment variable of an admit rls flag: ADMIT_RLS_
 // and the flag's name in capitals (see config.RLS's Front).
-func rlsEnvName(flag string) string { return config.EnvNameOf[config.RLS](flag) }
+func envName(flag string) string { return config.EnvNameOf[config.RLS](flag) }
 
-func (o rlsOptions) headers() rls.Headers {
+func (o options) headers() rls.Headers {
 	if !o.Headers {
 		return rls.Headers{}
 	}

@@ -1,4 +1,4 @@
-package server
+package rlsd
 
 import (
 	"errors"
@@ -8,24 +8,25 @@ import (
 	"strings"
 
 	"github.com/admitgo/admit/rls"
+	"github.com/admitgo/admit/server/internal/config"
 )
 
-// validateRLS is admit rls validate, and under ratelimit the counterpart
+// validate is admit rls validate, and under ratelimit the counterpart
 // of envoyproxy/ratelimit's config_check: it checks the flags, the
 // environment and the configuration files as startup does, without
 // listening or connecting, and prints the limits as /rlconfig does. A
 // refusal exits 2, naming the variable or the file, line and field.
-func validateRLS(args []string, getenv func(string) string, stdout io.Writer) error {
-	o, err := parseRLSFlags(args, getenv, stdout)
+func validate(args []string, getenv func(string) string, stdout io.Writer) error {
+	o, err := parseFlags(args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
 	if err != nil {
-		return usageError{err}
+		return config.UsageError{Err: err}
 	}
 	cfg, err := rls.Load(o.Config)
 	if err != nil {
-		return usageError{err}
+		return config.UsageError{Err: err}
 	}
 	for _, info := range o.infos {
 		fmt.Fprintln(stdout, "info  "+info)

@@ -1,4 +1,4 @@
-package server
+package rlsd
 
 import (
 	"io"
@@ -9,25 +9,26 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/admitgo/admit/rls"
+	"github.com/admitgo/admit/server/internal/ops"
 )
 
-// rlsHealthNames are the services the gRPC health service answers for:
+// healthNames are the services the gRPC health service answers for:
 // the whole server (""), the service by its name, and "ratelimit", which
 // envoyproxy/ratelimit's health service answers for.
-var rlsHealthNames = []string{"", rlsServiceName, "ratelimit"}
+var healthNames = []string{"", serviceName, "ratelimit"}
 
-// rlsHealth is admit rls's one health state, which the gRPC health
+// healthState is admit rls's one health state, which the gRPC health
 // service, /healthz and /healthcheck answer alike: serving from the start
 // (admit rls starts only with its configuration loaded), not serving from
 // the moment it drains. It is safe for concurrent use.
-type rlsHealth struct {
+type healthState struct {
 	grpc     *health.Server
 	draining atomic.Bool
 }
 
-func newRLSHealth() *rlsHealth {
-	h := &rlsHealth{grpc: health.NewServer()}
-	for _, name := range rlsHealthNames {
+func newHealthState() *healthState {
+	h := &healthState{grpc: health.NewServer()}
+	for _, name := range healthNames {
 		h.grpc.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
 	}
 	return h
@@ -35,14 +36,14 @@ func newRLSHealth() *rlsHealth {
 
 // drain turns every answer to not serving, for good: the process is
 // stopping and its calls in flight are finishing.
-func (h *rlsHealth) drain() {
+func (h *healthState) drain() {
 	h.draining.Store(true)
 	h.grpc.Shutdown()
 }
 
 // healthcheck answers as envoyproxy/ratelimit's /healthcheck: 200 and
 // "OK", or 500 with no body.
-func (h *rlsHealth) healthcheck(w http.ResponseWriter, _ *http.Request) {
+func (h *healthState) healthcheck(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	if h.draining.Load() {
@@ -54,7 +55,7 @@ func (h *rlsHealth) healthcheck(w http.ResponseWriter, _ *http.Request) {
 
 // healthz answers as the proxy's /healthz: 200 and "ok", or 503 while it
 // drains.
-func (h *rlsHealth) healthz(w http.ResponseWriter, _ *http.Request) {
+func (h *healthState) healthz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	if h.draining.Load() {
 		http.Error(w, "draining", http.StatusServiceUnavailable)
@@ -64,13 +65,13 @@ func (h *rlsHealth) healthz(w http.ResponseWriter, _ *http.Request) {
 	io.WriteString(w, "ok\n")
 }
 
-// rlsMetricsMux is the metrics listener's: /metrics, the health pages,
+// metricsMux is the metrics listener's: /metrics, the health pages,
 // and /rlconfig, the configuration in force as envoyproxy/ratelimit's
 // debug listener prints it. No pprof: the reference's debug listener
 // serves it; admit's does not, since a profile is the process's memory.
-func rlsMetricsMux(tel *telemetry, h *rlsHealth, svc *rls.Service) *http.ServeMux {
+func metricsMux(tel *ops.Telemetry, h *healthState, svc *rls.Service) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", tel.handler)
+	mux.Handle("GET /metrics", tel.Handler)
 	mux.HandleFunc("GET /healthz", h.healthz)
 	mux.HandleFunc("GET /healthcheck", h.healthcheck)
 	mux.HandleFunc("GET /rlconfig", func(w http.ResponseWriter, _ *http.Request) {
@@ -81,19 +82,11 @@ func rlsMetricsMux(tel *telemetry, h *rlsHealth, svc *rls.Service) *http.ServeMu
 	return mux
 }
 
-// rlsHTTPMux is the --http-listen listener's, envoyproxy/ratelimit's
+// httpMux is the --http-listen listener's, envoyproxy/ratelimit's
 // HOST:PORT: /healthcheck, what its probes call, and /json.
-func rlsHTTPMux(h *rlsHealth, svc *rls.Service) *http.ServeMux {
+func httpMux(h *healthState, svc *rls.Service) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthcheck", h.healthcheck)
 	mux.Handle("/json", svc.JSONHandler())
 	return mux
-}
-
-// rlsOpsServer serves mux, named listener in the metrics, with the
-// proxy's metrics bounds and to its own names and those of --admin-host
-// only (see package opshost).
-func rlsOpsServer(tel *telemetry, listener string, adminHosts []string, mux http.Handler) *http.Server {
-	return &http.Server{Handler: tel.opsHandler(listener, adminHosts, mux), ReadHeaderTimeout: metricsReadHeaderTimeout, ReadTimeout: metricsReadTimeout,
-		WriteTimeout: metricsWriteTimeout, IdleTimeout: metricsIdleTimeout, MaxHeaderBytes: maxHeaderBytes}
 }
