@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/admitgo/admit/server/internal/drain"
 	"github.com/admitgo/admit/server/internal/grpcserver"
 )
 
@@ -69,24 +69,12 @@ func (g grpcServing) drain() {
 	}
 }
 
-// stop stops accepting calls and lets those in flight finish until ctx
-// ends, then cuts them; the channel closes once the server stopped.
-func (g grpcServing) stop(ctx context.Context) <-chan struct{} {
-	stopped := make(chan struct{})
+// servers are what a drain stops of it: the gRPC server, which stops
+// accepting calls and lets those in flight finish until the drain's
+// timeout; none without --grpc-listen.
+func (g grpcServing) servers() []drain.Server {
 	if g.srv == nil {
-		close(stopped)
-		return stopped
+		return nil
 	}
-	graceful := make(chan struct{})
-	go func() { g.srv.GracefulStop(); close(graceful) }()
-	go func() {
-		defer close(stopped)
-		select {
-		case <-graceful:
-		case <-ctx.Done():
-			g.srv.Stop()
-			<-graceful
-		}
-	}()
-	return stopped
+	return []drain.Server{drain.GRPC(g.srv)}
 }

@@ -279,7 +279,7 @@ wait:
 	if engine != nil {
 		proxy = engine
 	}
-	if drain.Stop(s.cfg.DrainTimeout, []drain.Server{proxy, grpcSrv}, msrv) {
+	if drain.Stop(s.cfg.DrainTimeout, append([]drain.Server{proxy}, grpcSrv.servers()...), msrv) {
 		s.log.Warn("admit: drain timed out; closing the connections left", "timeout", s.cfg.DrainTimeout)
 	}
 	if err != nil {
@@ -288,16 +288,6 @@ wait:
 	s.log.Info("admit: stopped")
 	return nil
 }
-
-// Shutdown and Close make admit auth's gRPC server, when --grpc-listen
-// serves one, one of the servers a drain stops: stop lets the calls in
-// flight finish until ctx ends and cuts the rest itself.
-func (g grpcServing) Shutdown(ctx context.Context) error {
-	<-g.stop(ctx)
-	return ctx.Err()
-}
-
-func (g grpcServing) Close() error { return nil }
 
 // metricsServer returns the server of the metrics listener, bounded and
 // kept to its own names as every operations listener is (package ops).
