@@ -31,10 +31,11 @@ type RLS struct {
 	MaxConns                  int    // open connections on the gRPC listener; at least 1
 	MaxConnsPerClient         int    // open connections per client key; 0: no cap
 	Store                     storeurl.Store
-	StoreTable, StorePrefix   string        // empty: the store's default
-	StoreFail                 quota.Failure // what a call gets while the store cannot count
-	TLSCert, TLSKey           string        // both set or both empty
-	Config                    string        // envoyproxy/ratelimit YAML file, or a directory of them
+	PerSecondStore            storeurl.Store // counts the limits of a second; zero Kind: Store counts them
+	StoreTable, StorePrefix   string         // empty: the store's default
+	StoreFail                 quota.Failure  // what a call gets while the store cannot count
+	TLSCert, TLSKey           string         // both set or both empty
+	Config                    string         // envoyproxy/ratelimit YAML file, or a directory of them
 	Shadow, QuotaMode         bool
 	StopIncrement             bool    // count none of a request's other descriptors when one passes its limit
 	LocalCacheBytes           int     // the local over-limit cache's memory; 0: none
@@ -85,6 +86,15 @@ var RLSOptions = []OptionFor[RLS]{
 		Set: func(c *RLS, v string) (err error) { c.MaxConnsPerClient, err = parseWhole(v); return err }},
 	{Name: "store", arg: "STORE", Def: "memory", Usage: "memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://... (rediss for TLS): where the counts live",
 		Set: func(c *RLS, v string) (err error) { c.Store, err = storeurl.Parse(v); return err }},
+	{Name: "per-second-store", arg: "STORE", Usage: "a store of their own for the limits whose unit is a second, as envoyproxy/ratelimit's REDIS_PERSECOND: the same forms as --store, with its --store-table and --store-prefix; empty: --store counts them",
+		Set: func(c *RLS, v string) (err error) {
+			if v == "" {
+				c.PerSecondStore = storeurl.Store{}
+				return nil
+			}
+			c.PerSecondStore, err = storeurl.Parse(v)
+			return err
+		}},
 	{Name: "store-table", arg: "TABLE", Usage: "PostgreSQL table, optionally schema-qualified (default \"admit_quota\")",
 		Set: func(c *RLS, v string) error { c.StoreTable = v; return nil }},
 	{Name: "store-prefix", arg: "PREFIX", Usage: "start of every Redis key (default \"admit:count:\"; envoyproxy/ratelimit's CACHE_KEY_PREFIX)",

@@ -33,9 +33,10 @@ var refFlags = map[string]func(get func(string) string) (string, error){
 	"config": func(get func(string) string) (string, error) {
 		return filepath.Join(get("RUNTIME_ROOT"), get("RUNTIME_SUBDIRECTORY"), get("RUNTIME_APPDIRECTORY")), nil
 	},
-	"store":        refStore,
-	"store-prefix": refSame("CACHE_KEY_PREFIX"),
-	"log-level":    refLogLevel,
+	"store":            refStore("REDIS_"),
+	"per-second-store": refPerSecondStore,
+	"store-prefix":     refSame("CACHE_KEY_PREFIX"),
+	"log-level":        refLogLevel,
 	"log-format": func(get func(string) string) (string, error) {
 		if strings.EqualFold(get("LOG_FORMAT"), "json") { // anything else is text there
 			return "json", nil
@@ -92,20 +93,49 @@ func refLogLevel(get func(string) string) (string, error) {
 	}
 }
 
-// refStore is the store URL of the reference's Redis settings: REDIS_URL
-// is host:port, or for a cluster its nodes, or for Sentinel the master's
-// name and the sentinels, comma separated; REDIS_AUTH is a password or
-// user:password (the master's, under Sentinel), REDIS_SENTINEL_AUTH the
-// sentinels'. BACKEND_TYPE and REDIS_SOCKET_TYPE other than redis and tcp
-// are refused by their rows.
-func refStore(get func(string) string) (string, error) {
+// refPerSecondStore is the store URL of the reference's per-second Redis,
+// its REDIS_PERSECOND_ variables read as refStore reads REDIS_'s, when
+// REDIS_PERSECOND is true; else none. Their rows refuse nothing, since
+// they are read only then, so the values refStore's rows refuse for the
+// main Redis are refused here.
+func refPerSecondStore(get func(string) string) (string, error) {
+	if on, _ := strconv.ParseBool(get("REDIS_PERSECOND")); !on {
+		return "", nil
+	}
+	const p = "REDIS_PERSECOND_"
+	if v := get(p + "SOCKET_TYPE"); v != "tcp" {
+		return "", fmt.Errorf("admit rls: %sSOCKET_TYPE %q asks for Redis over a Unix socket, which admit rls lacks; set it to tcp (see docs/rls.md)", p, v)
+	}
+	switch t := get(p + "TYPE"); strings.ToLower(t) {
+	case "single", "cluster", "sentinel":
+	default:
+		return "", fmt.Errorf("admit rls: %sTYPE %q: want single, cluster or sentinel", p, t)
+	}
+	return refStore(p)(get)
+}
+
+// refStore is the store URL of the reference's Redis settings of prefix
+// (REDIS_, or REDIS_PERSECOND_): URL is host:port, or for a cluster its
+// nodes, or for Sentinel the master's name and the sentinels, comma
+// separated; AUTH is a password or user:password (the master's, under
+// Sentinel), SENTINEL_AUTH the sentinels'. BACKEND_TYPE and
+// REDIS_SOCKET_TYPE other than redis and tcp are refused by their rows.
+func refStore(prefix string) func(get func(string) string) (string, error) {
+	return func(get func(string) string) (string, error) {
+		return redisURL(func(name string) string { return get(prefix + name) }, prefix)
+	}
+}
+
+// redisURL is refStore's URL, get reading the variables without their
+// prefix.
+func redisURL(get func(string) string, prefix string) (string, error) {
 	u := url.URL{Scheme: "redis"}
-	if on, _ := strconv.ParseBool(get("REDIS_TLS")); on {
+	if on, _ := strconv.ParseBool(get("TLS")); on {
 		u.Scheme = "rediss"
 	}
 	q := url.Values{}
-	q.Set("pool_size", get("REDIS_POOL_SIZE"))
-	q.Set("dial_timeout", get("REDIS_TIMEOUT"))
+	q.Set("pool_size", get("POOL_SIZE"))
+	q.Set("dial_timeout", get("TIMEOUT"))
 	userinfo := func(auth string) *url.Userinfo {
 		if auth == "" {
 			return nil
@@ -115,32 +145,32 @@ func refStore(get func(string) string) (string, error) {
 		}
 		return url.UserPassword("", auth)
 	}
-	addrs := strings.Split(get("REDIS_URL"), ",")
-	switch strings.ToLower(get("REDIS_TYPE")) {
+	addrs := strings.Split(get("URL"), ",")
+	switch strings.ToLower(get("TYPE")) {
 	case "cluster":
 		u.Scheme += "+cluster"
 	case "sentinel":
 		if len(addrs) < 2 {
-			return "", fmt.Errorf("admit rls: REDIS_URL %q: with REDIS_TYPE sentinel, want the master's name and the sentinels, comma separated", get("REDIS_URL"))
+			return "", fmt.Errorf("admit rls: %sURL %q: with %sTYPE sentinel, want the master's name and the sentinels, comma separated", prefix, get("URL"), prefix)
 		}
 		u.Scheme += "+sentinel"
 		q.Set("master_name", addrs[0])
 		addrs = addrs[1:]
-		if auth := get("REDIS_AUTH"); auth != "" {
+		if auth := get("AUTH"); auth != "" {
 			if user, pass, ok := strings.Cut(auth, ":"); ok {
 				q.Set("username", user)
 				auth = pass
 			}
 			q.Set("password", auth)
 		}
-		u.User = userinfo(get("REDIS_SENTINEL_AUTH"))
+		u.User = userinfo(get("SENTINEL_AUTH"))
 	default:
 		if len(addrs) > 1 {
-			return "", fmt.Errorf("admit rls: REDIS_URL %q: with REDIS_TYPE single, want one host:port", get("REDIS_URL"))
+			return "", fmt.Errorf("admit rls: %sURL %q: with %sTYPE single, want one host:port", prefix, get("URL"), prefix)
 		}
 	}
 	if u.User == nil && !strings.Contains(u.Scheme, "sentinel") {
-		u.User = userinfo(get("REDIS_AUTH"))
+		u.User = userinfo(get("AUTH"))
 	}
 	u.Host = addrs[0]
 	for _, a := range addrs[1:] {

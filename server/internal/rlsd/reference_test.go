@@ -60,7 +60,7 @@ func TestRLSReferenceTableCoversSettings(t *testing.T) {
 func TestRLSReferenceRefused(t *testing.T) {
 	base := map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "127.0.0.1:6379"}
 	for _, tc := range []struct{ name, value, want string }{
-		{"REDIS_PERSECOND", "true", `REDIS_PERSECOND "true": asks for a second Redis for per-second limits`},
+		{"REDIS_PERSECOND", "true", `REDIS_PERSECOND_SOCKET_TYPE "unix" asks for Redis over a Unix socket`},
 		{"LOCAL_CACHE_SIZE_IN_BYTES", "-1", `LOCAL_CACHE_SIZE_IN_BYTES "-1": must be at least 0`},
 		{"LOCAL_CACHE_SIZE_IN_BYTES", "1MB", `LOCAL_CACHE_SIZE_IN_BYTES "1MB": not a whole number`},
 		{"BACKEND_TYPE", "memcache", `BACKEND_TYPE "memcache": asks for a store other than Redis`},
@@ -89,6 +89,17 @@ func TestRLSReferenceRefused(t *testing.T) {
 		if code := config.ExitCode(err); code != 2 || !strings.Contains(err.Error(), "admit rls: "+tc.want) {
 			t.Errorf("%s=%s: exit %d, %v; want exit 2 and %q", tc.name, tc.value, code, err, tc.want)
 		}
+	}
+	// The per-second Redis's variables are read, and refused, only with
+	// REDIS_PERSECOND.
+	perSecond := map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "r:6379", "REDIS_PERSECOND": "true",
+		"REDIS_PERSECOND_SOCKET_TYPE": "tcp", "REDIS_PERSECOND_URL": "s:6379", "REDIS_PERSECOND_TYPE": "ring"}
+	if _, err := parseFlags(nil, referenceEnv(perSecond), io.Discard); err == nil || !strings.Contains(err.Error(), `REDIS_PERSECOND_TYPE "ring": want single, cluster or sentinel`) {
+		t.Errorf("REDIS_PERSECOND_TYPE=ring: got %v, want refused", err)
+	}
+	perSecond["REDIS_PERSECOND"] = "false"
+	if o, err := parseFlags(nil, referenceEnv(perSecond), io.Discard); err != nil || o.PerSecondStore.Kind != "" {
+		t.Errorf("REDIS_PERSECOND=false: got %q, %v; want no per-second store", o.PerSecondStore.Kind, err)
 	}
 	// The default socket type is refused as the store it names.
 	if _, err := parseFlags(nil, referenceEnv(map[string]string{}), io.Discard); err == nil || !strings.Contains(err.Error(), `REDIS_SOCKET_TYPE unset: the reference's default "unix" asks for Redis over a Unix socket`) {
@@ -226,6 +237,15 @@ func TestRLSReferenceStore(t *testing.T) {
 		if err != nil || o.Store.URL != tc.want {
 			t.Errorf("%v: got %q, %v; want %q", tc.env, o.Store.URL, err, tc.want)
 		}
+		// The per-second Redis's variables make its store alike.
+		perSecond := map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "main:6379", "REDIS_PERSECOND": "true"}
+		for k, v := range tc.env {
+			perSecond[strings.Replace(k, "REDIS_", "REDIS_PERSECOND_", 1)] = v
+		}
+		o, err = parseFlags(nil, referenceEnv(perSecond), io.Discard)
+		if err != nil || o.PerSecondStore.URL != tc.want || o.Store.URL != "redis://main:6379?dial_timeout=10s&pool_size=10" {
+			t.Errorf("%v: got %q beside %q, %v; want %q beside the main Redis", perSecond, o.PerSecondStore.URL, o.Store.URL, err, tc.want)
+		}
 	}
 }
 
@@ -327,7 +347,7 @@ func TestRLSValidate(t *testing.T) {
 			return map[string]string{"REDIS_URL": "redis:6379", "PORT": "9000"}[k]
 		}, 0, "warn  envoyproxy/ratelimit's variables are set and not read: they are read with --env envoy (ADMIT_RLS_ENV=envoy), or run as ratelimit (see docs/rls.md): PORT,REDIS_URL\nedge."},
 		{"as ratelimit", refArgs, refEnv, 0, "ok\n"},
-		{"as ratelimit, refused", refArgs, func(k string) string { return map[string]string{"REDIS_PERSECOND": "true"}[k] + refEnv(k) }, 2, `REDIS_PERSECOND "true"`},
+		{"as ratelimit, refused", refArgs, func(k string) string { return map[string]string{"REDIS_PERSECOND": "true"}[k] + refEnv(k) }, 2, `REDIS_PERSECOND_SOCKET_TYPE "unix"`},
 	} {
 		var out strings.Builder
 		err := Run(context.Background(), tc.args, tc.getenv, &out, &out)

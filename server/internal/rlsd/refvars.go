@@ -67,11 +67,10 @@ func whenNot(lacks string, fold bool, ok ...string) *refusal {
 
 // Notes shared by families of variables.
 const (
-	noteStats     = "admit rls sends no statsd; its metrics are on /metrics of the metrics listener (DEBUG_HOST:DEBUG_PORT)"
-	noteXDS       = "read only with CONFIG_TYPE=GRPC_XDS_SOTW, which is refused"
-	noteMemcache  = "read only with BACKEND_TYPE=memcache, which is refused"
-	notePerSecond = "read only with REDIS_PERSECOND=true, which is refused"
-	noteTracing   = "read only with TRACING_ENABLED=true, which is refused"
+	noteStats    = "admit rls sends no statsd; its metrics are on /metrics of the metrics listener (DEBUG_HOST:DEBUG_PORT)"
+	noteXDS      = "read only with CONFIG_TYPE=GRPC_XDS_SOTW, which is refused"
+	noteMemcache = "read only with BACKEND_TYPE=memcache, which is refused"
+	noteTracing  = "read only with TRACING_ENABLED=true, which is refused"
 )
 
 // refVars is every variable of envoyproxy/ratelimit's settings, in its
@@ -152,22 +151,22 @@ var refVars = []refVar{
 	{name: "REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", def: "false", kind: refBool, refuse: whenTrue("Redis TLS without hostname verification")},
 	{name: "REDIS_PIPELINE_WINDOW", def: "0", kind: refDuration, note: "admit batches the calls that arrive together by itself"},
 	{name: "REDIS_PIPELINE_LIMIT", def: "0", kind: refInt, note: "admit batches the calls that arrive together by itself"},
-	{name: "REDIS_PERSECOND", def: "false", kind: refBool, refuse: whenTrue("a second Redis for per-second limits")},
-	{name: "REDIS_PERSECOND_SOCKET_TYPE", def: "unix", note: notePerSecond},
-	{name: "REDIS_PERSECOND_TYPE", def: "SINGLE", note: notePerSecond},
-	{name: "REDIS_PERSECOND_URL", def: "/var/run/nutcracker/ratelimitpersecond.sock", note: notePerSecond},
-	{name: "REDIS_PERSECOND_POOL_SIZE", def: "10", kind: refInt, note: notePerSecond},
-	{name: "REDIS_PERSECOND_AUTH", note: notePerSecond},
-	{name: "REDIS_PERSECOND_TLS", def: "false", kind: refBool, note: notePerSecond},
+	{name: "REDIS_PERSECOND", def: "false", kind: refBool, flag: "per-second-store"},
+	{name: "REDIS_PERSECOND_SOCKET_TYPE", def: "unix", flag: "per-second-store"},
+	{name: "REDIS_PERSECOND_TYPE", def: "SINGLE", flag: "per-second-store"},
+	{name: "REDIS_PERSECOND_URL", def: "/var/run/nutcracker/ratelimitpersecond.sock", flag: "per-second-store"},
+	{name: "REDIS_PERSECOND_POOL_SIZE", def: "10", kind: refInt, flag: "per-second-store"},
+	{name: "REDIS_PERSECOND_AUTH", flag: "per-second-store"},
+	{name: "REDIS_PERSECOND_TLS", def: "false", kind: refBool, flag: "per-second-store"},
 	{name: "REDIS_SENTINEL_AUTH", flag: "store"},
-	{name: "REDIS_PERSECOND_SENTINEL_AUTH", note: notePerSecond},
-	{name: "REDIS_PERSECOND_PIPELINE_WINDOW", def: "0", kind: refDuration, note: notePerSecond},
-	{name: "REDIS_PERSECOND_PIPELINE_LIMIT", def: "0", kind: refInt, note: notePerSecond},
+	{name: "REDIS_PERSECOND_SENTINEL_AUTH", flag: "per-second-store"},
+	{name: "REDIS_PERSECOND_PIPELINE_WINDOW", def: "0", kind: refDuration, note: "admit batches the calls that arrive together by itself"},
+	{name: "REDIS_PERSECOND_PIPELINE_LIMIT", def: "0", kind: refInt, note: "admit batches the calls that arrive together by itself"},
 	{name: "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", def: "false", kind: refBool, note: "a Redis that fails is answered by --store-fail, not by the health check"},
 	{name: "REDIS_TIMEOUT", def: "10s", kind: refDuration, flag: "store"},
-	{name: "REDIS_PERSECOND_TIMEOUT", def: "10s", kind: refDuration, note: notePerSecond},
+	{name: "REDIS_PERSECOND_TIMEOUT", def: "10s", kind: refDuration, flag: "per-second-store"},
 	{name: "REDIS_POOL_ON_EMPTY_BEHAVIOR", def: "WAIT", note: "a call waits for a pooled connection, as with WAIT"},
-	{name: "REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR", def: "WAIT", note: notePerSecond},
+	{name: "REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR", def: "WAIT", note: "a call waits for a pooled connection, as with WAIT"},
 	{name: "MEMCACHE_HOST_PORT", note: noteMemcache},
 	{name: "MEMCACHE_MAX_IDLE_CONNS", def: "2", kind: refInt, note: noteMemcache},
 	{name: "MEMCACHE_SRV", note: noteMemcache},

@@ -34,6 +34,7 @@ import (
 	"github.com/admitgo/admit/server/internal/ops"
 	"github.com/admitgo/admit/server/internal/store"
 	"github.com/admitgo/admit/server/listener"
+	"github.com/admitgo/admit/server/storeurl"
 )
 
 // watchInterval is how often admit rls looks whether its configuration
@@ -91,19 +92,30 @@ func serve(ctx context.Context, o options, hangups <-chan os.Signal, log *slog.L
 		return err
 	}
 	defer tel.Close()
-	st, err := openStore(ctx, o, tel.Provider, log)
+	st, err := openStore(ctx, o, o.Store, tel.Provider, log)
 	if err != nil {
 		return err
 	}
-	var counter rls.Counter
+	var counter, perSecond rls.Counter
 	var limiter quota.Charger
 	if st != nil {
 		counter, limiter = st.Counter, st.Charger
 		stopUpkeep := st.Maintain()
 		defer func() { stopUpkeep(); st.Close() }()
 	}
+	if o.PerSecondStore.Kind != "" {
+		ps, err := openStore(ctx, o, o.PerSecondStore, tel.Provider, log)
+		if err != nil {
+			return err
+		}
+		if ps != nil {
+			perSecond = ps.Counter
+			stopUpkeep := ps.Maintain()
+			defer func() { stopUpkeep(); ps.Close() }()
+		}
+	}
 	svc, err := rls.New(rls.Options{
-		Config: cfg, Counter: counter, Limiter: limiter, Failure: o.StoreFail, ShadowMode: o.Shadow, QuotaMode: o.QuotaMode,
+		Config: cfg, Counter: counter, PerSecondCounter: perSecond, Limiter: limiter, Failure: o.StoreFail, ShadowMode: o.Shadow, QuotaMode: o.QuotaMode,
 		StopIncrementOverLimit: o.StopIncrement, LocalCacheBytes: o.LocalCacheBytes, NearLimitRatio: o.NearLimitRatio,
 		Headers: o.headers(), MeterProvider: tel.Provider, Logger: log,
 	})
@@ -132,7 +144,7 @@ func serve(ctx context.Context, o options, hangups <-chan os.Signal, log *slog.L
 		addrs.http = hln.Addr().String()
 	}
 	log.Info("admit rls: serving", "grpc_listen", addrs.grpc, "metrics_listen", addrs.metrics, "http_listen", addrs.http,
-		"store", string(o.Store.Kind), "store_fail", o.StoreFail.String(), "domains", cfg.Domains())
+		"store", string(o.Store.Kind), "per_second_store", string(o.PerSecondStore.Kind), "store_fail", o.StoreFail.String(), "domains", cfg.Domains())
 	if o.ready != nil {
 		o.ready(addrs)
 	}
@@ -278,15 +290,16 @@ func fingerprint(path string) string {
 	return b.String()
 }
 
-// openStore opens the store --store names as the proxy opens its own
-// (package store), with a counter for the fixed windows beside the
-// limiter of the token buckets; nil for memory, the service's own. The
-// buckets' Redis keys (PREFIXrls.UNIT:{HASH}:gcra) stand beside the
-// counters' (PREFIX{HASH}:WINDOW) under one prefix; --store-fail decides
-// when either fails, so neither has a policy of its own.
-func openStore(ctx context.Context, o options, mp metric.MeterProvider, log *slog.Logger) (*store.Shared, error) {
+// openStore opens where, --store or --per-second-store, as the proxy opens
+// its own store (package store), with a counter for the fixed windows
+// beside the limiter of the token buckets (the per-second store's is not
+// used); nil for memory, the service's own. The buckets' Redis keys
+// (PREFIXrls.UNIT:{HASH}:gcra) stand beside the counters'
+// (PREFIX{HASH}:WINDOW) under one prefix; --store-fail decides when either
+// fails, so neither has a policy of its own.
+func openStore(ctx context.Context, o options, where storeurl.Store, mp metric.MeterProvider, log *slog.Logger) (*store.Shared, error) {
 	return store.Open(ctx, store.Config{
-		Front: "admit rls", Store: o.Store, Table: o.StoreTable, Prefix: cmp.Or(o.StorePrefix, redisquota.DefaultCountPrefix),
+		Front: "admit rls", Store: where, Table: o.StoreTable, Prefix: cmp.Or(o.StorePrefix, redisquota.DefaultCountPrefix),
 		Migrate: true, Counter: true, MeterProvider: mp, Logger: log,
 	})
 }

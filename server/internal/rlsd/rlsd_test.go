@@ -431,3 +431,56 @@ descriptors:
 		}
 	}
 }
+
+// rlsPerSecondConfig limits each address to 5 a second and each user to
+// 5 a minute.
+const rlsPerSecondConfig = `domain: edge
+descriptors:
+  - key: remote_address
+    rate_limit: {unit: second, requests_per_unit: 5}
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 5}
+`
+
+// TestRLSPerSecondStore counts the limits of a second on --per-second-store
+// (Redis) and the others on --store (PostgreSQL): a call limited per second
+// writes a key on Redis and no row, one limited per minute a row and no
+// key.
+func TestRLSPerSecondStore(t *testing.T) {
+	db := testpg.New(t)
+	prefix := testredis.Prefix(t)
+	s := startRLS(t, rlsPerSecondConfig, "--store", testpg.URL(), "--store-table", db.Schema+".admit_quota",
+		"--per-second-store", testredis.URL(), "--store-prefix", prefix)
+	c := s.client(t, nil)
+	redisKeys := func() int {
+		keys, err := testredis.Client(t).Keys(context.Background(), prefix+"*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(keys)
+	}
+	rows := func() int {
+		var n int
+		if err := db.Pool(t).QueryRow(context.Background(), "SELECT count(*) FROM "+db.Schema+".admit_quota").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	ask := func(key, value string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := c.ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "edge", Descriptors: []*rlv3.RateLimitDescriptor{
+			{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: key, Value: value}}}}})
+		if err != nil || resp.GetOverallCode() != ok {
+			t.Fatalf("%s %s: got %v, %v; want OK", key, value, resp.GetOverallCode(), err)
+		}
+	}
+	ask("remote_address", "10.0.0.1")
+	if k, r := redisKeys(), rows(); k != 1 || r != 0 {
+		t.Errorf("after a per-second call: %d Redis keys, %d rows; want 1, 0", k, r)
+	}
+	ask("user", "ann")
+	if k, r := redisKeys(), rows(); k != 1 || r != 1 {
+		t.Errorf("after a per-minute call: %d Redis keys, %d rows; want 1, 1", k, r)
+	}
+}
