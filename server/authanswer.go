@@ -195,11 +195,14 @@ var lineBreaks = strings.NewReplacer("\r", " ", "\n", " ")
 func insertStatusField(fields []byte, outcome string) []byte {
 	at := 0
 	for at < len(fields) {
-		end := bytes.IndexByte(fields[at:], '\n') + at + 1
-		if name, _, _ := bytes.Cut(fields[at:end], []byte(": ")); string(name) > admitStatus {
+		n := bytes.IndexByte(fields[at:], '\n')
+		if n < 0 {
+			break // not a whole line: no field of admit's ends so
+		}
+		if name, _, _ := bytes.Cut(fields[at:at+n], []byte(": ")); string(name) > admitStatus {
 			break
 		}
-		at = end
+		at += n + 1
 	}
 	var line [statusRoom]byte
 	return slices.Insert(fields, at, append(append(append(line[:0], admitStatus+": "...), outcome...), "\r\n"...)...)
@@ -219,7 +222,8 @@ func dropFields(fields []byte, names ...string) []byte {
 // eachField calls f with the name and value of each of whole fields.
 func eachField(fields []byte, f func(name, value string)) {
 	eachLine(fields, func(name, line []byte) {
-		f(string(name), string(line[len(name)+2:len(line)-2]))
+		_, value, _ := bytes.Cut(line, []byte(": "))
+		f(string(name), string(bytes.TrimSuffix(value, []byte("\r\n"))))
 	})
 }
 
@@ -228,6 +232,9 @@ func eachField(fields []byte, f func(name, value string)) {
 func eachLine(fields []byte, f func(name, line []byte)) {
 	for len(fields) > 0 {
 		end := bytes.IndexByte(fields, '\n') + 1
+		if end == 0 {
+			end = len(fields) // not a whole line: no field of admit's ends so
+		}
 		name, _, _ := bytes.Cut(fields[:end], []byte(": "))
 		f(name, fields[:end])
 		fields = fields[end:]

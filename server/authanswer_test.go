@@ -93,3 +93,22 @@ func TestInsertStatusField(t *testing.T) {
 		}
 	}
 }
+
+// FuzzWholeFields: the readers of whole fields end on any bytes, whole
+// lines or not, and what insertStatusField adds is read back.
+func FuzzWholeFields(f *testing.F) {
+	f.Add([]byte("Retry-After: 1\r\nX-Note: busy\r\n"))
+	f.Add([]byte("no line end"))
+	f.Add([]byte("A: 1\r\nbroken"))
+	f.Add([]byte("\n\n: \r\n"))
+	f.Fuzz(func(t *testing.T, fields []byte) {
+		dropFields(bytes.Clone(fields), "Content-Type")
+		eachField(fields, func(string, string) {})
+		got := insertStatusField(bytes.Clone(fields), "ok")
+		var found bool
+		eachField(got, func(name, value string) { found = found || name == admitStatus && value == "ok" })
+		if !found {
+			t.Errorf("%q: Admit-Status not read back from %q", fields, got)
+		}
+	})
+}
