@@ -25,7 +25,7 @@ func (c Config) CheckOffline() error {
 		}
 	}
 	if err := c.Store.Check(); err != nil {
-		return StoreURLError("admit", c.Store.URL, err)
+		return StoreURLError("admit", "--store", c.Store.URL, err)
 	}
 	if c.Store.Kind == storeurl.Postgres {
 		if _, err := pgquota.Schema(c.StoreTable); err != nil {
@@ -77,7 +77,7 @@ func (c Config) OfflineStore() (quota.Charger, func(), error) {
 	case storeurl.Postgres:
 		pool, err := storeurl.OfflinePool(c.Store.URL)
 		if err != nil {
-			return nil, nil, StoreURLError("admit", c.Store.URL, err)
+			return nil, nil, StoreURLError("admit", "--store", c.Store.URL, err)
 		}
 		st, err := pgquota.New(pool, pgquota.Config{Table: c.StoreTable, MeterProvider: noop.NewMeterProvider(), Logger: quiet})
 		if err != nil {
@@ -90,8 +90,8 @@ func (c Config) OfflineStore() (quota.Charger, func(), error) {
 }
 
 // StoreURLError names a store URL its driver refuses, without its
-// password, in the words of front ("admit", "admit rls"); storeurl's
-// errors never repeat the URL.
-func StoreURLError(front, u string, err error) error {
-	return fmt.Errorf("%s: --store %q: %w", front, storeurl.Redact(u), err)
+// password, in the words of front ("admit", "admit rls") and of from, the
+// flag or variables it came from; storeurl's errors never repeat the URL.
+func StoreURLError(front, from, u string, err error) error {
+	return fmt.Errorf("%s: %s %q: %w", front, from, storeurl.Redact(u), err)
 }

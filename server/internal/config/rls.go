@@ -86,7 +86,7 @@ var RLSOptions = []OptionFor[RLS]{
 		Set: func(c *RLS, v string) (err error) { c.MaxConnsPerClient, err = parseWhole(v); return err }},
 	{Name: "store", arg: "STORE", Def: "memory", Usage: "memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://... (rediss for TLS): where the counts live",
 		Set: func(c *RLS, v string) (err error) { c.Store, err = storeurl.Parse(v); return err }},
-	{Name: "per-second-store", arg: "STORE", Usage: "a store of their own for the limits whose unit is a second, as envoyproxy/ratelimit's REDIS_PERSECOND: the same forms as --store, with its --store-table and --store-prefix; empty: --store counts them",
+	{Name: "per-second-store", arg: "URL", Usage: "a store of their own for the fixed-window limits whose unit is a second (token buckets stay on --store), as envoyproxy/ratelimit's REDIS_PERSECOND: postgres://... or redis://... (the forms of --store but memory), under --store-table and --store-prefix; empty: --store counts them",
 		Set: func(c *RLS, v string) (err error) {
 			if v == "" {
 				c.PerSecondStore = storeurl.Store{}

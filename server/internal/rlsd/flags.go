@@ -10,12 +10,14 @@ import (
 
 	"github.com/admitgo/admit/rls"
 	"github.com/admitgo/admit/server/internal/config"
+	"github.com/admitgo/admit/server/storeurl"
 )
 
 // options are the settings of admit rls, and what reading them found.
 type options struct {
 	config.RLS
 	fromEnv      []string      // admit rls's own variables read
+	storeFrom    [2]string     // the flag or variables --store and --per-second-store came from
 	referenceEnv []string      // the reference's variables set, outside reference mode
 	infos        []string      // in reference mode, the reference's variables that change nothing
 	watchEvery   time.Duration // tests shorten it
@@ -56,6 +58,12 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (optio
 	if err := set.Apply(getenv, &o.RLS); err != nil {
 		return o, err
 	}
+	for i, name := range []string{"store", "per-second-store"} {
+		o.storeFrom[i] = "--" + name
+		if from, ok := set.From(name); ok && from != "" {
+			o.storeFrom[i] = from
+		}
+	}
 	for _, opt := range set.List {
 		if from, ok := set.From(opt.Name); ok && slices.Contains(opt.Envs(), from) {
 			o.fromEnv = append(o.fromEnv, from)
@@ -88,6 +96,9 @@ func check(c config.RLS, set *config.OptionSetFor[config.RLS]) error {
 	}
 	if err := config.CheckKeyPair(set, c.TLSCert, c.TLSKey); err != nil {
 		return err
+	}
+	if c.PerSecondStore.Kind == storeurl.Memory {
+		return fmt.Errorf("admit rls: %s \"memory\": want a postgres:// or redis:// URL; leave it empty to count every limit on --store", from("per-second-store"))
 	}
 	if c.Config == "" {
 		return fmt.Errorf("admit rls: --config is required (or %s): an envoyproxy/ratelimit YAML file or a directory of them", envName("config"))

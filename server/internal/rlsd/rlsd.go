@@ -92,7 +92,7 @@ func serve(ctx context.Context, o options, hangups <-chan os.Signal, log *slog.L
 		return err
 	}
 	defer tel.Close()
-	st, err := openStore(ctx, o, o.Store, tel.Provider, log)
+	st, err := openStore(ctx, o, o.Store, o.storeFrom[0], tel.Provider, log)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func serve(ctx context.Context, o options, hangups <-chan os.Signal, log *slog.L
 		defer func() { stopUpkeep(); st.Close() }()
 	}
 	if o.PerSecondStore.Kind != "" {
-		ps, err := openStore(ctx, o, o.PerSecondStore, tel.Provider, log)
+		ps, err := openStore(ctx, o, o.PerSecondStore, o.storeFrom[1], tel.Provider, log)
 		if err != nil {
 			return err
 		}
@@ -297,9 +297,9 @@ func fingerprint(path string) string {
 // (PREFIXrls.UNIT:{HASH}:gcra) stand beside the counters'
 // (PREFIX{HASH}:WINDOW) under one prefix; --store-fail decides when either
 // fails, so neither has a policy of its own.
-func openStore(ctx context.Context, o options, where storeurl.Store, mp metric.MeterProvider, log *slog.Logger) (*store.Shared, error) {
+func openStore(ctx context.Context, o options, where storeurl.Store, from string, mp metric.MeterProvider, log *slog.Logger) (*store.Shared, error) {
 	return store.Open(ctx, store.Config{
-		Front: "admit rls", Store: where, Table: o.StoreTable, Prefix: cmp.Or(o.StorePrefix, redisquota.DefaultCountPrefix),
+		Front: "admit rls", From: from, Store: where, Table: o.StoreTable, Prefix: cmp.Or(o.StorePrefix, redisquota.DefaultCountPrefix),
 		Migrate: true, Counter: true, MeterProvider: mp, Logger: log,
 	})
 }

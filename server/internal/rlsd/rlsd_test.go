@@ -484,3 +484,23 @@ func TestRLSPerSecondStore(t *testing.T) {
 		t.Errorf("after a per-minute call: %d Redis keys, %d rows; want 1, 1", k, r)
 	}
 }
+
+// TestRLSPerSecondStoreRefused: memory as the per-second store, which
+// would count nothing apart, and a Redis that refuses the connection stop
+// startup in the words of the flag that named them.
+func TestRLSPerSecondStoreRefused(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "edge.yaml")
+	if err := os.WriteFile(file, []byte(rlsPerSecondConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ store, want string }{
+		{"memory", `admit rls: --per-second-store "memory": want a postgres:// or redis:// URL`},
+		{"redis://" + testredis.Options(t).Addr + "/99", `admit rls: --per-second-store "redis://` + testredis.Options(t).Addr + `/99": Redis refuses the connection`},
+	} {
+		err := Run(context.Background(), []string{"--config", file, "--grpc-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--per-second-store", tc.store},
+			func(string) string { return "" }, io.Discard, io.Discard)
+		if code := config.ExitCode(err); code != 2 || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--per-second-store %s: exit %d, %v; want exit 2 and %q", tc.store, code, err, tc.want)
+		}
+	}
+}

@@ -12,7 +12,7 @@ import (
 func openPostgres(ctx context.Context, cfg Config) (*Shared, error) {
 	pool, err := storeurl.Pool(ctx, cfg.Store.URL)
 	if err != nil {
-		return nil, config.UsageError{Err: config.StoreURLError(cfg.Front, cfg.Store.URL, err)}
+		return nil, config.UsageError{Err: config.StoreURLError(cfg.Front, cfg.from(), cfg.Store.URL, err)}
 	}
 	st, err := pgquota.New(pool, pgquota.Config{
 		Table: cfg.Table, Failure: cfg.Failure, MeterProvider: cfg.MeterProvider, Logger: cfg.Logger, Batch: postgresBatch,
@@ -37,7 +37,7 @@ func openPostgres(ctx context.Context, cfg Config) (*Shared, error) {
 	} else {
 		pctx, cancel := context.WithTimeout(ctx, startupProbe)
 		if err := pool.Ping(pctx); err != nil {
-			cfg.Logger.Warn(cfg.Front+": the store does not answer; starting anyway, its failure policy decides", "err", err)
+			cfg.Logger.Warn(cfg.Front+": the store does not answer; starting anyway, its failure policy decides", "store", cfg.from(), "err", err)
 		}
 		cancel()
 	}

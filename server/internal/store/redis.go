@@ -19,7 +19,7 @@ func openRedis(ctx context.Context, cfg Config) (*Shared, error) {
 	client, err := storeurl.RedisClient(cfg.Store.URL)
 	if err != nil {
 		stopLog()
-		return nil, config.UsageError{Err: config.StoreURLError(cfg.Front, cfg.Store.URL, err)}
+		return nil, config.UsageError{Err: config.StoreURLError(cfg.Front, cfg.from(), cfg.Store.URL, err)}
 	}
 	st, err := redisquota.New(client, redisquota.Config{
 		Prefix: cfg.Prefix, Failure: cfg.Failure, MeterProvider: cfg.MeterProvider, Batch: redisBatch,
@@ -58,9 +58,9 @@ func probeRedis(ctx context.Context, client redis.UniversalClient, cfg Config) e
 	switch {
 	case err == nil:
 	case storeurl.Refused(err):
-		return config.UsageError{Err: fmt.Errorf("%s: --store %q: Redis refuses the connection: %w", cfg.Front, storeurl.Redact(cfg.Store.URL), err)}
+		return config.UsageError{Err: fmt.Errorf("%s: %s %q: Redis refuses the connection: %w", cfg.Front, cfg.from(), storeurl.Redact(cfg.Store.URL), err)}
 	default:
-		cfg.Logger.Warn(cfg.Front+": the store does not answer; starting anyway, --store-fail decides", "err", err)
+		cfg.Logger.Warn(cfg.Front+": the store does not answer; starting anyway, --store-fail decides", "store", cfg.from(), "err", err)
 	}
 	return nil
 }
@@ -87,6 +87,6 @@ type redisLogger struct{}
 
 func (redisLogger) Printf(ctx context.Context, format string, v ...any) {
 	if l := redisLog.Load(); l != nil {
-		l.WarnContext(ctx, "admit: redis client: "+fmt.Sprintf(format, v...))
+		l.WarnContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
 	}
 }

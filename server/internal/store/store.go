@@ -36,6 +36,7 @@ const postgresBatch = 64
 // Config is what a front opens its store with.
 type Config struct {
 	Front   string // starts the errors and log lines: "admit", "admit rls"
+	From    string // the flag or variables that named Store, for errors; empty: --store
 	Store   storeurl.Store
 	Table   string        // the PostgreSQL table, maybe schema-qualified; empty: pgquota's default
 	Prefix  string        // the start of every Redis key; empty: redisquota's default
@@ -86,6 +87,14 @@ func (s *Shared) Maintain() (stop func()) {
 // Close closes the store and its connections, once Maintain's upkeep has
 // stopped.
 func (s *Shared) Close() { s.close() }
+
+// from names where the store came from in errors: From, or --store.
+func (c Config) from() string {
+	if c.From == "" {
+		return "--store"
+	}
+	return c.From
+}
 
 // usage is a refusal of the configuration, naming flag and its value.
 func usage(cfg Config, flag, value string, err error) error {
