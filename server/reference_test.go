@@ -48,7 +48,7 @@ func TestMainRunsRLS(t *testing.T) {
 		{"as ratelimit", AsReference([]string{"validate"}), reference, 0, "ok\n"},
 		{"as ratelimit, refused", AsReference([]string{"validate"}), func(k string) string {
 			return map[string]string{"REDIS_PERSECOND": "true"}[k] + reference(k)
-		}, 2, `REDIS_PERSECOND_SOCKET_TYPE "unix"`},
+		}, 2, `REDIS_PERSECOND_SOCKET_TYPE unset: the reference's default "unix"`},
 	} {
 		var out strings.Builder
 		if code := Main(context.Background(), tc.args, tc.getenv, &out, &out); code != tc.code || !strings.Contains(out.String(), tc.want) {

@@ -95,23 +95,13 @@ func refLogLevel(get func(string) string) (string, error) {
 
 // refPerSecondStore is the store URL of the reference's per-second Redis,
 // its REDIS_PERSECOND_ variables read as refStore reads REDIS_'s, when
-// REDIS_PERSECOND is true; else none. Their rows refuse nothing, since
-// they are read only then, so the values refStore's rows refuse for the
-// main Redis are refused here.
+// REDIS_PERSECOND is true; else none. Their rows refuse, with
+// REDIS_PERSECOND on, what refStore's rows refuse for the main Redis.
 func refPerSecondStore(get func(string) string) (string, error) {
 	if on, _ := strconv.ParseBool(get("REDIS_PERSECOND")); !on {
 		return "", nil
 	}
-	const p = "REDIS_PERSECOND_"
-	if v := get(p + "SOCKET_TYPE"); v != "tcp" {
-		return "", fmt.Errorf("admit rls: %sSOCKET_TYPE %q asks for Redis over a Unix socket, which admit rls lacks; set it to tcp (see docs/rls.md)", p, v)
-	}
-	switch t := get(p + "TYPE"); strings.ToLower(t) {
-	case "single", "cluster", "sentinel":
-	default:
-		return "", fmt.Errorf("admit rls: %sTYPE %q: want single, cluster or sentinel", p, t)
-	}
-	return refStore(p)(get)
+	return refStore("REDIS_PERSECOND_")(get)
 }
 
 // refStore is the store URL of the reference's Redis settings of prefix
@@ -205,16 +195,16 @@ func applyReference(given func(flag string) (spelling string, ok bool), getenv f
 			continue
 		case r.flag != "":
 			names[r.flag] = append(names[r.flag], r.name)
-			if err := r.check(v); err != nil {
+			if err := r.check(v, getenv); err != nil {
 				return nil, nil, err
 			}
 			// The default flows into the flag: refused like a value set.
-			if v == "" && r.refuse != nil && r.refuse.test(r.def) {
+			if v == "" && r.refuses(r.def, getenv) {
 				return nil, nil, fmt.Errorf("admit rls: %s unset: the reference's default %q asks for %s, which admit rls lacks; set %s (see docs/rls.md)",
 					r.name, r.def, r.refuse.lacks, r.name)
 			}
 		default:
-			if err := r.check(v); err != nil {
+			if err := r.check(v, getenv); err != nil {
 				return nil, nil, err
 			}
 			switch {

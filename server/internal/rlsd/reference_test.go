@@ -45,7 +45,7 @@ func TestRLSReferenceTableCoversSettings(t *testing.T) {
 		if r.flag != "" && refFlags[r.flag] == nil {
 			t.Errorf("%s: flag %q has no way from the variables to a value", r.name, r.flag)
 		}
-		if err := r.check(r.def); err != nil && (r.refuse == nil || !r.refuse.test(r.def)) {
+		if err := r.check(r.def, func(string) string { return "" }); err != nil && (r.refuse == nil || !r.refuse.test(r.def)) {
 			t.Errorf("%s: its default %q: %v", r.name, r.def, err)
 		}
 	}
@@ -60,7 +60,7 @@ func TestRLSReferenceTableCoversSettings(t *testing.T) {
 func TestRLSReferenceRefused(t *testing.T) {
 	base := map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "127.0.0.1:6379"}
 	for _, tc := range []struct{ name, value, want string }{
-		{"REDIS_PERSECOND", "true", `REDIS_PERSECOND_SOCKET_TYPE "unix" asks for Redis over a Unix socket`},
+		{"REDIS_PERSECOND", "true", `REDIS_PERSECOND_SOCKET_TYPE unset: the reference's default "unix" asks for Redis over a Unix socket`},
 		{"LOCAL_CACHE_SIZE_IN_BYTES", "-1", `LOCAL_CACHE_SIZE_IN_BYTES "-1": must be at least 0`},
 		{"LOCAL_CACHE_SIZE_IN_BYTES", "1MB", `LOCAL_CACHE_SIZE_IN_BYTES "1MB": not a whole number`},
 		{"BACKEND_TYPE", "memcache", `BACKEND_TYPE "memcache": asks for a store other than Redis`},
@@ -94,7 +94,7 @@ func TestRLSReferenceRefused(t *testing.T) {
 	// REDIS_PERSECOND.
 	perSecond := map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "r:6379", "REDIS_PERSECOND": "true",
 		"REDIS_PERSECOND_SOCKET_TYPE": "tcp", "REDIS_PERSECOND_URL": "s:6379", "REDIS_PERSECOND_TYPE": "ring"}
-	if _, err := parseFlags(nil, referenceEnv(perSecond), io.Discard); err == nil || !strings.Contains(err.Error(), `REDIS_PERSECOND_TYPE "ring": want single, cluster or sentinel`) {
+	if _, err := parseFlags(nil, referenceEnv(perSecond), io.Discard); err == nil || !strings.Contains(err.Error(), `REDIS_PERSECOND_TYPE "ring": asks for a Redis topology other than single, cluster or sentinel`) {
 		t.Errorf("REDIS_PERSECOND_TYPE=ring: got %v, want refused", err)
 	}
 	perSecond["REDIS_PERSECOND"] = "false"
@@ -347,7 +347,7 @@ func TestRLSValidate(t *testing.T) {
 			return map[string]string{"REDIS_URL": "redis:6379", "PORT": "9000"}[k]
 		}, 0, "warn  envoyproxy/ratelimit's variables are set and not read: they are read with --env envoy (ADMIT_RLS_ENV=envoy), or run as ratelimit (see docs/rls.md): PORT,REDIS_URL\nedge."},
 		{"as ratelimit", refArgs, refEnv, 0, "ok\n"},
-		{"as ratelimit, refused", refArgs, func(k string) string { return map[string]string{"REDIS_PERSECOND": "true"}[k] + refEnv(k) }, 2, `REDIS_PERSECOND_SOCKET_TYPE "unix"`},
+		{"as ratelimit, refused", refArgs, func(k string) string { return map[string]string{"REDIS_PERSECOND": "true"}[k] + refEnv(k) }, 2, `REDIS_PERSECOND_SOCKET_TYPE unset: the reference's default "unix"`},
 	} {
 		var out strings.Builder
 		err := Run(context.Background(), tc.args, tc.getenv, &out, &out)

@@ -23,6 +23,10 @@ type refVar struct {
 	// note says, for a variable without a flag, why it changes nothing
 	// here; an info line at startup names each such variable set.
 	note string
+	// only names the boolean variable without which the reference does
+	// not use this one (REDIS_PERSECOND): its values are refused only
+	// when that one is true. "": always.
+	only string
 }
 
 // refKind is how the reference parses a variable's value.
@@ -152,8 +156,8 @@ var refVars = []refVar{
 	{name: "REDIS_PIPELINE_WINDOW", def: "0", kind: refDuration, note: "admit batches the calls that arrive together by itself"},
 	{name: "REDIS_PIPELINE_LIMIT", def: "0", kind: refInt, note: "admit batches the calls that arrive together by itself"},
 	{name: "REDIS_PERSECOND", def: "false", kind: refBool, flag: "per-second-store"},
-	{name: "REDIS_PERSECOND_SOCKET_TYPE", def: "unix", flag: "per-second-store"},
-	{name: "REDIS_PERSECOND_TYPE", def: "SINGLE", flag: "per-second-store"},
+	{name: "REDIS_PERSECOND_SOCKET_TYPE", def: "unix", flag: "per-second-store", only: "REDIS_PERSECOND", refuse: whenNot("Redis over a Unix socket", false, "tcp")},
+	{name: "REDIS_PERSECOND_TYPE", def: "SINGLE", flag: "per-second-store", only: "REDIS_PERSECOND", refuse: whenNot("a Redis topology other than single, cluster or sentinel", true, "single", "cluster", "sentinel")},
 	{name: "REDIS_PERSECOND_URL", def: "/var/run/nutcracker/ratelimitpersecond.sock", flag: "per-second-store"},
 	{name: "REDIS_PERSECOND_POOL_SIZE", def: "10", kind: refInt, flag: "per-second-store"},
 	{name: "REDIS_PERSECOND_AUTH", flag: "per-second-store"},
@@ -190,7 +194,7 @@ var refVars = []refVar{
 
 // check parses a value as the reference does, and refuses one that asks
 // for what admit lacks; v is "" when the variable is unset.
-func (r refVar) check(v string) error {
+func (r refVar) check(v string, getenv func(string) string) error {
 	if v == "" {
 		return nil
 	}
@@ -214,10 +218,20 @@ func (r refVar) check(v string) error {
 	if err != nil {
 		return fmt.Errorf("admit rls: %s %q: not %s", r.name, v, kindWords[r.kind])
 	}
-	if r.refuse != nil && r.refuse.test(v) {
+	if r.refuses(v, getenv) {
 		return fmt.Errorf("admit rls: %s %q: asks for %s, which admit rls lacks (see docs/rls.md)", r.name, v, r.refuse.lacks)
 	}
 	return nil
+}
+
+// refuses reports whether v, the variable's value or default, asks for
+// what admit lacks, when the reference uses the variable at all.
+func (r refVar) refuses(v string, getenv func(string) string) bool {
+	if r.refuse == nil || !r.refuse.test(v) {
+		return false
+	}
+	on, _ := strconv.ParseBool(getenv(r.only))
+	return r.only == "" || on
 }
 
 var kindWords = map[refKind]string{refInt: "a whole number", refBool: "a boolean (true or false)",
@@ -235,6 +249,9 @@ func (r refVar) effect() string {
 	if r.refuse != nil {
 		if s != "" {
 			s += "; "
+		}
+		if r.only != "" {
+			s += "with " + r.only + "=true, "
 		}
 		s += "refused when " + r.refuse.when + ": " + r.refuse.lacks
 	}
