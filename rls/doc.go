@@ -93,9 +93,12 @@
 // sees them ([quota.Subject] of the reference's cache key), so no request
 // value is stored. Token buckets are decided by [Options].Limiter, a
 // [quota.Charger] (the stores' GCRA, in memory by default), under the same
-// hashed keys. When the store fails, [Options].Failure decides: an error
-// (UNAVAILABLE, so that Envoy's failure_mode_deny decides), closed, open,
-// or a local fallback counter and limiter.
+// hashed keys. [Options].PerSecondCounter, as the reference's
+// REDIS_PERSECOND, counts the fixed windows of one second on a store of
+// their own, with its own failure state. When a store fails,
+// [Options].Failure decides: an error (UNAVAILABLE, so that Envoy's
+// failure_mode_deny decides), closed, open, or a local fallback counter
+// and limiter.
 //
 // # Bounds
 //

@@ -9,6 +9,10 @@
 //	admit explain --peer 10.0.0.5:41000 -H 'X-Forwarded-For: 198.51.100.7' --trusted-proxy 10.0.0.0/24 GET /s/abc
 //	admit auth --listen 127.0.0.1:9090 --trusted-proxy 127.0.0.1/32 --route 'link=GET /s/{token}'
 //
+// Main also runs admit rls, Envoy's rate limit service (package rls,
+// docs/rls.md), and, when the binary is named ReferenceName, admit rls in
+// envoyproxy/ratelimit's reference mode.
+//
 // Requests matching a route are admitted under their group's budget; every
 // other request passes through unlimited, because per-address limits on
 // authenticated routes would throttle whole offices behind one NAT. The

@@ -36,7 +36,7 @@ type servedCase struct {
 	status string   // of every answer
 }
 
-// authAsk is a decision request as deploy/auth/nginx.conf sends it, with a
+// nginxAuthRequest is a decision request as deploy/auth/nginx.conf sends it, with a
 // browser's usual fields, which nginx passes on.
 const nginxAuthRequest = "GET /_admit HTTP/1.1\r\nHost: app.example\r\nX-Original-Method: GET\r\nX-Original-URI: /l/x\r\n" +
 	"X-Forwarded-For: 198.51.100.7\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n"

@@ -1,6 +1,9 @@
 // Package answer lets the door hand a refusal, whole, to a server that can
 // write it at once: admit's HTTP/1.1 engine, which then skips the header
 // map, its analysis and its framing for the answer a flood gets most.
+// admit auth hands each of its decisions, admitted or refused, to that
+// engine the same way, and its recorder takes the door's refusal as a
+// Writer.
 package answer
 
 // A Writer is an http.ResponseWriter that can write a whole answer from

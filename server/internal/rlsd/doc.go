@@ -3,8 +3,9 @@
 // `admit rls` and, under the name ratelimit, for envoyproxy/ratelimit's
 // deployments. It reads its settings from one option table
 // (config.RLSOptions: flags, ADMIT_RLS_ variables and, in reference mode,
-// envoyproxy/ratelimit's variables, mapped by refVars), opens its store as
-// the proxy does (package store), serves gRPC with admit's options
+// envoyproxy/ratelimit's variables, mapped by refVars), opens its store,
+// and with --per-second-store a second one, as the proxy does (package
+// store), serves gRPC with admit's options
 // (package grpcserver), /metrics, the health pages and /rlconfig on an
 // operations listener (package ops) and, on --http-listen, /healthcheck
 // and /json; it reloads its configuration files on SIGHUP and when they
