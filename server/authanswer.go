@@ -132,9 +132,9 @@ func (w *authRecorder) WriteAnswer(status int, fields, body []byte) bool {
 	if n := len(fields) + statusRoom + len(body); n > len(buf) {
 		buf = make([]byte, n)
 	}
-	w.whole = buf[: copy(buf, fields) : len(fields)+statusRoom]
-	w.body = buf[len(fields)+statusRoom:]
-	copy(w.body, body)
+	at := len(fields) + statusRoom
+	w.whole = buf[:copy(buf, fields):at]
+	w.body = buf[at : at+copy(buf[at:], body)]
 	return true
 }
 
@@ -208,8 +208,14 @@ func insertStatusField(fields []byte, outcome string) []byte {
 	return slices.Insert(fields, at, append(append(append(line[:0], admitStatus+": "...), outcome...), "\r\n"...)...)
 }
 
-// dropFields removes the fields of names from whole fields, in place.
+// dropFields removes the fields of names from whole fields, in place; it
+// writes nothing when none is there, so fields may be shared then.
 func dropFields(fields []byte, names ...string) []byte {
+	present := false
+	eachLine(fields, func(name, _ []byte) { present = present || slices.Contains(names, string(name)) })
+	if !present {
+		return fields
+	}
 	out := fields[:0]
 	eachLine(fields, func(name, line []byte) {
 		if !slices.Contains(names, string(name)) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -72,6 +73,15 @@ func TestAuthAnswersAsNetHTTP(t *testing.T) {
 			if !bytes.Contains(answers["engine"], []byte(tt.want)) {
 				t.Errorf("the answer lacks %q:\n%q", tt.want, answers["engine"])
 			}
+			// The body is the proxy's, its length as told: nothing of
+			// the recorder's space beyond it.
+			head, body, _ := bytes.Cut(answers["engine"], []byte("\r\n\r\n"))
+			if !bytes.Contains(append(head, "\r\n"...), []byte("\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n")) || bytes.IndexByte(body, 0) >= 0 {
+				t.Errorf("the body, %d bytes, is not the one the head tells of:\n%q", len(body), answers["engine"])
+			}
+			if strings.Contains(tt.want, " 429 ") && !bytes.Equal(body, []byte("Too Many Requests: limit \"link\"\n")) {
+				t.Errorf("the refusal's body is %q, want the proxy's", body)
+			}
 		})
 	}
 }
@@ -111,4 +121,20 @@ func FuzzWholeFields(f *testing.F) {
 			t.Errorf("%q: Admit-Status not read back from %q", fields, got)
 		}
 	})
+}
+
+// TestDeniedSharesNothing: --deny-status drops fields in place only from
+// fields of the answer's own, never from the Admit-Status line answers
+// share (the race detector watches the two goroutines).
+func TestDeniedSharesNothing(t *testing.T) {
+	a := &authFront{deny: 403}
+	done := make(chan string)
+	for range 2 {
+		go func() { done <- string(a.denied(authAnswer{fields: (&authRecorder{}).fields("x")}).fields) }()
+	}
+	for range 2 {
+		if got := <-done; got != "Admit-Status: x\r\n" {
+			t.Errorf("got %q", got)
+		}
+	}
 }

@@ -95,6 +95,7 @@ func checkedRequest(req *authv3.CheckRequest) (*http.Request, error) {
 	if scheme != "" && scheme != "http" && scheme != "https" {
 		return nil, errCheck
 	}
+	dropHopFields(fields) // about Envoy's hop, as a front's forward-auth request's are
 	told := &http.Request{Header: fields, RemoteAddr: source.String()}
 	told.Proto, told.ProtoMajor, told.ProtoMinor = protoOf(h.GetProtocol())
 	c := new(http.Request)

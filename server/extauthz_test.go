@@ -152,8 +152,8 @@ func TestExtAuthzAdmitsThenRefuses(t *testing.T) {
 			t.Errorf("call 21: no %s among the denied response's fields %v", name, v.client)
 		}
 	}
-	if v.body == "" {
-		t.Errorf("call 21: the denied response has no body")
+	if want := "Too Many Requests: limit \"link\"\n"; v.body != want {
+		t.Errorf("call 21: the denied response's body is %q, want %q, the proxy's", v.body, want)
 	}
 	if v := check(t, c, envoyAsks("GET", "/other", "198.51.100.7:40002")); v.code != codes.OK || v.outcome() != authUnlimited {
 		t.Errorf("a path no route matches: got %v %s, want OK unlimited", v.code, v.outcome())
@@ -461,5 +461,18 @@ func TestExtAuthzDrains(t *testing.T) {
 	}
 	if err := <-stopped; err != nil {
 		t.Errorf("serve: got %v, want nil", err)
+	}
+}
+
+// TestExtAuthzHopFields: fields about Envoy's hop to admit (Connection
+// and what it names, Keep-Alive, Content-Length) are dropped before the
+// request is judged, as a forward-auth request's are: the call is decided
+// as the same call without them.
+func TestExtAuthzHopFields(t *testing.T) {
+	r := startAuth(t, "--trusted-proxy", "127.0.0.1/32", "--grpc-listen", "127.0.0.1:0", "--route", "link=GET /l/{id}")
+	c, _ := checkClient(t, r, nil)
+	v := check(t, c, envoyAsks("GET", "/l/abc", "198.51.100.7:40000", "connection: keep-alive", "keep-alive: timeout=5", "content-length: 0"))
+	if v.code != codes.OK || v.outcome() != authOK {
+		t.Errorf("with hop fields: got %v %s, want OK ok", v.code, v.outcome())
 	}
 }

@@ -189,7 +189,7 @@ var Options = []Option{
 	{Name: "upgrade", arg: "PROTOCOLS", Def: DefaultUpgrades, multi: true, Usage: "protocols a request may switch to with Upgrade, comma separated; repeatable; none for no upgrade; any other Upgrade is removed and the request forwarded as a plain one; h2c may not be allowed",
 		Set:     func(c *Config, v string) error { return parseUpgrades(&c.Upgrades, v) },
 		running: func(c Config) any { return c.Upgrades }},
-	{Name: "store", arg: "STORE", Def: "memory", Usage: "memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://... (rediss for TLS): where token decisions are shared",
+	{Name: "store", arg: "STORE", Def: "memory", secret: true, Usage: "memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://... (rediss for TLS): where token decisions are shared",
 		Set:     func(c *Config, v string) (err error) { c.Store, err = storeurl.Parse(v); return err },
 		running: func(c Config) any { return c.Store }},
 	{Name: "store-prefix", arg: "PREFIX", Usage: "start of every Redis key; give each deployment sharing a Redis its own (default \"admit:quota:\")",

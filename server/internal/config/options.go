@@ -37,6 +37,7 @@ type OptionFor[T Target] struct {
 	Def     string   // the default, as a value; empty: none
 	multi   bool     // repeatable: each value adds to the others
 	NoEnv   bool     // no environment variable
+	secret  bool     // a store URL, which may hold a password: errors show it through storeurl.Redact
 	oldEnv  []string // variables an earlier release read for it, still read after its own
 	Usage   string
 	Set     func(c *T, v string) error
@@ -260,7 +261,7 @@ func (s *OptionSetFor[T]) Apply(getenv func(string) string, c *T) error {
 		}
 		for _, v := range vals {
 			if err := o.Set(c, v); err != nil {
-				if o.Name == "store" {
+				if o.secret {
 					v = storeurl.Redact(v)
 				}
 				return fmt.Errorf("%s: %s %q: %w", frontOf[T](), from, v, err)

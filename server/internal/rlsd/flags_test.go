@@ -163,3 +163,23 @@ func TestRLSNearLimitRatio(t *testing.T) {
 		}
 	}
 }
+
+// TestRLSStorePasswordNotShown: a store URL the driver cannot read is
+// named without its password, --per-second-store's as --store's, given as
+// a flag or made from the reference's variables.
+func TestRLSStorePasswordNotShown(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+	}{
+		{[]string{"--config", "x", "--store", "redis://:hunter2@r:6379/#x"}, nil},
+		{[]string{"--config", "x", "--per-second-store", "redis://:hunter2@ps:6379/#x"}, nil},
+		{nil, map[string]string{"ADMIT_RLS_ENV": "envoy", "REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "r:6379", "REDIS_PERSECOND": "true",
+			"REDIS_PERSECOND_SOCKET_TYPE": "tcp", "REDIS_PERSECOND_AUTH": "hunter2", "REDIS_PERSECOND_URL": "ps:6379 "}},
+	} {
+		_, err := parseFlags(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+		if err == nil || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%q %v: got %v, want refused without the password", tc.args, tc.env, err)
+		}
+	}
+}
