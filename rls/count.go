@@ -22,17 +22,14 @@ func (s *Service) count(ctx context.Context, d *decision) (time.Time, error) {
 		return now, nil
 	}
 	err := errDown
-	if s.counters.ask(d.send, s.sinceStart()) {
+	if s.counters.ask(d.send) {
 		var at time.Time
+		// The counters keep each store's breaker as it answers or fails.
 		if at, err = s.tally(storeContext(ctx), &s.counters, d, cached); err == nil {
-			if s.counters.answered(d.send) {
-				s.log.Info("rls: the counter counts again")
-			}
 			d.merge()
 			s.cache.remember(d.send, at.Unix())
 			return at, nil
 		}
-		s.counters.failed(err, s.sinceStart())
 	}
 	s.failed(ctx, d, "rls: the counter cannot count", err)
 	switch s.failure {

@@ -98,3 +98,30 @@ func TestPerSecondStoreDown(t *testing.T) {
 		}
 	})
 }
+
+// TestMainStoreBackBesideADownPerSecondStore: once the main store answers
+// a probe again, it is asked again, even when the call that probed it
+// also needed the per-second store, which still fails.
+func TestMainStoreBackBesideADownPerSecondStore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		main, second := new(blackHole), new(blackHole)
+		f := newFixture(t, rls.Options{Counter: main, PerSecondCounter: second, Failure: rls.FailError})
+		user := func() *pb.RateLimitRequest { return req("edge", desc("user", "ann")) }
+		if _, err := f.svc.ShouldRateLimit(context.Background(), user()); connect.CodeOf(err) != connect.CodeUnavailable {
+			t.Fatalf("main store down: got %v, want UNAVAILABLE", err)
+		}
+		main.up.Store(true)
+		time.Sleep(time.Second) // past the probe interval, on the bubble's clock
+		both := req("edge", desc("path", "/admin/x"), desc("user", "ann"))
+		if _, err := f.svc.ShouldRateLimit(context.Background(), both); connect.CodeOf(err) != connect.CodeUnavailable {
+			t.Fatalf("per-second store down: got %v, want UNAVAILABLE", err)
+		}
+		asked := main.calls.Load()
+		if _, err := f.svc.ShouldRateLimit(context.Background(), user()); err != nil {
+			t.Errorf("main store back: got %v, want counted", err)
+		}
+		if main.calls.Load() != asked+1 {
+			t.Errorf("the main store was not asked once it answered again")
+		}
+	})
+}

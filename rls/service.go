@@ -163,6 +163,7 @@ func New(o Options) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.counters.now, s.counters.log = s.sinceStart, s.log
 	var err error
 	if s.metrics, err = newMetrics(o.MeterProvider); err != nil {
 		return nil, fmt.Errorf("rls: metrics: %w", err)
