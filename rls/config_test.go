@@ -36,6 +36,9 @@ func TestConfigErrors(t *testing.T) {
 		{"not yaml", "domain: a\ndescriptors:\n  - key: x\n   value: y\n", `rls: f.yaml:2: YAML: did not find expected '-' indicator`},
 		{"not yaml, no line", "\tdomain: a\n", `rls: f.yaml: YAML: found character that cannot start any token`},
 		{"key twice", "domain: d\ndomain: e\n", `f.yaml:2:1: domain: given twice`},
+		{"a key no string", "domain: d\n1: x\n", `f.yaml:2:1: key "1" is not a string`},
+		{"an alias of a scalar for a mapping", "domain: d\ndescriptors:\n  - key: &k a\n  - *k\n", `f.yaml:3:10: descriptors: a list holds only mappings here, not "a"`},
+		{"a top level no mapping", "- domain: d\n", `f.yaml:1:1: want a mapping, not a list`},
 		{"nested", "domain: d\ndescriptors:\n  - key: a\n    descriptors:\n      - key: b\n        rate_limit: {unit: minute}\n        descriptors:\n          - key: c\n            rate_limit: {unit: year, requests_per_unit: x}\n", `f.yaml:9:57: descriptors[0].descriptors[0].descriptors[0].rate_limit.requests_per_unit: "x"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,6 +61,8 @@ func TestConfigAccepts(t *testing.T) {
 		{"unlimited with a bad unit", "domain: d\ndescriptors:\n  - {key: a, rate_limit: {unlimited: true, unit: bogus}}\n"},
 		{"no descriptors", "domain: d\n"},
 		{"zero limit", "domain: d\ndescriptors:\n  - {key: a, rate_limit: {unit: second, requests_per_unit: 0}}\n"},
+		{"a descriptor through an anchor", "domain: d\ndescriptors:\n  - key: a\n    descriptors: [&x {key: b}]\n  - key: c\n    descriptors: [*x]\n"},
+		{"a rate_limit through an anchor", "domain: d\ndescriptors:\n  - {key: a, rate_limit: &r {unit: second, requests_per_unit: 1}}\n  - {key: b, rate_limit: *r}\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := rls.Parse("f.yaml", []byte(tc.yaml)); err != nil {
