@@ -71,6 +71,19 @@ func syntaxError(file string, err error) error {
 	return e
 }
 
+// aliasError words yamlmap.CheckAliases's refusal as a syntax error is
+// worded, in yaml's words for an excessive document.
+func (r reader) aliasError(err error) error {
+	e, ok := err.(*yamlmap.Error)
+	switch {
+	case !ok:
+		return err
+	case e.Problem == yamlmap.Recursive:
+		return r.errorf(e.Node, "", "YAML: alias *%s is inside the value it names", e.Node.Value)
+	}
+	return r.errorf(nil, "", "YAML: document contains excessive aliasing")
+}
+
 // reader walks one file's YAML nodes, naming each error's place.
 type reader struct {
 	file string

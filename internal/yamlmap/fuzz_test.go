@@ -10,7 +10,8 @@ import (
 // FuzzWalk walks every node of any YAML document as a mapping of a reader
 // that takes keys without an "x": it must never panic, each must see only
 // keys the reader takes, each once, and a walk without error must have
-// seen every pair; a problem must name a node, and be the right one.
+// seen every pair; a problem must name a node, and be the right one. A
+// document CheckAliases passes must expand to a bounded count of nodes.
 func FuzzWalk(f *testing.F) {
 	for _, seed := range []string{
 		"a: 1\nb: 2\n",                   // a plain mapping
@@ -34,6 +35,7 @@ func FuzzWalk(f *testing.F) {
 		if yaml.Unmarshal([]byte(src), &doc) != nil {
 			return
 		}
+		checkAliases(t, &doc)
 		// Each node is walked once, as written: a recursive alias would
 		// otherwise lead round for ever.
 		seen := map[*yaml.Node]bool{}
@@ -99,4 +101,39 @@ func check(t *testing.T, n *yaml.Node, known func(*yaml.Node) bool) {
 		t.Fatalf("problem %d", e.Problem)
 	}
 	_ = e.Error()
+}
+
+// checkAliases holds CheckAliases to its promise: a recursive alias is
+// named at an alias, and a document it passes expands, alias by alias, to
+// at most 100 times its nodes (or 1,000).
+func checkAliases(t *testing.T, doc *yaml.Node) {
+	t.Helper()
+	err := CheckAliases(doc)
+	if err != nil {
+		e, ok := err.(*Error)
+		switch {
+		case !ok || e.Node == nil:
+			t.Fatalf("got %#v, want a *Error naming a node", err)
+		case e.Problem == Recursive && e.Node.Kind != yaml.AliasNode:
+			t.Fatalf("Recursive at a %v node", e.Node.Kind)
+		case e.Problem != Recursive && e.Problem != Excessive:
+			t.Fatalf("problem %d", e.Problem)
+		}
+		return
+	}
+	bound := max(100*written(doc), 1000)
+	count := 0
+	var expand func(n *yaml.Node)
+	expand = func(n *yaml.Node) {
+		if count++; count > bound {
+			t.Fatalf("CheckAliases passed a document that expands past %d nodes", bound)
+		}
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			expand(n.Alias)
+		}
+		for _, c := range n.Content {
+			expand(c)
+		}
+	}
+	expand(doc)
 }

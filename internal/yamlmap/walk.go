@@ -4,7 +4,8 @@
 // wrong with a mapping as such (a value that is no mapping, a key the
 // reader does not take, a key given twice) and reports it as an [Error]
 // value, which each reader words in its own file's terms; what a field's
-// value must be stays with the reader.
+// value must be stays with the reader. [CheckAliases] refuses, before any
+// walk, the aliases a reader could not follow to an end.
 package yamlmap
 
 import (
@@ -23,6 +24,12 @@ const (
 	Unknown
 	// Repeated: a key given a second time in one mapping.
 	Repeated
+	// Recursive: an alias inside the value its anchor names, which a walk
+	// through it would follow for ever (see [CheckAliases]).
+	Recursive
+	// Excessive: aliases that make the document stand for far more nodes
+	// than it holds (see [CheckAliases]).
+	Excessive
 )
 
 // An Error is a mapping's problem and the node it is at.
@@ -30,7 +37,8 @@ type Error struct {
 	Problem Problem
 	// Node is the node at fault: the value that is no mapping, as given
 	// (an alias stays one: a reader may name the alias's place or, through
-	// [Resolve], its anchor's), or the key that is unknown or repeated.
+	// [Resolve], its anchor's), the key that is unknown or repeated, the
+	// recursive alias, or the top node of an excessive document.
 	Node *yaml.Node
 	// First is, for Repeated, the key where it was first given.
 	First *yaml.Node
@@ -44,6 +52,10 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("yamlmap: line %d: unknown key %q", e.Node.Line, e.Node.Value)
 	case Repeated:
 		return fmt.Sprintf("yamlmap: line %d: key %q given twice (first on line %d)", e.Node.Line, e.Node.Value, e.First.Line)
+	case Recursive:
+		return fmt.Sprintf("yamlmap: line %d: alias *%s is inside the value it names", e.Node.Line, e.Node.Value)
+	case Excessive:
+		return "yamlmap: document contains excessive aliasing"
 	}
 	return fmt.Sprintf("yamlmap: line %d: problem %d", e.Node.Line, e.Problem)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/internal/canon"
+	"github.com/admitgo/admit/internal/yamlmap"
 	"github.com/admitgo/admit/server/routes"
 )
 
@@ -50,6 +51,9 @@ func (c *Config) readFile(path string) error {
 	}
 	if err := dec.Decode(new(yaml.Node)); err != io.EOF {
 		return errors.New("more than one YAML document")
+	}
+	if err := yamlmap.CheckAliases(&doc); err != nil {
+		return aliasError(err)
 	}
 	root := doc.Content[0]
 	if isNull(root) {
@@ -113,6 +117,19 @@ func syntaxError(data []byte, err error) error {
 		}
 	}
 	return fmt.Errorf("not valid YAML: %s%s", problem, hint)
+}
+
+// aliasError words yamlmap.CheckAliases's refusal as a syntax error is
+// worded, in yaml's words for an excessive document.
+func aliasError(err error) error {
+	e, ok := err.(*yamlmap.Error)
+	switch {
+	case !ok:
+		return err
+	case e.Problem == yamlmap.Recursive:
+		return fmt.Errorf("line %d: not valid YAML: alias *%s is inside the value it names", e.Node.Line, e.Node.Value)
+	}
+	return errors.New("not valid YAML: document contains excessive aliasing")
 }
 
 // readAllowSpellings reads the classes of spellings to let through: a list

@@ -27,6 +27,7 @@ func TestFileMappings(t *testing.T) {
 		{"a budget an alias of a scalar", "budgets:\n  link: {refusal_body: &s busy}\n  webhook: *s\n", "line 3: budgets.webhook: want a map of fields"},
 		{"refusal_headers no mapping", "budgets:\n  link: {refusal_headers: [a]}\n", "line 2: budgets.link.refusal_headers: want a map of header names to values"},
 		{"a route no mapping", "routes: [link]\n", "line 1: routes[0]: want a map of fields"},
+		{"an alias inside its own anchor", "budgets:\n  link: &b\n    refusal_headers: *b\n", "line 3: not valid YAML: alias *b is inside the value it names"},
 		{"an unknown field of a route", "routes:\n  - {group: link, pattern: GET /, costs: 2}\n",
 			`line 2: routes[0]: unknown field "costs" (want cost, group, pattern, strict_methods)`},
 	}
