@@ -40,13 +40,18 @@ const (
 	ChargeOnFailure
 )
 
-// Algorithm says how a group counts.
+// Algorithm says how a group counts. It is quota.Algorithm's concept with
+// the door's own zero value, a token bucket where quota's is a fixed
+// window; both zero values stay as they are, so a budget or rule that
+// names none keeps counting as it did. A group on a shared store counts in
+// quota's algorithm of the same name, and the config file spells both as
+// quota.Algorithm's String does: token-bucket, fixed-window.
 type Algorithm uint8
 
 const (
 	// TokenBucket refills each bucket continuously at Rate up to Burst; on a
-	// shared store it is GCRA, the same arithmetic kept as one timestamp. It
-	// is the zero value.
+	// shared store it is quota.TokenBucket, the same arithmetic kept as one
+	// timestamp (GCRA). It is the zero value.
 	TokenBucket Algorithm = iota
 	// FixedWindow counts requests per aligned Window, up to Limit. It is one
 	// counter per key, and allows up to twice Limit across a window seam (the
@@ -162,8 +167,9 @@ type Budget struct {
 	// Queue); past it, a request is refused as without a queue. 0: the
 	// group's Inflight.
 	MaxWaiting int
-	// Store, when set, decides each client's tokens in a shared store (GCRA
-	// at Rate and Burst, the client key hashed with quota.Subject), so several
+	// Store, when set, decides each client's tokens in a shared store
+	// (quota's algorithm of the group's, at Rate and Burst or Limit and
+	// Window, the client key hashed with quota.Subject), so several
 	// replicas enforce one budget. In-flight caps stay per process, and the
 	// shared bucket and client table are not used. A store failure follows
 	// Failure and counts as outcome store_error, or fallback under
