@@ -95,13 +95,14 @@ type Budget struct {
 	// Window.
 	SharedRate  rate.Limit
 	SharedBurst int
-	// PerClient is how many requests one client may have in flight. 0: the
+	// PerClient is the client cap: how many requests one client may have in
+	// flight (the config file's per_client). 0: the
 	// default (for a group that is not built in, Like one or not: 32 when
 	// keyed by the client's address, 256 when by a header, a path value, a
 	// Func or globally).
 	PerClient int
-	// Inflight is how many requests the whole group may have in flight;
-	// over-budget requests served by an overflow handler have as many slots
+	// Inflight is the group cap: how many requests the whole group may have
+	// in flight (the config file's inflight); over-budget requests served by an overflow handler have as many slots
 	// of their own. 0: the default (256 for a group that is not built in).
 	Inflight int
 	// MaxClients is the size of the group's client table. Memory for the
@@ -198,7 +199,7 @@ type Budget struct {
 	Replicas int
 
 	// Exempt lists client prefixes whose requests pass the group without
-	// spending its tokens or counting against the per-client cap, as
+	// spending its tokens or counting against the client cap, as
 	// nginx's geo lets a monitoring network by:
 	// a request is exempt when a prefix holds its whole client key, the
 	// address Config.Key resolves (so behind a clientip.Resolver only a
@@ -218,10 +219,9 @@ type Budget struct {
 	// refusals and which rate-limit fields they carry.
 
 	// RefusalStatus is the status of the group's refusals for its rate or
-	// a client's in-flight cap (outcomes rate_limited and
-	// client_concurrency), 400 to 599, as nginx's limit_req_status and
-	// HAProxy's deny_status set it; the group's in-flight cap and its
-	// store stay 503. 0: 429.
+	// its client cap (outcomes rate_limited and client_concurrency), 400
+	// to 599, as nginx's limit_req_status and HAProxy's deny_status set
+	// it; the group cap's refusals and the store's stay 503. 0: 429.
 	RefusalStatus int
 	// RefusalBody is the body of the group's refusals that carry
 	// Retry-After (outcomes rate_limited, client_concurrency,
