@@ -40,13 +40,18 @@ const (
 	ChargeOnFailure
 )
 
-// Algorithm says how a group counts.
+// Algorithm says how a group counts. It is quota.Algorithm's concept with
+// the door's own zero value, a token bucket where quota's is a fixed
+// window; both zero values stay as they are, so a budget or rule that
+// names none keeps counting as it did. A group on a shared store counts in
+// quota's algorithm of the same name, and the config file spells both as
+// quota.Algorithm's String does: token-bucket, fixed-window.
 type Algorithm uint8
 
 const (
 	// TokenBucket refills each bucket continuously at Rate up to Burst; on a
-	// shared store it is GCRA, the same arithmetic kept as one timestamp. It
-	// is the zero value.
+	// shared store it is quota.TokenBucket, the same arithmetic kept as one
+	// timestamp (GCRA). It is the zero value.
 	TokenBucket Algorithm = iota
 	// FixedWindow counts requests per aligned Window, up to Limit. It is one
 	// counter per key, and allows up to twice Limit across a window seam (the
@@ -90,13 +95,14 @@ type Budget struct {
 	// Window.
 	SharedRate  rate.Limit
 	SharedBurst int
-	// PerClient is how many requests one client may have in flight. 0: the
+	// PerClient is the client cap: how many requests one client may have in
+	// flight (the config file's per_client). 0: the
 	// default (for a group that is not built in, Like one or not: 32 when
 	// keyed by the client's address, 256 when by a header, a path value, a
 	// Func or globally).
 	PerClient int
-	// Inflight is how many requests the whole group may have in flight;
-	// over-budget requests served by an overflow handler have as many slots
+	// Inflight is the group cap: how many requests the whole group may have
+	// in flight (the config file's inflight); over-budget requests served by an overflow handler have as many slots
 	// of their own. 0: the default (256 for a group that is not built in).
 	Inflight int
 	// MaxClients is the size of the group's client table. Memory for the
@@ -162,8 +168,9 @@ type Budget struct {
 	// Queue); past it, a request is refused as without a queue. 0: the
 	// group's Inflight.
 	MaxWaiting int
-	// Store, when set, decides each client's tokens in a shared store (GCRA
-	// at Rate and Burst, the client key hashed with quota.Subject), so several
+	// Store, when set, decides each client's tokens in a shared store
+	// (quota's algorithm of the group's, at Rate and Burst or Limit and
+	// Window, the client key hashed with quota.Subject), so several
 	// replicas enforce one budget. In-flight caps stay per process, and the
 	// shared bucket and client table are not used. A store failure follows
 	// Failure and counts as outcome store_error, or fallback under
@@ -192,7 +199,7 @@ type Budget struct {
 	Replicas int
 
 	// Exempt lists client prefixes whose requests pass the group without
-	// spending its tokens or counting against the per-client cap, as
+	// spending its tokens or counting against the client cap, as
 	// nginx's geo lets a monitoring network by:
 	// a request is exempt when a prefix holds its whole client key, the
 	// address Config.Key resolves (so behind a clientip.Resolver only a
@@ -212,10 +219,9 @@ type Budget struct {
 	// refusals and which rate-limit fields they carry.
 
 	// RefusalStatus is the status of the group's refusals for its rate or
-	// a client's in-flight cap (outcomes rate_limited and
-	// client_concurrency), 400 to 599, as nginx's limit_req_status and
-	// HAProxy's deny_status set it; the group's in-flight cap and its
-	// store stay 503. 0: 429.
+	// its client cap (outcomes rate_limited and client_concurrency), 400
+	// to 599, as nginx's limit_req_status and HAProxy's deny_status set
+	// it; the group cap's refusals and the store's stay 503. 0: 429.
 	RefusalStatus int
 	// RefusalBody is the body of the group's refusals that carry
 	// Retry-After (outcomes rate_limited, client_concurrency,

@@ -41,7 +41,7 @@ const (
 // DefaultBudgets returns a new map with the default budget of every built-in
 // group, each field set:
 //
-//	group    rate, burst  per client  group cap  token spent        read timeout  body cap  hold
+//	group    rate, burst  client cap  group cap  token spent        read timeout  body cap  hold
 //	webhook  50/s, 500    16          64         only on a 4xx      10s           1 MiB     30s
 //	link     1/s, 20      2           4          on every request   none          64 KiB    10s
 //	health   5/s, 20      4           32         on every request   none          64 KiB    5s
@@ -60,8 +60,8 @@ func DefaultBudgets() map[Group]Budget {
 	return m
 }
 
-// namedInflight and namedPerClient are the in-flight caps, of the group and
-// of each client, of a group that is not built in, unless it gives its own.
+// namedInflight and namedPerClient are the in-flight caps (the group cap
+// and the client cap) of a group that is not built in, unless it gives its own.
 // The built-in groups' caps are sized for what they guard (a link's two
 // requests per client), so a group named for an API does not inherit them
 // through Like: 256 is as many requests as the upstream transport keeps

@@ -20,12 +20,14 @@
 //     as signed webhooks, only when the handler answers 4xx: a provider that
 //     delivers a burst of valid events is never dropped, while a caller with
 //     bad signatures pays for each attempt.
-//   - In-flight caps per client and per group, so a client that opens many slow
-//     requests is stopped as surely as one that sends many fast ones.
+//   - In-flight caps, a client cap and a group cap on the requests admitted
+//     and not yet answered, so a client that opens many slow requests is
+//     stopped as surely as one that sends many fast ones.
 //   - A read deadline and a size cap for request bodies.
 //
 // A request over budget gets 503 with Retry-After: 1 when its group is at its
-// in-flight cap, 429 with Retry-After: 1 when its client is, and 429 with
+// group cap, 429 with Retry-After: 1 when its client is at its client cap,
+// and 429 with
 // Retry-After set to the whole seconds until a token frees when it has no
 // token; the last also carries the group's rate-limit fields (the IETF
 // draft's RateLimit-Policy and RateLimit, or with Budget.XRateLimit
@@ -72,11 +74,11 @@
 //
 // Budget.Exempt lists client prefixes and Budget.ExemptKeys hashed keys
 // (of an authenticated key) that pass a group without spending its tokens
-// or its per-client cap, as nginx's geo and map: a monitoring network, a
+// or taking from its client cap, as nginx's geo and map: a monitoring network, a
 // partner's token. The prefixes match the client key
 // Config.Key resolves, so a forwarding header names an exempt client only
-// when a trusted proxy sent it. An exempt request still takes one of the
-// group's in-flight slots, which protect the app, and counts as outcome
+// when a trusted proxy sent it. An exempt request still takes a slot of the
+// group cap, which protects the app, and counts as outcome
 // exempted.
 //
 // # Waiting for a token

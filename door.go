@@ -26,7 +26,7 @@ type Config struct {
 	// defaults.
 	Budgets map[Group]Budget
 	// Shadow turns on shadow mode: no request is rejected for its rate or
-	// in-flight limits; a request that enforcement would have rejected
+	// in-flight caps; a request that enforcement would have rejected
 	// proceeds without taking a slot or a token and counts as its would_*
 	// outcome. The body cap, read deadline and hold bound still apply.
 	Shadow bool

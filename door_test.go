@@ -185,7 +185,7 @@ func TestBadConfiguration(t *testing.T) {
 		{"burst below one", func(b *Budget) { b.Burst = -1 }, "Burst"},
 		{"negative shared rate", func(b *Budget) { b.SharedRate = -1 }, "SharedRate"},
 		{"shared burst below one", func(b *Budget) { b.SharedBurst = -2 }, "SharedBurst"},
-		{"negative per-client cap", func(b *Budget) { b.PerClient = -1 }, "PerClient"},
+		{"negative client cap", func(b *Budget) { b.PerClient = -1 }, "PerClient"},
 		{"negative group cap", func(b *Budget) { b.Inflight = -3 }, "Inflight"},
 		{"negative table", func(b *Budget) { b.MaxClients = -1 }, "MaxClients"},
 		{"unknown charge", func(b *Budget) { b.Charge = 9 }, "Charge"},

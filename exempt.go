@@ -86,7 +86,7 @@ func (g *group) exempt(r *http.Request, key netip.Prefix, client *clientKey) (ne
 	return netip.Prefix{}, false
 }
 
-// admitExempt admits an exempt request under the group's in-flight cap
+// admitExempt admits an exempt request under the group cap
 // alone, recording it in t: it spends no token and takes no client slot.
 func (g *group) admitExempt(key netip.Prefix, cost int32, unslotted bool, t *ticket) verdict {
 	*t = ticket{key: key, shard: g.shardOf(key), cost: cost, slot: -1, unslotted: unslotted, exempt: true}

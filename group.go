@@ -51,7 +51,7 @@ type group struct {
 // Tickets travel by value, so that the hot path's call through the
 // interface does not move them to the heap.
 type engine interface {
-	// admit checks the client's in-flight cap and its tokens and takes the
+	// admit checks the client cap and the client's tokens and takes the
 	// group's slot, or refuses; a request it admits has taken its slots and,
 	// by charging or holding, its t.cost tokens, as it records in t.
 	admit(ctx context.Context, t *ticket, now int64) verdict

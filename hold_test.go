@@ -129,7 +129,7 @@ func TestHoldTimeoutKeepsConnectionsReusable(t *testing.T) {
 
 // TestOverflowIsBounded checks that the overflow handler serving requests
 // over budget reads no more body than the group's cap and runs at most the
-// group's in-flight cap at once; past that, requests are refused.
+// group cap at once; past that, requests are refused.
 func TestOverflowIsBounded(t *testing.T) {
 	budget := DefaultBudgets()[GroupHealth]
 	budget.Burst, budget.SharedBurst, budget.MaxBodyBytes, budget.Inflight = 1, 1, 1024, 2

@@ -30,7 +30,7 @@ func newLocal(g *group, now int64) *local {
 	return l
 }
 
-// admit checks, under the client's shard lock, its in-flight cap and its
+// admit checks, under the client's shard lock, the client cap and its
 // bucket (its table entry, claimed if need be, or the shared bucket), then
 // takes the group slot and spends or holds the tokens. In shadow mode a
 // request that would be refused is admitted without taking anything.

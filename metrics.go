@@ -18,8 +18,8 @@ const (
 	outcomeClientError                           // admitted; the handler answered 4xx
 	outcomeServerError                           // admitted; the handler answered 5xx or panicked
 	outcomeRateLimited                           // 429: no token
-	outcomeClientConcurrency                     // 429: the client's in-flight cap
-	outcomeGroupConcurrency                      // 503: the group's in-flight cap
+	outcomeClientConcurrency                     // 429: the client cap
+	outcomeGroupConcurrency                      // 503: the group cap
 	outcomeCached                                // over budget, served by the overflow handler
 	outcomeStoreError                            // the shared store failed; its failure policy decided
 	outcomeWouldRateLimited                      // shadow mode: would have been rate_limited

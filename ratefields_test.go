@@ -36,7 +36,7 @@ func TestRefusalFieldsByDefault(t *testing.T) {
 			}
 		}
 	}
-	// The client's in-flight cap: a 429 that says nothing of tokens.
+	// The client cap: a 429 that says nothing of tokens.
 	d := newDoor(t, clk, Config{})
 	b := newBlocker(http.StatusOK)
 	h := d.Wrap(GroupLink, b, nil)

@@ -76,8 +76,8 @@ func (g *group) keyRefused(err error) int {
 	return g.keyStatus(err)
 }
 
-// refusalStatus is what a refusal by g answers: 503 when the group's
-// in-flight cap or its store refused, the group's RefusalStatus (429
+// refusalStatus is what a refusal by g answers: 503 when the group cap
+// or its store refused, the group's RefusalStatus (429
 // unless it says) for the rest.
 func (g *group) refusalStatus(v verdict) int {
 	if v.outcome == outcomeGroupConcurrency || v.outcome == outcomeStoreError {

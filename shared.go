@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/admitgo/admit/internal/algorithm"
 	"github.com/admitgo/admit/internal/storedown"
 	"github.com/admitgo/admit/quota"
 )
@@ -361,23 +362,26 @@ func ceilSeconds(d time.Duration) int {
 // decidesOnStore reports whether the group's tokens are counted on its
 // store. An infinite token-bucket rate counts nothing, so such a group is
 // decided by the door's own always-full buckets, under the same caps: a
-// store's GCRA rule cannot say "no limit", and the calls it decides at one
+// store's token-bucket rule cannot say "no limit", and the calls it decides at one
 // time (a batch) would pass only up to the burst.
 func (b Budget) decidesOnStore() bool {
 	return b.Store != nil && !(b.Algorithm == TokenBucket && b.Rate == rate.Inf)
 }
 
 // rule returns the rule a shared store enforces for the group: a fixed
-// window's Limit per Window, or GCRA with Rate as Limit per Window with
-// Limit a whole number of tokens.
+// window's Limit per Window, or a token bucket with Rate as Limit per
+// Window with Limit a whole number of tokens.
 func (b Budget) rule(g Group) quota.Rule {
+	r := quota.Rule{Name: "admit." + string(g), Algorithm: algorithm.Quota(b.Algorithm)}
 	if b.Algorithm == FixedWindow {
-		return quota.Rule{Name: "admit." + string(g), Limit: b.Limit, Window: b.Window, Algorithm: quota.FixedWindow}
+		r.Limit, r.Window = b.Limit, b.Window
+		return r
 	}
-	limit := max(1, int(math.Round(float64(b.Rate))))
-	window := time.Duration(float64(limit) / float64(b.Rate) * float64(time.Second))
+	r.Limit = max(1, int(math.Round(float64(b.Rate))))
+	r.Window = time.Duration(float64(r.Limit) / float64(b.Rate) * float64(time.Second))
 	if b.Rate == rate.Inf {
-		limit, window = math.MaxInt32, time.Second
+		r.Limit, r.Window = math.MaxInt32, time.Second
 	}
-	return quota.Rule{Name: "admit." + string(g), Limit: limit, Window: window, Algorithm: quota.GCRA, Burst: b.Burst}
+	r.Burst = b.Burst
+	return r
 }

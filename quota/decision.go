@@ -11,7 +11,7 @@ type Decision struct {
 	// negative.
 	Remaining int
 	// RetryAfter is, for FixedWindow, the time until the window ends (also
-	// when allowed); for GCRA, the time until the next call would be allowed
+	// when allowed); for TokenBucket, the time until the next call would be allowed
 	// (0 when it would be now).
 	RetryAfter time.Duration
 	// Limit and Window echo the rule, so a caller can build response headers

@@ -12,9 +12,10 @@
 //     across a window seam (the end of one window and the start of the next).
 //     Refused calls are counted too, so a caller that keeps hammering a limit
 //     does not keep its window cheap to probe.
-//   - [GCRA] (the generic cell rate algorithm) is a token bucket kept as one
-//     timestamp per subject: Limit tokens per Window, refilled continuously, up
-//     to Burst. It has no seam burst. Refused calls cost nothing.
+//   - [TokenBucket] is a token bucket kept as one timestamp per subject (the
+//     generic cell rate algorithm, GCRA): Limit tokens per Window, refilled
+//     continuously, up to Burst. It has no seam burst. Refused calls cost
+//     nothing.
 //
 // Subjects are never raw identifying material: every subject passes through
 // [Subject], a truncated SHA-256, and stores refuse anything else with

@@ -25,7 +25,7 @@ func ExampleSubject() {
 func ExampleRule_Validate() {
 	signup := quota.Rule{Name: "signup", Limit: 5, Window: time.Hour}
 	fmt.Println(signup.Validate())
-	login := quota.Rule{Name: "login", Limit: 10, Window: time.Minute, Algorithm: quota.GCRA, Burst: -1}
+	login := quota.Rule{Name: "login", Limit: 10, Window: time.Minute, Algorithm: quota.TokenBucket, Burst: -1}
 	err := login.Validate()
 	fmt.Println(errors.Is(err, quota.ErrRule))
 	fmt.Println(err)

@@ -15,7 +15,7 @@ type Limiter interface {
 // than one, and give back: AllowN(ctx, rule, subject, 0) reports whether one
 // more call would be allowed and changes nothing; AllowN with n > 0 counts n
 // calls at once; Refund gives back n calls counted moments ago, for a call
-// that another limit refused afterwards. A GCRA bucket gets its n tokens
+// that another limit refused afterwards. A token bucket gets its n tokens
 // back; the current fixed window's count drops by n, never below zero. A
 // refund is meant to follow its call within microseconds: if a window ends
 // in between, the refund comes off the new window's count, which then admits

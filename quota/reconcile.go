@@ -15,7 +15,7 @@ type Tally struct {
 	Subject string
 	// Hits is the cost of the calls admitted since the last reconcile, 0 or
 	// more; 0 reads the bucket and changes nothing. A fixed window adds it
-	// to the window that holds Now; a GCRA bucket moves its theoretical
+	// to the window that holds Now; a token bucket moves its theoretical
 	// arrival time to max(tat, Now) + Hits x interval, past the burst if it
 	// must, so that calls admitted beyond the limit are paid back before
 	// more pass.
@@ -26,7 +26,7 @@ type Tally struct {
 	// Count is, for a fixed window, the count of the window that holds Now
 	// after the hits; the store sets it.
 	Count int64
-	// TAT is, for GCRA, the theoretical arrival time after the hits, the
+	// TAT is, for a token bucket, the theoretical arrival time after the hits, the
 	// zero time for a bucket the store does not hold (a full one); the
 	// store sets it.
 	TAT time.Time

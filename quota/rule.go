@@ -16,10 +16,10 @@ type Rule struct {
 	Limit int
 	// Window is the period Limit applies to.
 	Window time.Duration
-	// Algorithm is FixedWindow (the zero value) or GCRA.
+	// Algorithm is FixedWindow (the zero value) or TokenBucket.
 	Algorithm Algorithm
-	// Burst is how many calls a GCRA subject may make at once after being
-	// idle; 0 means Limit. FixedWindow ignores it.
+	// Burst is how many calls a TokenBucket subject may make at once after
+	// being idle; 0 means Limit. FixedWindow ignores it.
 	Burst int
 }
 
@@ -36,8 +36,8 @@ func (r Rule) Validate() error {
 		why = fmt.Sprintf("Limit %d, want at least 1", r.Limit)
 	case r.Window <= 0:
 		why = fmt.Sprintf("Window %v, want a positive duration", r.Window)
-	case r.Algorithm > GCRA:
-		why = fmt.Sprintf("Algorithm %v, want %v or %v", r.Algorithm, FixedWindow, GCRA)
+	case r.Algorithm > TokenBucket:
+		why = fmt.Sprintf("Algorithm %v, want FixedWindow or TokenBucket", r.Algorithm)
 	case r.Burst < 0:
 		why = fmt.Sprintf("Burst %d, want 0 (Limit) or more", r.Burst)
 	default:
@@ -46,7 +46,8 @@ func (r Rule) Validate() error {
 	return &RuleError{Rule: r.Name, Reason: why}
 }
 
-// BurstOrLimit returns the rule's GCRA burst: Burst, or Limit when Burst is 0.
+// BurstOrLimit returns the rule's token-bucket burst: Burst, or Limit when
+// Burst is 0.
 func (r Rule) BurstOrLimit() int {
 	if r.Burst == 0 {
 		return r.Limit

@@ -16,15 +16,11 @@ import (
 // configuration: a rate_limit with "algorithm: token-bucket" is a token
 // bucket that refills requests_per_unit tokens a unit, continuously, and
 // holds at most "burst" (requests_per_unit unless given), decided by the
-// service's [quota.Charger] with the stores' GCRA instead of counted in
-// fixed windows. The reference refuses both keys, so a file it loads
-// means here what it means there.
-
-// The values of a rate_limit's algorithm.
-const (
-	fixedWindow = "fixed-window" // the reference's, and the default
-	tokenBucket = "token-bucket"
-)
+// service's [quota.Charger] as a [quota.TokenBucket] instead of counted in
+// fixed windows; "fixed-window", the reference's way, is the default. The
+// algorithm is read by quota.ParseAlgorithm, as the proxy's config file
+// reads it. The reference refuses both keys, so a file it loads means here
+// what it means there.
 
 // maxFill bounds, in nanoseconds, the time an empty bucket takes to fill
 // (burst × unit ÷ requests_per_unit), about 52 days. The Redis store
@@ -35,25 +31,27 @@ const (
 const maxFill = 1 << 52
 
 // bucket reads the extension's keys of rate_limit rm into ru: nothing for
-// a fixed window, a GCRA rule for a token bucket.
+// a fixed window, a token-bucket rule for a token bucket.
 func (r reader) bucket(rm map[string]*yaml.Node, rf string, ru *rule) error {
-	alg, err := r.str(rm, "algorithm", rf)
+	text, err := r.str(rm, "algorithm", rf)
 	if err != nil {
 		return err
+	}
+	alg := quota.FixedWindow
+	if text != "" {
+		if alg, err = quota.ParseAlgorithm(text); err != nil {
+			return r.errorf(rm["algorithm"], join(rf, "algorithm"), "%q: want %v or %v", text, quota.FixedWindow, quota.TokenBucket)
+		}
 	}
 	burstAt := rm["burst"]
 	if burstAt != nil && burstAt.Tag == "!!null" {
 		burstAt = nil
 	}
-	switch alg {
-	case "", fixedWindow:
+	if alg == quota.FixedWindow {
 		if burstAt != nil {
-			return r.errorf(burstAt, join(rf, "burst"), "only with algorithm: %s", tokenBucket)
+			return r.errorf(burstAt, join(rf, "burst"), "only with algorithm: %v", quota.TokenBucket)
 		}
 		return nil
-	case tokenBucket:
-	default:
-		return r.errorf(rm["algorithm"], join(rf, "algorithm"), "%q: want %s or %s", alg, fixedWindow, tokenBucket)
 	}
 	requests := ru.limit.GetRequestsPerUnit()
 	switch {
@@ -90,7 +88,7 @@ func (r reader) bucket(rm map[string]*yaml.Node, rf string, ru *rule) error {
 	}
 	// The name holds the unit, so that two limits of different units on
 	// one descriptor have two buckets, as they have two counts.
-	ru.bucket = &quota.Rule{Name: "rls." + unit, Limit: int(requests), Window: ru.window, Algorithm: quota.GCRA, Burst: int(burst)}
+	ru.bucket = &quota.Rule{Name: "rls." + unit, Limit: int(requests), Window: ru.window, Algorithm: quota.TokenBucket, Burst: int(burst)}
 	return nil
 }
 

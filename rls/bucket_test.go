@@ -98,6 +98,32 @@ func TestBucketConfigAccepts(t *testing.T) {
 	}
 }
 
+// TestBucketAlgorithmSpellings reads the algorithm as the proxy's config
+// file reads it, quota's older spellings too, and dumps it in the file's
+// spelling.
+func TestBucketAlgorithmSpellings(t *testing.T) {
+	for _, tc := range []struct{ spelled, dumped string }{
+		{"token-bucket", " algorithm=token-bucket burst=9,"},
+		{"gcra", " algorithm=token-bucket burst=9,"},
+		{"fixed-window", ","},
+		{"fixed_window", ","},
+	} {
+		t.Run(tc.spelled, func(t *testing.T) {
+			burst := "burst: 9"
+			if !strings.Contains(tc.dumped, "burst") {
+				burst = "name: x"
+			}
+			cfg, err := rls.Parse("f.yaml", []byte(bucketFile("unit: hour", "requests_per_unit: 5", "algorithm: "+tc.spelled, burst)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "d.a: unit=HOUR requests_per_unit=5" + tc.dumped; !strings.HasPrefix(cfg.Dump(), want) {
+				t.Errorf("Dump: got %q, want it to start %q", cfg.Dump(), want)
+			}
+		})
+	}
+}
+
 // bucketConfig has a fixed window (user) beside token buckets: client
 // refills one token each 30 seconds and holds 2, burst one a second and
 // holds 5.

@@ -16,6 +16,7 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/admitgo/admit/internal/yamlmap"
 	"github.com/admitgo/admit/quota"
 )
 
@@ -156,6 +157,9 @@ func (c *Config) add(file string, data []byte) error {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		return syntaxError(file, err)
+	}
+	if err := yamlmap.CheckAliases(&doc); err != nil {
+		return r.aliasError(err)
 	}
 	root := &yaml.Node{Kind: yaml.MappingNode}
 	if len(doc.Content) > 0 && doc.Content[0].Tag != "!!null" {

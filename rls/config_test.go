@@ -1,6 +1,7 @@
 package rls_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,6 +37,11 @@ func TestConfigErrors(t *testing.T) {
 		{"not yaml", "domain: a\ndescriptors:\n  - key: x\n   value: y\n", `rls: f.yaml:2: YAML: did not find expected '-' indicator`},
 		{"not yaml, no line", "\tdomain: a\n", `rls: f.yaml: YAML: found character that cannot start any token`},
 		{"key twice", "domain: d\ndomain: e\n", `f.yaml:2:1: domain: given twice`},
+		{"a key no string", "domain: d\n1: x\n", `f.yaml:2:1: key "1" is not a string`},
+		{"an alias of a scalar for a mapping", "domain: d\ndescriptors:\n  - key: &k a\n  - *k\n", `f.yaml:3:10: descriptors: a list holds only mappings here, not "a"`},
+		{"a top level no mapping", "- domain: d\n", `f.yaml:1:1: want a mapping, not a list`},
+		{"an alias inside its own anchor", "domain: d\ndescriptors: &l\n  - key: a\n    descriptors: *l\n", `rls: f.yaml:4:18: YAML: alias *l is inside the value it names`},
+		{"aliases expanding without end", laughs, `rls: f.yaml: YAML: document contains excessive aliasing`},
 		{"nested", "domain: d\ndescriptors:\n  - key: a\n    descriptors:\n      - key: b\n        rate_limit: {unit: minute}\n        descriptors:\n          - key: c\n            rate_limit: {unit: year, requests_per_unit: x}\n", `f.yaml:9:57: descriptors[0].descriptors[0].descriptors[0].rate_limit.requests_per_unit: "x"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -46,6 +52,17 @@ func TestConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// laughs is a file of 3 KB whose aliases stand for 2^31 descriptors:
+// each level lists two descriptors whose children are the level below.
+var laughs = func() string {
+	var b strings.Builder
+	b.WriteString("domain: d\ndescriptors:\n  - key: top\n    descriptors: &l0\n      - {key: a}\n      - {key: b}\n")
+	for i := 1; i <= 30; i++ {
+		fmt.Fprintf(&b, "  - key: l%d\n    descriptors: &l%d\n      - {key: a, descriptors: *l%d}\n      - {key: b, descriptors: *l%d}\n", i, i, i-1, i-1)
+	}
+	return b.String()
+}()
 
 // TestConfigAccepts loads what envoyproxy/ratelimit loads, spellings of
 // its YAML parser included.
@@ -58,6 +75,8 @@ func TestConfigAccepts(t *testing.T) {
 		{"unlimited with a bad unit", "domain: d\ndescriptors:\n  - {key: a, rate_limit: {unlimited: true, unit: bogus}}\n"},
 		{"no descriptors", "domain: d\n"},
 		{"zero limit", "domain: d\ndescriptors:\n  - {key: a, rate_limit: {unit: second, requests_per_unit: 0}}\n"},
+		{"a descriptor through an anchor", "domain: d\ndescriptors:\n  - key: a\n    descriptors: [&x {key: b}]\n  - key: c\n    descriptors: [*x]\n"},
+		{"a rate_limit through an anchor", "domain: d\ndescriptors:\n  - {key: a, rate_limit: &r {unit: second, requests_per_unit: 1}}\n  - {key: b, rate_limit: *r}\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := rls.Parse("f.yaml", []byte(tc.yaml)); err != nil {

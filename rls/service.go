@@ -27,8 +27,10 @@ type Headers struct {
 // DefaultHeaders are envoyproxy/ratelimit's default header names.
 var DefaultHeaders = Headers{Limit: "RateLimit-Limit", Remaining: "RateLimit-Remaining", Reset: "RateLimit-Reset"}
 
-// Options configure a [Service]. The zero value serves no domain, counts
-// and decides token buckets in memory, and answers UNAVAILABLE when
+// Options configure a [Service]: what other packages' constructors call
+// their Config, named apart since [Config] is a loaded configuration, as
+// envoyproxy/ratelimit names its files. The zero value serves no domain,
+// counts and decides token buckets in memory, and answers UNAVAILABLE when
 // counting fails.
 type Options struct {
 	// Config is the configuration decided by until [Service.Reload]; nil

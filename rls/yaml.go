@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/admitgo/admit/internal/yamlmap"
 )
 
 // validKeys are the keys envoyproxy/ratelimit accepts. Like it, a key valid
@@ -69,6 +71,19 @@ func syntaxError(file string, err error) error {
 	return e
 }
 
+// aliasError words yamlmap.CheckAliases's refusal as a syntax error is
+// worded, in yaml's words for an excessive document.
+func (r reader) aliasError(err error) error {
+	e, ok := err.(*yamlmap.Error)
+	switch {
+	case !ok:
+		return err
+	case e.Problem == yamlmap.Recursive:
+		return r.errorf(e.Node, "", "YAML: alias *%s is inside the value it names", e.Node.Value)
+	}
+	return r.errorf(nil, "", "YAML: document contains excessive aliasing")
+}
+
 // reader walks one file's YAML nodes, naming each error's place.
 type reader struct {
 	file string
@@ -92,42 +107,38 @@ func (r reader) fields(n *yaml.Node, field string) (map[string]*yaml.Node, error
 
 // fieldsWith is fields accepting the keys of own too.
 func (r reader) fieldsWith(n *yaml.Node, field string, own map[string]bool) (map[string]*yaml.Node, error) {
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	if n.Kind != yaml.MappingNode {
-		return nil, r.errorf(n, field, "want a mapping, not %s", kindName(n))
-	}
+	known := func(k *yaml.Node) bool { return k.Tag == "!!str" && (validKeys[k.Value] || own[k.Value]) }
 	out := make(map[string]*yaml.Node, len(n.Content)/2)
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind != yaml.ScalarNode || k.Tag != "!!str" {
-			return nil, r.errorf(k, field, "key %q is not a string", k.Value)
-		}
-		name := join(field, k.Value)
-		switch {
-		case validKeys[k.Value], own[k.Value]:
-		case ruleKeys[k.Value]:
-			return nil, r.errorf(k, name, "%q belongs in a rate_limit", k.Value)
-		default:
-			return nil, r.errorf(k, name, "unknown key %q", k.Value)
-		}
-		if _, dup := out[k.Value]; dup {
-			return nil, r.errorf(k, name, "given twice")
-		}
-		if err := r.leaf(v, name); err != nil {
-			return nil, err
-		}
+	err := yamlmap.Walk(n, known, func(k, v *yaml.Node) error {
 		out[k.Value] = v
+		return r.leaf(v, join(field, k.Value))
+	})
+	if err == nil {
+		return out, nil
 	}
-	return out, nil
+	e, ok := err.(*yamlmap.Error)
+	if !ok {
+		return nil, err
+	}
+	k := e.Node
+	name := join(field, k.Value)
+	switch {
+	case e.Problem == yamlmap.NotMapping:
+		k = yamlmap.Resolve(k)
+		return nil, r.errorf(k, field, "want a mapping, not %s", kindName(k))
+	case e.Problem == yamlmap.Repeated:
+		return nil, r.errorf(k, name, "given twice")
+	case k.Kind != yaml.ScalarNode || k.Tag != "!!str":
+		return nil, r.errorf(k, field, "key %q is not a string", k.Value)
+	case ruleKeys[k.Value]:
+		return nil, r.errorf(k, name, "%q belongs in a rate_limit", k.Value)
+	}
+	return nil, r.errorf(k, name, "unknown key %q", k.Value)
 }
 
 // leaf refuses the value types envoyproxy/ratelimit's key check refuses.
 func (r reader) leaf(v *yaml.Node, field string) error {
-	if v.Kind == yaml.AliasNode {
-		v = v.Alias
-	}
+	v = yamlmap.Resolve(v)
 	switch v.Kind {
 	case yaml.ScalarNode:
 		switch v.Tag {
@@ -137,7 +148,7 @@ func (r reader) leaf(v *yaml.Node, field string) error {
 		return r.errorf(v, field, "%s is a %s; want a string, a whole number or a boolean", v.Value, strings.TrimPrefix(v.Tag, "!!"))
 	case yaml.SequenceNode:
 		for _, e := range v.Content {
-			if e.Kind != yaml.MappingNode {
+			if e = yamlmap.Resolve(e); e.Kind != yaml.MappingNode {
 				return r.errorf(e, field, "a list holds only mappings here, not %s", kindName(e))
 			}
 		}
@@ -198,9 +209,7 @@ func (r reader) list(m map[string]*yaml.Node, key, field string) ([]*yaml.Node, 
 	if v == nil || v.Tag == "!!null" {
 		return nil, nil
 	}
-	if v.Kind == yaml.AliasNode {
-		v = v.Alias
-	}
+	v = yamlmap.Resolve(v)
 	if v.Kind != yaml.SequenceNode {
 		return nil, r.errorf(v, join(field, key), "want a list, not %s", kindName(v))
 	}

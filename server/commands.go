@@ -134,11 +134,11 @@ func routeLimits(door *admit.Door, r config.Route) string {
 func amountText(b admit.Budget) string {
 	switch {
 	case b.Algorithm == admit.FixedWindow:
-		return fmt.Sprintf("%s limit %d per %s", config.FixedWindow, b.Limit, config.DurationText(b.Window))
+		return fmt.Sprintf("%s limit %d per %s", config.AlgorithmText(b.Algorithm), b.Limit, config.DurationText(b.Window))
 	case b.Rate == rate.Inf:
-		return config.TokenBucket + " without a rate limit"
+		return config.AlgorithmText(b.Algorithm) + " without a rate limit"
 	}
-	return fmt.Sprintf("%s rate %s, burst %d", config.TokenBucket, config.RateSummary(b.Rate), b.Burst)
+	return fmt.Sprintf("%s rate %s, burst %d", config.AlgorithmText(b.Algorithm), config.RateSummary(b.Rate), b.Burst)
 }
 
 // schema is the schema subcommand: it prints the SQL of the PostgreSQL

@@ -117,7 +117,7 @@ func floodAddr(perAddr int) func(i int) string {
 // TestMetricsListenerFlood replays the attack that once took every
 // descriptor of the process through the metrics listener: 20,000 idle
 // keep-alive connections to its /healthz, half from one address, half
-// spread over 1,250 addresses at the per-client cap. The process must keep
+// spread over 1,250 addresses at the per-client connection cap. The process must keep
 // answering proxied requests, keep its descriptors within the metrics cap
 // of where they started, and, while one address has its share, serve a
 // scrape and a probe from others.

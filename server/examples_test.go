@@ -50,7 +50,7 @@ func TestPolicyExamples(t *testing.T) {
 	scenarios := map[string]func(t *testing.T, yaml string){
 		"A per-address and per-tenant API":                        perTenantExample,
 		"A per-token fixed window on PostgreSQL, across replicas": perTokenExample,
-		"A cost-weighted bulk endpoint":                           bulkExample,
+		"A bulk endpoint that costs more":                         bulkExample,
 		"Refusal answers":                                         refusalExample,
 	}
 	examples := policyExamples(t)
@@ -138,7 +138,7 @@ func perTokenExample(t *testing.T, yaml string) {
 }
 
 // bulkExample: 64 addresses looking up at once, then one address with 32
-// lookups at once (a named group's per-client cap), then its exports of
+// lookups at once (a named group's client cap), then its exports of
 // cost 10 from the 67 tokens its burst of 100 has left.
 func bulkExample(t *testing.T, yaml string) {
 	g := newGate(t)

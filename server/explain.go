@@ -248,7 +248,7 @@ func printPlan(w io.Writer, req *http.Request, p plan, x explained) {
 	for _, g := range p.route.Groups {
 		printLimit(w, x.door, g, max(p.route.Cost, 1), c)
 		if by := exemptBy(x.door, g, x.client(c), c); by != "" {
-			fmt.Fprintf(w, "exempt   %s: by %s: the request spends none of its tokens, and still takes one of its in-flight slots\n", g, by)
+			fmt.Fprintf(w, "exempt   %s: by %s: the request spends none of its tokens, and still takes a slot of its group cap\n", g, by)
 		}
 		printDelay(w, x.door, g)
 		if interval := x.async[g]; interval > 0 {

@@ -26,9 +26,9 @@ func (s *server) listen() error {
 	}
 	// Trusted proxies carry clients' requests to the proxy, not scrapes,
 	// so none is exempt here. Loopback peers are held to the per-client
-	// cap too: exempting them would let one local process take every
-	// slot from the address a local Prometheus and probe share, and the
-	// default per-client cap leaves those two room (a scraper keeps one
+	// connection cap too: exempting them would let one local process take
+	// every slot from the address a local Prometheus and probe share, and
+	// the default cap leaves those two room (a scraper keeps one
 	// connection, two while scrapes overlap; a probe one).
 	s.metricsLn = listener.Limit(mln, listener.Caps{Max: s.cfg.MetricsMaxConns, PerClient: s.cfg.MetricsPerClient}, &s.metricsConns)
 	s.ln = ln

@@ -15,7 +15,7 @@ import (
 // store's on the same buckets: one hot bucket, and 10,000 buckets in turn,
 // as scripts/bench-stores loads the server.
 func BenchmarkAllow(b *testing.B) {
-	rule := quota.Rule{Name: "bench", Limit: 1 << 30, Window: time.Second, Algorithm: quota.GCRA}
+	rule := quota.Rule{Name: "bench", Limit: 1 << 30, Window: time.Second, Algorithm: quota.TokenBucket}
 	subjects := make([]string, 10_000)
 	for i := range subjects {
 		subjects[i] = quota.Subject(fmt.Sprint("client ", i))

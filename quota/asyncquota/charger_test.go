@@ -98,7 +98,7 @@ func TestFirstCallsGoToTheStore(t *testing.T) {
 	clk := testclock.New(t0)
 	s := newFlaky(t, clk)
 	c := newCharger(t, s, asyncquota.Config{Now: clk.Now})
-	rule := quota.Rule{Name: "r", Limit: 5, Window: time.Minute, Algorithm: quota.GCRA}
+	rule := quota.Rule{Name: "r", Limit: 5, Window: time.Minute, Algorithm: quota.TokenBucket}
 	subject := quota.Subject("a")
 	for range 2 {
 		allowed(t, c, rule, subject)
@@ -134,7 +134,7 @@ func TestFloodStaysBounded(t *testing.T) {
 	s := newFlaky(t, clk)
 	const maxKeys = 64
 	c := newCharger(t, s, asyncquota.Config{Now: clk.Now, MaxKeys: maxKeys})
-	rule := quota.Rule{Name: "r", Limit: 10, Window: time.Minute, Algorithm: quota.GCRA}
+	rule := quota.Rule{Name: "r", Limit: 10, Window: time.Minute, Algorithm: quota.TokenBucket}
 	hot := quota.Subject("hot")
 	allowed(t, c, rule, hot)
 	reconcile(t, c)
@@ -247,7 +247,7 @@ func TestDecidesByTheStoresClock(t *testing.T) {
 func TestOneReplicaNeverPassesTheLimit(t *testing.T) {
 	clk := testclock.New(t0)
 	c := newCharger(t, newFlaky(t, clk), asyncquota.Config{Now: clk.Now})
-	rule := quota.Rule{Name: "r", Limit: 50, Window: time.Second, Algorithm: quota.GCRA, Burst: 10}
+	rule := quota.Rule{Name: "r", Limit: 50, Window: time.Second, Algorithm: quota.TokenBucket, Burst: 10}
 	subject := quota.Subject("a")
 	step := 5 * time.Millisecond
 	admitted := make([]int64, 400)
@@ -272,7 +272,7 @@ func TestRefund(t *testing.T) {
 	ctx := context.Background()
 	for _, rule := range []quota.Rule{
 		{Name: "fixed", Limit: 3, Window: time.Minute},
-		{Name: "gcra", Limit: 3, Window: time.Minute, Algorithm: quota.GCRA},
+		{Name: "gcra", Limit: 3, Window: time.Minute, Algorithm: quota.TokenBucket},
 	} {
 		t.Run(rule.Algorithm.String(), func(t *testing.T) {
 			subject := quota.Subject("a")
@@ -412,7 +412,7 @@ func TestMetrics(t *testing.T) {
 func TestConcurrentCallsOneReplica(t *testing.T) {
 	for _, rule := range []quota.Rule{
 		{Name: "fixed", Limit: 100, Window: time.Hour},
-		{Name: "gcra", Limit: 100, Window: time.Hour, Algorithm: quota.GCRA},
+		{Name: "gcra", Limit: 100, Window: time.Hour, Algorithm: quota.TokenBucket},
 	} {
 		t.Run(rule.Algorithm.String(), func(t *testing.T) {
 			clk := testclock.New(t0)

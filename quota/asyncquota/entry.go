@@ -64,7 +64,7 @@ type entry struct {
 // calls are counted: the store adds them at the next reconcile.
 func (e *entry) decide(rule quota.Rule, now time.Time, n int) quota.Decision {
 	e.rule = rule
-	if rule.Algorithm == quota.GCRA {
+	if rule.Algorithm == quota.TokenBucket {
 		d, tat := store.GCRADecision(rule, now, e.tat, n)
 		if d.Allowed && n > 0 {
 			e.tat, e.pending = tat, e.pending+int64(n)
@@ -91,7 +91,7 @@ func (e *entry) admittedByStore(now time.Time, n int) {
 	if !e.loaded || n == 0 {
 		return
 	}
-	if e.rule.Algorithm == quota.GCRA {
+	if e.rule.Algorithm == quota.TokenBucket {
 		e.tat = store.AddGCRA(e.rule, now, e.tat, n)
 	} else if ws := store.WindowStart(now, e.rule.Window); !ws.After(e.ws) {
 		e.count += int64(n)
@@ -105,7 +105,7 @@ func (e *entry) refund(n int) bool {
 		return false
 	}
 	e.pending -= int64(n)
-	if e.rule.Algorithm == quota.GCRA {
+	if e.rule.Algorithm == quota.TokenBucket {
 		e.tat = e.tat.Add(-store.Interval(e.rule) * time.Duration(n))
 	} else {
 		e.count = max(0, e.count-int64(n))
@@ -124,7 +124,7 @@ func (e *entry) apply(t *quota.Tally) {
 		extra = e.deciding + e.late
 		e.loads++
 	}
-	if e.rule.Algorithm == quota.GCRA {
+	if e.rule.Algorithm == quota.TokenBucket {
 		tat := store.AddGCRA(e.rule, t.Now, t.TAT, int(extra))
 		if !e.loaded || tat.After(e.tat) {
 			e.tat = tat

@@ -23,7 +23,7 @@ func ExampleNew() {
 	defer stop()
 	go c.Run(ctx) // reconciles every interval until ctx ends
 
-	rule := quota.Rule{Name: "api", Limit: 100, Window: time.Second, Algorithm: quota.GCRA, Burst: 20}
+	rule := quota.Rule{Name: "api", Limit: 100, Window: time.Second, Algorithm: quota.TokenBucket, Burst: 20}
 	d, err := c.Allow(ctx, rule, quota.Subject("client 203.0.113.7"))
 	fmt.Println(d.Allowed, d.Remaining, err)
 	// With 3 replicas, together at most this many calls beyond the budget:
@@ -34,7 +34,7 @@ func ExampleNew() {
 }
 
 func ExampleBound() {
-	link := quota.Rule{Name: "link", Limit: 10, Window: time.Second, Algorithm: quota.GCRA, Burst: 20}
+	link := quota.Rule{Name: "link", Limit: 10, Window: time.Second, Algorithm: quota.TokenBucket, Burst: 20}
 	signup := quota.Rule{Name: "signup", Limit: 5, Window: time.Hour}
 	for _, replicas := range []int{1, 2, 4} {
 		fmt.Println(replicas, asyncquota.Bound(link, replicas, 100*time.Millisecond), asyncquota.Bound(signup, replicas, 100*time.Millisecond))

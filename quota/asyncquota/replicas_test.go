@@ -80,7 +80,7 @@ func TestReplicasStayWithinBound(t *testing.T) {
 	)
 	intervals := []time.Duration{100 * time.Millisecond, time.Second}
 	rules := []quota.Rule{
-		{Name: "hot-gcra", Limit: 100, Window: time.Second, Algorithm: quota.GCRA, Burst: 20},
+		{Name: "hot-gcra", Limit: 100, Window: time.Second, Algorithm: quota.TokenBucket, Burst: 20},
 		{Name: "hot-fixed", Limit: 50, Window: time.Second},
 	}
 	loads := []struct {
@@ -152,7 +152,7 @@ func checkBound(t *testing.T, rule quota.Rule, admitted []int64, step, interval 
 		}
 	}
 	for a := range admitted {
-		for b := a + 1; b <= len(admitted) && rule.Algorithm == quota.GCRA; b++ {
+		for b := a + 1; b <= len(admitted) && rule.Algorithm == quota.TokenBucket; b++ {
 			got := prefix[b] - prefix[a]
 			span := time.Duration(b-a) * step
 			exact := int64(rule.BurstOrLimit()) + int64(rule.Limit)*int64(span)/int64(rule.Window)
@@ -164,7 +164,7 @@ func checkBound(t *testing.T, rule quota.Rule, admitted []int64, step, interval 
 	}
 	run := time.Duration(len(admitted)) * step
 	floor := int64(rule.Limit) * int64(run) / int64(rule.Window)
-	if rule.Algorithm == quota.GCRA {
+	if rule.Algorithm == quota.TokenBucket {
 		floor -= int64(rule.Limit) * int64(interval) / int64(rule.Window)
 	} else {
 		floor -= int64(rule.Limit)

@@ -25,7 +25,7 @@ func BenchmarkAllow(b *testing.B) {
 	}
 	for _, rule := range []quota.Rule{
 		{Name: "fw", Limit: 100, Window: time.Minute},
-		{Name: "gcra", Limit: 100, Window: time.Minute, Algorithm: quota.GCRA},
+		{Name: "gcra", Limit: 100, Window: time.Minute, Algorithm: quota.TokenBucket},
 	} {
 		b.Run(rule.Name+"/hot", func(b *testing.B) {
 			b.ReportAllocs()

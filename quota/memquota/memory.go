@@ -126,7 +126,7 @@ func (m *Memory) Refund(_ context.Context, rule quota.Rule, subject string, n in
 	b := m.bucketLocked(bucketKey{name: rule.Name, subject: subject, alg: rule.Algorithm})
 	switch {
 	case b == nil || n == 0:
-	case rule.Algorithm == quota.GCRA:
+	case rule.Algorithm == quota.TokenBucket:
 		b.tat = b.tat.Add(-store.Interval(rule) * time.Duration(n))
 		b.expires = b.tat
 	case b.start.Equal(store.WindowStart(now, rule.Window)):
@@ -168,7 +168,7 @@ func (m *Memory) allowNLocked(rule quota.Rule, subject string, n int, now time.T
 	key := bucketKey{name: rule.Name, subject: subject, alg: rule.Algorithm}
 	s := m.findLocked(key, now)
 	b := s.v
-	if rule.Algorithm == quota.GCRA {
+	if rule.Algorithm == quota.TokenBucket {
 		var tat time.Time
 		if b != nil {
 			tat = b.tat
@@ -217,7 +217,7 @@ func (m *Memory) takeLocked(s spot[bucket], key bucketKey, rule quota.Rule) *buc
 		b = take(&m.buckets, s, key, bucket{})
 	}
 	b.limit = uint64(rule.BurstOrLimit())
-	if rule.Algorithm == quota.GCRA {
+	if rule.Algorithm == quota.TokenBucket {
 		b.interval = store.Interval(rule)
 	}
 	return b

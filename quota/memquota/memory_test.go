@@ -108,7 +108,7 @@ func TestCallerErrorsStoreNothing(t *testing.T) {
 
 func TestLooksStoreNoBucket(t *testing.T) {
 	m := newMemory(t, memquota.Config{Now: testclock.New(t0).Now})
-	for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.GCRA} {
+	for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.TokenBucket} {
 		rule := quota.Rule{Name: "r", Limit: 1, Window: time.Second, Algorithm: alg}
 		for i := range 5 {
 			if d := allowN(t, m, rule, quota.Subject(fmt.Sprint(i)), 0); !d.Allowed || d.Remaining != 1 {
@@ -130,7 +130,7 @@ func TestBounded(t *testing.T) {
 		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
 	})
 	rule := quota.Rule{Name: "r", Limit: 1, Window: time.Minute}
-	gcra := quota.Rule{Name: "g", Limit: 1, Window: time.Minute, Algorithm: quota.GCRA}
+	gcra := quota.Rule{Name: "g", Limit: 1, Window: time.Minute, Algorithm: quota.TokenBucket}
 
 	// Expired buckets make room without evicting anything live.
 	for i := range 5 {
@@ -196,7 +196,7 @@ func TestAllowNAllocs(t *testing.T) {
 	s := quota.Subject("x")
 	for _, rule := range []quota.Rule{
 		{Name: "fw", Limit: 1 << 30, Window: time.Hour},
-		{Name: "gcra", Limit: 1 << 30, Window: time.Hour, Algorithm: quota.GCRA},
+		{Name: "gcra", Limit: 1 << 30, Window: time.Hour, Algorithm: quota.TokenBucket},
 	} {
 		m.AllowN(ctx, rule, s, 1)
 		if got := testing.AllocsPerRun(100, func() { m.AllowN(ctx, rule, s, 1) }); got != 0 {

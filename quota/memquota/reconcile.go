@@ -36,7 +36,7 @@ func (m *Memory) reconcileLocked(t *quota.Tally, now time.Time) spot[bucket] {
 	key := bucketKey{name: t.Rule.Name, subject: t.Subject, alg: t.Rule.Algorithm}
 	s := m.findLocked(key, now)
 	b := s.v
-	if t.Rule.Algorithm == quota.GCRA {
+	if t.Rule.Algorithm == quota.TokenBucket {
 		if b != nil && b.tat.After(now) {
 			t.TAT = b.tat
 		}

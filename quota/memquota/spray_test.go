@@ -83,7 +83,7 @@ func TestCounterSpraySpent(t *testing.T) {
 // TestMemorySpray does for Memory's buckets, under both algorithms, what
 // TestCounterSpray does for the Counter.
 func TestMemorySpray(t *testing.T) {
-	for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.GCRA} {
+	for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.TokenBucket} {
 		t.Run(alg.String(), func(t *testing.T) {
 			m := newMemory(t, memquota.Config{MaxBuckets: sprayTable, Now: testclock.New(t0).Now})
 			rule := quota.Rule{Name: "r", Limit: 5, Window: time.Minute, Algorithm: alg}

@@ -65,7 +65,7 @@ func split(calls []*call) (round, later []*call) {
 	var cost map[string]int64    // a GCRA bucket's first spending cost in this round
 	var deferred map[string]bool // GCRA buckets whose later calls wait for a later round
 	for _, c := range calls {
-		if c.rule.Algorithm != quota.GCRA {
+		if c.rule.Algorithm != quota.TokenBucket {
 			round = append(round, c)
 			continue
 		}
@@ -303,7 +303,7 @@ func group(calls []*call) []*bucketCalls {
 	index := make(map[string]int, len(calls))
 	for _, c := range calls {
 		k := c.bucket
-		if c.rule.Algorithm == quota.GCRA {
+		if c.rule.Algorithm == quota.TokenBucket {
 			k = "\x00" + k // a separate row from the same name's fixed windows
 		}
 		i, ok := index[k]

@@ -39,8 +39,8 @@ func TestRoundsMatchModel(t *testing.T) {
 	s := migrated(t, db, Config{Now: func() time.Time { return now }, Timeout: 30 * time.Second})
 	rules := []quota.Rule{
 		{Name: "a", Limit: 5, Window: time.Second},
-		{Name: "a", Limit: 5, Window: time.Second, Algorithm: quota.GCRA},
-		{Name: "b", Limit: 7, Window: 3 * time.Second, Algorithm: quota.GCRA, Burst: 3},
+		{Name: "a", Limit: 5, Window: time.Second, Algorithm: quota.TokenBucket},
+		{Name: "b", Limit: 7, Window: 3 * time.Second, Algorithm: quota.TokenBucket, Burst: 3},
 		{Name: "c", Limit: 3, Window: 2 * time.Second},
 	}
 	subjects := []string{quota.Subject("x"), quota.Subject("y")}
@@ -73,7 +73,7 @@ func TestRoundsMatchModel(t *testing.T) {
 // TestSplit keeps each GCRA bucket to one cost per round, and every call
 // in arrival order per bucket.
 func TestSplit(t *testing.T) {
-	g := quota.Rule{Name: "g", Limit: 10, Window: time.Second, Algorithm: quota.GCRA}
+	g := quota.Rule{Name: "g", Limit: 10, Window: time.Second, Algorithm: quota.TokenBucket}
 	f := quota.Rule{Name: "f", Limit: 10, Window: time.Second}
 	calls := []*call{
 		{rule: g, bucket: "g:1", n: 1},
@@ -130,7 +130,7 @@ func TestBatchingReplicasAreExact(t *testing.T) {
 	}
 	for _, rule := range []quota.Rule{
 		{Name: "fw", Limit: 150, Window: time.Hour},
-		{Name: "gcra", Limit: 150, Window: time.Hour, Algorithm: quota.GCRA},
+		{Name: "gcra", Limit: 150, Window: time.Hour, Algorithm: quota.TokenBucket},
 	} {
 		t.Run(rule.Algorithm.String(), func(t *testing.T) {
 			if got := race(t, rule, []int{1}, []string{quota.Subject("hot")}); got != rule.Limit {
@@ -139,7 +139,7 @@ func TestBatchingReplicasAreExact(t *testing.T) {
 		})
 	}
 	t.Run("mixed costs", func(t *testing.T) {
-		rule := quota.Rule{Name: "mixed", Limit: 500, Window: time.Hour, Algorithm: quota.GCRA}
+		rule := quota.Rule{Name: "mixed", Limit: 500, Window: time.Hour, Algorithm: quota.TokenBucket}
 		subjects := []string{quota.Subject("p"), quota.Subject("q"), quota.Subject("r")}
 		passed := race(t, rule, []int{1, 3, 2}, subjects)
 		if passed > 3*rule.Limit || passed < 3*rule.Limit-3 {

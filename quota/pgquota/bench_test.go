@@ -65,10 +65,10 @@ func BenchmarkAllow(b *testing.B) {
 			b.Fatal(err)
 		}
 		warm(b, s)
-		for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.GCRA} {
+		for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.TokenBucket} {
 			// A limit no run reaches, so every call is an allowed increment.
 			rule := quota.Rule{Name: "bench", Limit: 1 << 40, Window: time.Hour, Algorithm: alg}
-			name := mode.name + "/" + map[quota.Algorithm]string{quota.FixedWindow: "fixed", quota.GCRA: "gcra"}[alg]
+			name := mode.name + "/" + map[quota.Algorithm]string{quota.FixedWindow: "fixed", quota.TokenBucket: "gcra"}[alg]
 			b.Run(name+"/distinct", func(b *testing.B) {
 				run(b, pool, mode.callers, func() string { return fmt.Sprintf("%032x", keys.Add(1)) }, s, rule)
 			})
@@ -160,7 +160,7 @@ func warm(b *testing.B, s *pgquota.Store) {
 	var wg sync.WaitGroup
 	for range 4 * conns {
 		wg.Go(func() {
-			for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.GCRA} {
+			for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.TokenBucket} {
 				rule := quota.Rule{Name: "warm", Limit: 1 << 40, Window: time.Hour, Algorithm: alg}
 				if _, err := s.Allow(context.Background(), rule, quota.Subject("warm")); err != nil {
 					b.Error(err)

@@ -19,7 +19,7 @@ func TestReconcileKeepsRowsUntilTheirTAT(t *testing.T) {
 	pool := db.Pool(t)
 	clk := newClock(t0)
 	s := newStore(t, pool, pgquota.Config{Now: clk.Now, Timeout: generous})
-	rule := quota.Rule{Name: "over", Limit: 10, Window: time.Second, Algorithm: quota.GCRA, Burst: 1}
+	rule := quota.Rule{Name: "over", Limit: 10, Window: time.Second, Algorithm: quota.TokenBucket, Burst: 1}
 	subject := quota.Subject("a")
 	for i := range 20 {
 		tallies := []quota.Tally{{Rule: rule, Subject: subject, Hits: 1 + i%3}}
@@ -52,8 +52,8 @@ func TestReconcileKeepsRowsUntilTheirTAT(t *testing.T) {
 // tat. The reconciles add past the burst too, so that the tat runs ahead
 // of the clock and expires_at moves when the tat passes it.
 func TestReturningClientsUpdateInPlace(t *testing.T) {
-	short := quota.Rule{Name: "short", Limit: 10, Window: time.Second, Algorithm: quota.GCRA, Burst: 1}
-	long := quota.Rule{Name: "long", Limit: 100, Window: time.Minute, Algorithm: quota.GCRA, Burst: 500}
+	short := quota.Rule{Name: "short", Limit: 10, Window: time.Second, Algorithm: quota.TokenBucket, Burst: 1}
+	long := quota.Rule{Name: "long", Limit: 100, Window: time.Minute, Algorithm: quota.TokenBucket, Burst: 500}
 	for _, tc := range []struct {
 		path  string
 		rule  quota.Rule

@@ -20,7 +20,7 @@ import (
 // finds the bucket's tat decades ahead and gets nothing.
 func TestReplicaClockSkew(t *testing.T) {
 	fixed := quota.Rule{Name: "skew-fw", Limit: 10, Window: time.Minute}
-	gcra := quota.Rule{Name: "skew-gcra", Limit: 10, Window: time.Minute, Algorithm: quota.GCRA}
+	gcra := quota.Rule{Name: "skew-gcra", Limit: 10, Window: time.Minute, Algorithm: quota.TokenBucket}
 	subject := quota.Subject("203.0.113.5")
 	for _, tt := range []struct {
 		name     string

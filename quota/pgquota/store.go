@@ -182,7 +182,7 @@ func (s *Store) Refund(ctx context.Context, rule quota.Rule, subject string, n i
 	ctx, cancel := context.WithTimeout(ctx, s.decider.Timeout)
 	defer cancel()
 	var err error
-	if rule.Algorithm == quota.GCRA {
+	if rule.Algorithm == quota.TokenBucket {
 		_, err = s.pool.Exec(ctx, s.gcraRefundSQL, bucket, int64(store.Interval(rule))*int64(n))
 	} else {
 		_, err = s.pool.Exec(ctx, s.fixedRefundSQL, clock, bucket, int64(n), int64(rule.Window))
@@ -230,7 +230,7 @@ func check(rule quota.Rule, subject string, n int) error {
 	if !utf8.ValidString(rule.Name) || strings.IndexByte(rule.Name, 0) >= 0 {
 		return &quota.RuleError{Rule: rule.Name, Reason: "name must be valid UTF-8 without NUL bytes"}
 	}
-	if rule.Algorithm == quota.GCRA && !store.SpanWithin(rule, n, maxSpan) {
+	if rule.Algorithm == quota.TokenBucket && !store.SpanWithin(rule, n, maxSpan) {
 		return &quota.RuleError{Rule: rule.Name, Reason: fmt.Sprintf("burst and cost %d span more than the PostgreSQL store's 2^61ns (about 73 years)", n)}
 	}
 	return nil

@@ -226,9 +226,9 @@ func TestSweepsChangeNoDecision(t *testing.T) {
 	rules := []quota.Rule{
 		{Name: "fw", Limit: 5, Window: 2 * time.Second},
 		{Name: "fw-odd", Limit: 3, Window: 1700 * time.Millisecond},
-		{Name: "gcra", Limit: 5, Window: 2 * time.Second, Algorithm: quota.GCRA},
-		{Name: "gcra-burst", Limit: 10, Window: time.Second, Algorithm: quota.GCRA, Burst: 3},
-		{Name: "gcra-thirds", Limit: 3, Window: time.Second, Algorithm: quota.GCRA, Burst: 2},
+		{Name: "gcra", Limit: 5, Window: 2 * time.Second, Algorithm: quota.TokenBucket},
+		{Name: "gcra-burst", Limit: 10, Window: time.Second, Algorithm: quota.TokenBucket, Burst: 3},
+		{Name: "gcra-thirds", Limit: 3, Window: time.Second, Algorithm: quota.TokenBucket, Burst: 2},
 	}
 	for _, rule := range rules {
 		t.Run(rule.Name, func(t *testing.T) {
@@ -259,7 +259,7 @@ func TestSweepsChangeNoDecision(t *testing.T) {
 func TestLooksWriteNoRows(t *testing.T) {
 	pool := testpg.New(t).Pool(t)
 	s := newStore(t, pool, pgquota.Config{Now: newClock(t0).Now})
-	for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.GCRA} {
+	for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.TokenBucket} {
 		rule := quota.Rule{Name: alg.String(), Limit: 2, Window: time.Minute, Algorithm: alg}
 		allowN(t, s, rule, quota.Subject("new"), 0)
 		allowN(t, s, rule, quota.Subject("used"), 1)
@@ -277,7 +277,7 @@ func TestLooksWriteNoRows(t *testing.T) {
 func TestGCRARefusedKeepsTat(t *testing.T) {
 	pool := testpg.New(t).Pool(t)
 	s := newStore(t, pool, pgquota.Config{Now: newClock(t0).Now})
-	rule := quota.Rule{Name: "r", Limit: 1, Window: time.Minute, Algorithm: quota.GCRA}
+	rule := quota.Rule{Name: "r", Limit: 1, Window: time.Minute, Algorithm: quota.TokenBucket}
 	subject := quota.Subject("x")
 	tat := func() (v int64) {
 		t.Helper()
@@ -323,8 +323,8 @@ func TestCallerErrors(t *testing.T) {
 		{"invalid UTF-8 name", quota.Rule{Name: "a\xffb", Limit: 1, Window: time.Second}, quota.Subject("x"), quota.ErrRule},
 		// A burst of 200 years: the statements' nanoseconds would pass
 		// bigint's range, failing every GCRA call of the batch.
-		{"GCRA span past the clock's range", quota.Rule{Name: "long", Limit: 1, Window: 200 * 365 * 24 * time.Hour, Algorithm: quota.GCRA}, quota.Subject("x"), quota.ErrRule},
-		{"GCRA burst past the clock's range", quota.Rule{Name: "wide", Limit: 1, Window: 24 * time.Hour, Algorithm: quota.GCRA, Burst: 30_000}, quota.Subject("x"), quota.ErrRule},
+		{"GCRA span past the clock's range", quota.Rule{Name: "long", Limit: 1, Window: 200 * 365 * 24 * time.Hour, Algorithm: quota.TokenBucket}, quota.Subject("x"), quota.ErrRule},
+		{"GCRA burst past the clock's range", quota.Rule{Name: "wide", Limit: 1, Window: 24 * time.Hour, Algorithm: quota.TokenBucket, Burst: 30_000}, quota.Subject("x"), quota.ErrRule},
 	}
 	for _, failure := range []quota.Failure{quota.FailClosed, quota.FailOpen} {
 		s := newStore(t, pool, pgquota.Config{Failure: failure, MeterProvider: mp})
@@ -360,7 +360,7 @@ func TestMetrics(t *testing.T) {
 	s := newStore(t, testpg.New(t).Pool(t), pgquota.Config{Now: newClock(t0).Now, MeterProvider: mp})
 	for _, rule := range []quota.Rule{
 		{Name: "fw", Limit: 2, Window: time.Minute},
-		{Name: "gcra", Limit: 2, Window: time.Minute, Algorithm: quota.GCRA},
+		{Name: "gcra", Limit: 2, Window: time.Minute, Algorithm: quota.TokenBucket},
 	} {
 		for range 3 {
 			allowN(t, s, rule, quota.Subject("x"), 1)
@@ -390,7 +390,7 @@ func silentServer(t *testing.T) *pgxpool.Pool {
 
 func TestFailurePolicy(t *testing.T) {
 	rule := quota.Rule{Name: "r", Limit: 7, Window: time.Minute}
-	gcra := quota.Rule{Name: "g", Limit: 7, Window: time.Minute, Algorithm: quota.GCRA}
+	gcra := quota.Rule{Name: "g", Limit: 7, Window: time.Minute, Algorithm: quota.TokenBucket}
 	const timeout = 200 * time.Millisecond
 	// The bound allows for a loaded machine; the silent server would hold a
 	// call forever without the timeout.

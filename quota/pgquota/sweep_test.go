@@ -24,7 +24,7 @@ func TestSweepRemovesOnlyExpired(t *testing.T) {
 	s := newStore(t, pool, pgquota.Config{Now: clk.Now})
 	minute := quota.Rule{Name: "minute", Limit: 1, Window: time.Minute}
 	hour := quota.Rule{Name: "hour", Limit: 1, Window: time.Hour}
-	gcra := quota.Rule{Name: "gcra", Limit: 1, Window: time.Minute, Algorithm: quota.GCRA}
+	gcra := quota.Rule{Name: "gcra", Limit: 1, Window: time.Minute, Algorithm: quota.TokenBucket}
 	for i := range 6 {
 		allowN(t, s, minute, quota.Subject(fmt.Sprint(i)), 1)
 		allowN(t, s, hour, quota.Subject(fmt.Sprint(i)), 1)

@@ -52,9 +52,9 @@ func (o opener) callerErrors(t *testing.T) {
 		{"zero window", quota.Rule{Name: "r", Limit: 5}, 1},
 		{"negative window", quota.Rule{Name: "r", Limit: 5, Window: -time.Minute}, 1},
 		{"unknown algorithm", quota.Rule{Name: "r", Limit: 5, Window: time.Minute, Algorithm: 7}, 1},
-		{"negative burst", quota.Rule{Name: "r", Limit: 5, Window: time.Minute, Algorithm: quota.GCRA, Burst: -1}, 1},
+		{"negative burst", quota.Rule{Name: "r", Limit: 5, Window: time.Minute, Algorithm: quota.TokenBucket, Burst: -1}, 1},
 		{"negative cost", ok, -1},
-		{"negative cost, gcra", quota.Rule{Name: "r", Limit: 5, Window: time.Minute, Algorithm: quota.GCRA}, -1},
+		{"negative cost, gcra", quota.Rule{Name: "r", Limit: 5, Window: time.Minute, Algorithm: quota.TokenBucket}, -1},
 	}
 	for _, p := range policies {
 		t.Run(p.name, func(t *testing.T) {
@@ -64,7 +64,7 @@ func (o opener) callerErrors(t *testing.T) {
 					refused(t, s, tt.rule, subject, tt.n, quota.ErrRule)
 				})
 			}
-			for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.GCRA} {
+			for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.TokenBucket} {
 				rule := ok
 				rule.Algorithm = alg
 				if d := allowN(t, s, rule, subject, 1); !d.Allowed || d.Remaining != 4 {
@@ -97,7 +97,7 @@ func (o opener) subjectsFromSubjectOnly(t *testing.T) {
 	for _, p := range policies {
 		t.Run(p.name, func(t *testing.T) {
 			s, _, _ := o.both(t, t0, p.policy)
-			for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.GCRA} {
+			for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.TokenBucket} {
 				rule := quota.Rule{Name: "r", Limit: 5, Window: time.Minute, Algorithm: alg}
 				for _, tt := range tests {
 					t.Run(alg.String()+"/"+tt.name, func(t *testing.T) {

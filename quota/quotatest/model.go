@@ -30,14 +30,14 @@ func (o opener) matchesModel(t *testing.T) {
 		{quota.Rule{Name: "fw-odd", Limit: 3, Window: 1700 * time.Millisecond}, t0},
 		{quota.Rule{Name: "fw-odd-ns", Limit: 3, Window: 1234567891 * time.Nanosecond}, t0.Add(odd)},
 		{quota.Rule{Name: "fw-before-1970", Limit: 2, Window: 3 * time.Second}, time.Unix(-7, 5e8)},
-		{quota.Rule{Name: "gcra", Limit: 5, Window: 2 * time.Second, Algorithm: quota.GCRA}, t0},
-		{quota.Rule{Name: "gcra-burst", Limit: 10, Window: time.Second, Algorithm: quota.GCRA, Burst: 3}, t0},
-		{quota.Rule{Name: "gcra-thirds", Limit: 3, Window: time.Second, Algorithm: quota.GCRA, Burst: 2}, t0},
-		{quota.Rule{Name: "gcra-thirds-10s", Limit: 3, Window: 10 * time.Second, Algorithm: quota.GCRA}, t0.Add(odd)},
-		{quota.Rule{Name: "gcra-burst-below-limit", Limit: 7, Window: time.Minute, Algorithm: quota.GCRA, Burst: 2}, t0.Add(odd)},
-		{quota.Rule{Name: "gcra-burst-above-limit", Limit: 13, Window: time.Hour, Algorithm: quota.GCRA, Burst: 40}, t0.Add(odd)},
-		{quota.Rule{Name: "gcra-ns-interval", Limit: 1e9 - 1, Window: time.Second, Algorithm: quota.GCRA, Burst: 5}, t0.Add(odd)},
-		{quota.Rule{Name: "gcra-before-1970", Limit: 5, Window: 7 * time.Second, Algorithm: quota.GCRA}, time.Unix(-3, 999999999)},
+		{quota.Rule{Name: "gcra", Limit: 5, Window: 2 * time.Second, Algorithm: quota.TokenBucket}, t0},
+		{quota.Rule{Name: "gcra-burst", Limit: 10, Window: time.Second, Algorithm: quota.TokenBucket, Burst: 3}, t0},
+		{quota.Rule{Name: "gcra-thirds", Limit: 3, Window: time.Second, Algorithm: quota.TokenBucket, Burst: 2}, t0},
+		{quota.Rule{Name: "gcra-thirds-10s", Limit: 3, Window: 10 * time.Second, Algorithm: quota.TokenBucket}, t0.Add(odd)},
+		{quota.Rule{Name: "gcra-burst-below-limit", Limit: 7, Window: time.Minute, Algorithm: quota.TokenBucket, Burst: 2}, t0.Add(odd)},
+		{quota.Rule{Name: "gcra-burst-above-limit", Limit: 13, Window: time.Hour, Algorithm: quota.TokenBucket, Burst: 40}, t0.Add(odd)},
+		{quota.Rule{Name: "gcra-ns-interval", Limit: 1e9 - 1, Window: time.Second, Algorithm: quota.TokenBucket, Burst: 5}, t0.Add(odd)},
+		{quota.Rule{Name: "gcra-before-1970", Limit: 5, Window: 7 * time.Second, Algorithm: quota.TokenBucket}, time.Unix(-3, 999999999)},
 	}
 	walks := []struct {
 		name string

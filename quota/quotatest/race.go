@@ -73,7 +73,7 @@ func exact(t *testing.T, allowed, refused []quota.Decision, want int) {
 func (o opener) concurrent(t *testing.T) {
 	for _, rule := range []quota.Rule{
 		{Name: "fw", Limit: 100, Window: time.Hour},
-		{Name: "gcra", Limit: 100, Window: time.Hour, Algorithm: quota.GCRA},
+		{Name: "gcra", Limit: 100, Window: time.Hour, Algorithm: quota.TokenBucket},
 	} {
 		t.Run(rule.Algorithm.String(), func(t *testing.T) {
 			s, _ := o.one(t, t0)
@@ -104,14 +104,14 @@ func (o opener) acrossInstances(t *testing.T) {
 	})
 	t.Run("gcra", func(t *testing.T) {
 		first, second, _ := o.both(t, t0, quota.FailClosed)
-		rule := quota.Rule{Name: "signup", Limit: 100, Window: time.Minute, Algorithm: quota.GCRA}
+		rule := quota.Rule{Name: "signup", Limit: 100, Window: time.Minute, Algorithm: quota.TokenBucket}
 		allowed, refused := race(t, []quota.Charger{first, second}, rule, subject, 200, 1000)
 		exact(t, allowed, refused, 100)
 	})
 	t.Run("gcra refill", func(t *testing.T) {
 		// The burst, then exactly the tokens that refill, whoever asks.
 		first, second, clk := o.both(t, t0, quota.FailClosed)
-		rule := quota.Rule{Name: "door", Limit: 3600, Window: time.Hour, Algorithm: quota.GCRA, Burst: 100}
+		rule := quota.Rule{Name: "door", Limit: 3600, Window: time.Hour, Algorithm: quota.TokenBucket, Burst: 100}
 		stores := []quota.Charger{first, second}
 		allowed, refused := race(t, stores, rule, subject, 200, 1000)
 		exact(t, allowed, refused, 100)

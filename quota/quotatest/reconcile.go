@@ -23,7 +23,7 @@ func (o opener) reconcile(t *testing.T) {
 		return
 	}
 	fixed := quota.Rule{Name: "tally-fixed", Limit: 5, Window: time.Minute}
-	gcra := quota.Rule{Name: "tally-gcra", Limit: 10, Window: 10 * time.Second, Algorithm: quota.GCRA, Burst: 4}
+	gcra := quota.Rule{Name: "tally-gcra", Limit: 10, Window: 10 * time.Second, Algorithm: quota.TokenBucket, Burst: 4}
 	a, b := quota.Subject("a"), quota.Subject("b")
 	now := clk.Now()
 

@@ -17,7 +17,7 @@ func (o opener) refund(t *testing.T) {
 	ctx := context.Background()
 	for _, rule := range []quota.Rule{
 		{Name: "refund-fixed", Limit: 3, Window: time.Minute},
-		{Name: "refund-gcra", Limit: 3, Window: time.Minute, Algorithm: quota.GCRA},
+		{Name: "refund-gcra", Limit: 3, Window: time.Minute, Algorithm: quota.TokenBucket},
 	} {
 		t.Run(rule.Algorithm.String(), func(t *testing.T) {
 			first, second, clk := o.both(t, t0, quota.FailClosed)

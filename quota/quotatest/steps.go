@@ -58,7 +58,7 @@ func (o opener) fixedWindowRollover(t *testing.T) {
 func (o opener) gcraBurstThenSteady(t *testing.T) {
 	t.Run("one a second", func(t *testing.T) {
 		s, clk := o.one(t, t0)
-		rule := quota.Rule{Name: "login", Limit: 60, Window: time.Minute, Algorithm: quota.GCRA, Burst: 5}
+		rule := quota.Rule{Name: "login", Limit: 60, Window: time.Minute, Algorithm: quota.TokenBucket, Burst: 5}
 		subject := quota.Subject("user@example.com")
 		allowed := 0
 		for range 20 {
@@ -82,7 +82,7 @@ func (o opener) gcraBurstThenSteady(t *testing.T) {
 	})
 	t.Run("step by step", func(t *testing.T) {
 		// 10 per second, bursts of 3: one token every 100ms.
-		rule := quota.Rule{Name: "burst", Limit: 10, Window: time.Second, Algorithm: quota.GCRA, Burst: 3}
+		rule := quota.Rule{Name: "burst", Limit: 10, Window: time.Second, Algorithm: quota.TokenBucket, Burst: 3}
 		s, clk := o.one(t, t0.Add(odd))
 		runSteps(t, s, clk, rule, []step{
 			{0, 0, true, 3, 0},
@@ -106,7 +106,7 @@ func (o opener) gcraBurstThenSteady(t *testing.T) {
 // looksSpendNothing wants a look (n = 0) to report what one more call would
 // get and to change no later decision.
 func (o opener) looksSpendNothing(t *testing.T) {
-	for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.GCRA} {
+	for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.TokenBucket} {
 		t.Run(alg.String(), func(t *testing.T) {
 			s, _ := o.one(t, t0)
 			rule := quota.Rule{Name: "r", Limit: 2, Window: time.Minute, Algorithm: alg}
@@ -136,7 +136,7 @@ func (o opener) looksSpendNothing(t *testing.T) {
 // bucket refills when it would have without them.
 func (o opener) refusedGCRAKeepsBucket(t *testing.T) {
 	s, clk := o.one(t, t0.Add(odd))
-	rule := quota.Rule{Name: "r", Limit: 1, Window: time.Minute, Algorithm: quota.GCRA}
+	rule := quota.Rule{Name: "r", Limit: 1, Window: time.Minute, Algorithm: quota.TokenBucket}
 	subject := quota.Subject("x")
 	allowN(t, s, rule, subject, 1)
 	for i := range 3 {
@@ -162,9 +162,9 @@ func (o opener) algorithmsDoNotShareBuckets(t *testing.T) {
 	subject := quota.Subject("x")
 	rules := []quota.Rule{
 		{Name: "same", Limit: 1, Window: time.Minute},
-		{Name: "same", Limit: 1, Window: time.Minute, Algorithm: quota.GCRA},
+		{Name: "same", Limit: 1, Window: time.Minute, Algorithm: quota.TokenBucket},
 		{Name: "other", Limit: 1, Window: time.Minute},
-		{Name: "other", Limit: 1, Window: time.Minute, Algorithm: quota.GCRA},
+		{Name: "other", Limit: 1, Window: time.Minute, Algorithm: quota.TokenBucket},
 	}
 	for _, rule := range rules {
 		if d := allowN(t, s, rule, subject, 1); !d.Allowed {

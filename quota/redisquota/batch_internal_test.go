@@ -38,8 +38,8 @@ func TestGroupsMatchModel(t *testing.T) {
 			t.Cleanup(func() { s.Close() })
 			rules := []quota.Rule{
 				{Name: "a", Limit: 5, Window: time.Second},
-				{Name: "a", Limit: 5, Window: time.Second, Algorithm: quota.GCRA},
-				{Name: "b", Limit: 7, Window: 3 * time.Second, Algorithm: quota.GCRA, Burst: 3},
+				{Name: "a", Limit: 5, Window: time.Second, Algorithm: quota.TokenBucket},
+				{Name: "b", Limit: 7, Window: 3 * time.Second, Algorithm: quota.TokenBucket, Burst: 3},
 				{Name: "c", Limit: 3, Window: 1234567891 * time.Nanosecond},
 			}
 			subjects := []string{quota.Subject("x"), quota.Subject("y")}
@@ -80,7 +80,7 @@ func TestGroupsMatchModel(t *testing.T) {
 // in arrival order, and keeps the buckets in order of first arrival.
 func TestGroups(t *testing.T) {
 	f := quota.Rule{Name: "f", Limit: 10, Window: time.Second}
-	g := quota.Rule{Name: "f", Limit: 10, Window: time.Second, Algorithm: quota.GCRA}
+	g := quota.Rule{Name: "f", Limit: 10, Window: time.Second, Algorithm: quota.TokenBucket}
 	other := quota.Rule{Name: "f", Limit: 20, Window: time.Second} // the same bucket as f, misconfigured
 	calls := []*call{
 		{rule: f, key: "f:1", n: 1},

@@ -56,7 +56,7 @@ func TestBatchingReplicasAreExact(t *testing.T) {
 			// token takes to refill.
 			for _, rule := range []quota.Rule{
 				{Name: "fw", Limit: 150, Window: time.Hour},
-				{Name: "gcra", Limit: 150, Window: time.Hour, Algorithm: quota.GCRA},
+				{Name: "gcra", Limit: 150, Window: time.Hour, Algorithm: quota.TokenBucket},
 			} {
 				t.Run(rule.Algorithm.String(), func(t *testing.T) {
 					for run := 0; ; run++ {
@@ -74,7 +74,7 @@ func TestBatchingReplicasAreExact(t *testing.T) {
 				})
 			}
 			t.Run("mixed costs", func(t *testing.T) {
-				rule := quota.Rule{Name: "mixed", Limit: 500, Window: time.Hour, Algorithm: quota.GCRA}
+				rule := quota.Rule{Name: "mixed", Limit: 500, Window: time.Hour, Algorithm: quota.TokenBucket}
 				subjects := []string{quota.Subject("p"), quota.Subject("q"), quota.Subject("r")}
 				passed := raceStores(t, stores, rule, []int{1, 3, 2}, subjects)
 				if passed > 3*rule.Limit || passed < 3*rule.Limit-6 {

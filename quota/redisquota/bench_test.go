@@ -39,10 +39,10 @@ var benchSubjects = func() []string {
 // Config.OneServer).
 // scripts/bench-redis runs it beside redis-benchmark on the same script.
 func BenchmarkAllow(b *testing.B) {
-	for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.GCRA} {
+	for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.TokenBucket} {
 		// A limit no run reaches, so every call is an allowed increment.
 		rule := quota.Rule{Name: "bench", Limit: 1 << 30, Window: time.Minute, Algorithm: alg}
-		name := map[quota.Algorithm]string{quota.FixedWindow: "fixed", quota.GCRA: "gcra"}[alg]
+		name := map[quota.Algorithm]string{quota.FixedWindow: "fixed", quota.TokenBucket: "gcra"}[alg]
 		for _, keys := range []string{"distinct", "hot"} {
 			for _, mode := range []struct {
 				batch int
@@ -132,10 +132,10 @@ func benchAllow(b *testing.B, s *redisquota.Store, rule quota.Rule, subjects []s
 // flood of distinct clients, one script run per bucket and (one=true,
 // Config.OneServer) per 64: its time, and Redis's CPU per bucket.
 func BenchmarkReconcile(b *testing.B) {
-	for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.GCRA} {
+	for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.TokenBucket} {
 		rule := quota.Rule{Name: "bench", Limit: 1 << 30, Window: time.Minute, Algorithm: alg}
 		for _, one := range []bool{false, true} {
-			b.Run(fmt.Sprintf("%s/one=%v", map[quota.Algorithm]string{quota.FixedWindow: "fixed", quota.GCRA: "gcra"}[alg], one), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/one=%v", map[quota.Algorithm]string{quota.FixedWindow: "fixed", quota.TokenBucket: "gcra"}[alg], one), func(b *testing.B) {
 				s, err := redisquota.New(testredis.Client(b), redisquota.Config{Prefix: testredis.Prefix(b), Timeout: 5 * time.Second, OneServer: one})
 				if err != nil {
 					b.Fatal(err)

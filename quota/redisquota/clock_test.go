@@ -61,7 +61,7 @@ func TestStoreClock(t *testing.T) {
 			})
 		})
 		t.Run(fmt.Sprintf("gcra, Batch %d", batch), func(t *testing.T) {
-			rule := quota.Rule{Name: fmt.Sprint("clock", batch), Limit: 60, Window: time.Hour, Algorithm: quota.GCRA}
+			rule := quota.Rule{Name: fmt.Sprint("clock", batch), Limit: 60, Window: time.Hour, Algorithm: quota.TokenBucket}
 			subject := quota.Subject("gcra")
 			synctest.Test(t, func(t *testing.T) {
 				s := open(t, batch)
@@ -134,7 +134,7 @@ func playSkewed(t *testing.T, now func() time.Time) skewAnswers {
 	trueReplica := newStore(t, testredis.Client(t), prefix, cfg)
 	skewed := newStore(t, testredis.Client(t), prefix, cfg)
 	fixed := quota.Rule{Name: "fixed", Limit: 10, Window: time.Minute}
-	gcra := quota.Rule{Name: "gcra", Limit: 10, Window: time.Minute, Algorithm: quota.GCRA}
+	gcra := quota.Rule{Name: "gcra", Limit: 10, Window: time.Minute, Algorithm: quota.TokenBucket}
 
 	// The true replica's calls run on a goroutine outside the bubble.
 	outside := make(chan func())

@@ -37,7 +37,7 @@ type group struct {
 // script returns the script that decides g's calls and its arguments at the
 // clock arguments sec and nsec.
 func (g *group) script(sec, nsec any) (script, []any) {
-	if g.rule.Algorithm == quota.GCRA {
+	if g.rule.Algorithm == quota.TokenBucket {
 		return gcraScript, gcraArgs(g, sec, nsec)
 	}
 	return fixedScript, fixedArgs(g, sec, nsec)
@@ -47,7 +47,7 @@ func (g *group) script(sec, nsec any) (script, []any) {
 // the error on each.
 func (g *group) decide(reply []any, err error) {
 	if err == nil {
-		if g.rule.Algorithm == quota.GCRA {
+		if g.rule.Algorithm == quota.TokenBucket {
 			err = decideGCRA(g, reply)
 		} else {
 			err = decideFixed(g, reply)
@@ -75,7 +75,7 @@ func (s *Store) decide(ctx context.Context, c *call) {
 // early.
 func (s *Store) key(rule quota.Rule, subject string) string {
 	suffix := "}:fixed"
-	if rule.Algorithm == quota.GCRA {
+	if rule.Algorithm == quota.TokenBucket {
 		suffix = "}:gcra"
 	}
 	return s.prefix + rule.Name + ":{" + subject + suffix

@@ -49,7 +49,7 @@ func (s *Store) Reconcile(ctx context.Context, tallies []quota.Tally) error {
 func (s *Store) tallyScript(t *quota.Tally, sec, nsec any) (script, string, []any) {
 	key := s.key(t.Rule, t.Subject)
 	grace := ceilMillis(grace(t.Rule.Window))
-	if t.Rule.Algorithm == quota.GCRA {
+	if t.Rule.Algorithm == quota.TokenBucket {
 		return gcraAddScript, key, []any{sec, nsec, int64(store.Interval(t.Rule)), t.Hits, grace}
 	}
 	w := t.Rule.Window

@@ -35,7 +35,7 @@ func (s *Store) Refund(ctx context.Context, rule quota.Rule, subject string, n i
 	defer cancel()
 	var err error
 	key := s.key(rule, subject)
-	if rule.Algorithm == quota.GCRA {
+	if rule.Algorithm == quota.TokenBucket {
 		err = s.eval(ctx, gcraRefundScript, key,
 			sec, nsec, int64(store.Interval(rule)), n, ceilMillis(grace(rule.Window))).Err()
 	} else {

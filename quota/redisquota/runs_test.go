@@ -66,7 +66,7 @@ func TestReconcileRunsOneScriptPerBatch(t *testing.T) {
 		for i := range 100 {
 			rule := quota.Rule{Name: "r", Limit: 10, Window: time.Minute}
 			if i%2 == 1 {
-				rule.Algorithm = quota.GCRA
+				rule.Algorithm = quota.TokenBucket
 			}
 			out = append(out, quota.Tally{Rule: rule, Subject: quota.Subject(fmt.Sprint("client ", i)), Hits: i % 4})
 		}
@@ -108,7 +108,7 @@ func TestBatchedDecisionsRunOneScript(t *testing.T) {
 	c := testredis.Client(t)
 	c.AddHook(counter)
 	s := newStore(t, c, testredis.Prefix(t), redisquota.Config{Now: clk.Now, Batch: 64, OneServer: true})
-	rule := quota.Rule{Name: "b", Limit: 1, Window: time.Minute, Algorithm: quota.GCRA}
+	rule := quota.Rule{Name: "b", Limit: 1, Window: time.Minute, Algorithm: quota.TokenBucket}
 	for round, want := range []bool{true, false} {
 		before := counter.n.Load()
 		results := make(chan bool, 8)

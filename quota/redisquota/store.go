@@ -222,7 +222,7 @@ func check(rule quota.Rule, subject string, n int) error {
 		if rule.Window%time.Second != 0 && rule.Window >= maxExact/2 {
 			return &quota.RuleError{Rule: rule.Name, Reason: fmt.Sprintf("Window %v, the Redis store needs whole seconds for windows past 2^52ns (about 52 days)", rule.Window)}
 		}
-	case quota.GCRA:
+	case quota.TokenBucket:
 		if !store.SpanWithin(rule, n, maxExact) {
 			return &quota.RuleError{Rule: rule.Name, Reason: fmt.Sprintf("burst and cost %d span more than the Redis store's 2^53ns (about 104 days)", n)}
 		}

@@ -144,11 +144,11 @@ func TestClockStepsBack(t *testing.T) {
 		{"fixed year", quota.Rule{Name: "f", Limit: 100, Window: 365 * 24 * time.Hour}, t0},
 		{"fixed year before 1970", quota.Rule{Name: "f", Limit: 100, Window: 365 * 24 * time.Hour}, time.Unix(-7, 5e8)},
 		{"fixed before 1970", quota.Rule{Name: "f", Limit: 2, Window: 3 * time.Second}, time.Unix(-7, 5e8)},
-		{"gcra thirds", quota.Rule{Name: "g", Limit: 3, Window: 10 * time.Second, Algorithm: quota.GCRA}, t0},
-		{"gcra burst below limit", quota.Rule{Name: "g", Limit: 7, Window: time.Minute, Algorithm: quota.GCRA, Burst: 2}, t0},
-		{"gcra burst above limit", quota.Rule{Name: "g", Limit: 13, Window: time.Hour, Algorithm: quota.GCRA, Burst: 40}, t0},
-		{"gcra nanosecond interval", quota.Rule{Name: "g", Limit: 1e9 - 1, Window: time.Second, Algorithm: quota.GCRA, Burst: 5}, t0},
-		{"gcra before 1970", quota.Rule{Name: "g", Limit: 5, Window: 7 * time.Second, Algorithm: quota.GCRA}, time.Unix(-3, 999999999)},
+		{"gcra thirds", quota.Rule{Name: "g", Limit: 3, Window: 10 * time.Second, Algorithm: quota.TokenBucket}, t0},
+		{"gcra burst below limit", quota.Rule{Name: "g", Limit: 7, Window: time.Minute, Algorithm: quota.TokenBucket, Burst: 2}, t0},
+		{"gcra burst above limit", quota.Rule{Name: "g", Limit: 13, Window: time.Hour, Algorithm: quota.TokenBucket, Burst: 40}, t0},
+		{"gcra nanosecond interval", quota.Rule{Name: "g", Limit: 1e9 - 1, Window: time.Second, Algorithm: quota.TokenBucket, Burst: 5}, t0},
+		{"gcra before 1970", quota.Rule{Name: "g", Limit: 5, Window: 7 * time.Second, Algorithm: quota.TokenBucket}, time.Unix(-3, 999999999)},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -172,7 +172,7 @@ func TestClockStepsBack(t *testing.T) {
 				if got != want {
 					t.Fatalf("step %d at %v, n=%d: got %+v, want %+v", step, now, n, got, want)
 				}
-				if tt.rule.Algorithm == quota.GCRA && m.TAT.After(now) {
+				if tt.rule.Algorithm == quota.TokenBucket && m.TAT.After(now) {
 					v, err := c.Get(context.Background(), gcraKey(prefix, tt.rule.Name, subject)).Result()
 					if err != nil {
 						t.Fatalf("step %d: reading the bucket: %v", step, err)
@@ -233,7 +233,7 @@ func TestKeys(t *testing.T) {
 		},
 		{
 			name:    "gcra",
-			rule:    quota.Rule{Name: "gc", Limit: 10, Window: time.Minute, Algorithm: quota.GCRA},
+			rule:    quota.Rule{Name: "gc", Limit: 10, Window: time.Minute, Algorithm: quota.TokenBucket},
 			n:       3, // 3 tokens refill in 18s
 			key:     func(prefix string) string { return gcraKey(prefix, "gc", subject) },
 			value:   fmt.Sprintf("%d:%d", t0.Unix()+18, t0.Nanosecond()),
@@ -284,9 +284,9 @@ func TestKeysShareTheSubjectsSlot(t *testing.T) {
 	s := newStore(t, c, prefix, redisquota.Config{Now: newClock(t0).Now})
 	for _, rule := range []quota.Rule{
 		{Name: "a", Limit: 5, Window: time.Minute},
-		{Name: "a", Limit: 5, Window: time.Minute, Algorithm: quota.GCRA},
+		{Name: "a", Limit: 5, Window: time.Minute, Algorithm: quota.TokenBucket},
 		{Name: "b}", Limit: 5, Window: time.Hour},
-		{Name: "", Limit: 5, Window: time.Hour, Algorithm: quota.GCRA},
+		{Name: "", Limit: 5, Window: time.Hour, Algorithm: quota.TokenBucket},
 	} {
 		decide(t, s, rule, subject, 1)
 		if err := s.Refund(ctx, rule, subject, 1); err != nil {
@@ -375,7 +375,7 @@ func TestNoScript(t *testing.T) {
 		want quota.Decision // of the second call
 	}{
 		{"fixed window", quota.Rule{Name: "ns", Limit: 5, Window: time.Minute}, quota.Decision{Allowed: true, Remaining: 3, RetryAfter: 60*time.Second - time.Duration(t0.Second()*1e9+t0.Nanosecond()), Limit: 5, Window: time.Minute}},
-		{"gcra", quota.Rule{Name: "ns", Limit: 5, Window: time.Minute, Algorithm: quota.GCRA}, quota.Decision{Allowed: true, Remaining: 3, Limit: 5, Window: time.Minute}},
+		{"gcra", quota.Rule{Name: "ns", Limit: 5, Window: time.Minute, Algorithm: quota.TokenBucket}, quota.Decision{Allowed: true, Remaining: 3, Limit: 5, Window: time.Minute}},
 	}
 	for _, tt := range tests {
 		for _, batch := range []int{0, 8} {
@@ -427,7 +427,7 @@ func TestFailurePolicy(t *testing.T) {
 		{"silent server, fail open", silent, quota.FailOpen, quota.Decision{Allowed: true, Remaining: 10, Limit: 10, Window: time.Minute}},
 	}
 	for _, tt := range tests {
-		for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.GCRA} {
+		for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.TokenBucket} {
 			for _, batch := range []int{0, 8} {
 				t.Run(fmt.Sprintf("%s, %v, Batch %d", tt.name, alg, batch), func(t *testing.T) {
 					opt := testredis.Options(t)
@@ -479,10 +479,10 @@ func TestCallerErrors(t *testing.T) {
 		{"negative cost", ok, a, -1, quota.ErrRule},
 		{"window below a millisecond", quota.Rule{Name: "r", Limit: 5, Window: 999 * time.Microsecond}, a, 1, quota.ErrRule},
 		{"rule name with a hash tag", quota.Rule{Name: "{r}", Limit: 5, Window: time.Minute}, a, 1, quota.ErrRule},
-		{"rule name with an opening brace, gcra", quota.Rule{Name: "r{", Limit: 5, Window: time.Minute, Algorithm: quota.GCRA}, a, 1, quota.ErrRule},
+		{"rule name with an opening brace, gcra", quota.Rule{Name: "r{", Limit: 5, Window: time.Minute, Algorithm: quota.TokenBucket}, a, 1, quota.ErrRule},
 		{"window past 2^52ns, not whole seconds", quota.Rule{Name: "r", Limit: 5, Window: 1<<52 + 1}, a, 1, quota.ErrRule},
-		{"gcra span past 2^53ns", quota.Rule{Name: "r", Limit: 1, Window: 24 * time.Hour, Algorithm: quota.GCRA, Burst: 200}, a, 1, quota.ErrRule},
-		{"gcra cost past 2^53ns", quota.Rule{Name: "r", Limit: 1, Window: 24 * time.Hour, Algorithm: quota.GCRA}, a, 200, quota.ErrRule},
+		{"gcra span past 2^53ns", quota.Rule{Name: "r", Limit: 1, Window: 24 * time.Hour, Algorithm: quota.TokenBucket, Burst: 200}, a, 1, quota.ErrRule},
+		{"gcra cost past 2^53ns", quota.Rule{Name: "r", Limit: 1, Window: 24 * time.Hour, Algorithm: quota.TokenBucket}, a, 200, quota.ErrRule},
 	}
 	for _, tt := range tests {
 		for _, failure := range []quota.Failure{quota.FailClosed, quota.FailOpen} {

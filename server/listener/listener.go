@@ -94,7 +94,7 @@ func (l *capped) Accept() (net.Conn, error) {
 }
 
 // key returns the per-client key of a peer, and false when the peer is
-// exempt from the per-client cap.
+// exempt from the per-client connection cap.
 func (l *capped) key(a net.Addr) (netip.Prefix, bool) {
 	tcp, ok := a.(*net.TCPAddr)
 	if !ok || l.caps.PerClient == 0 {
@@ -123,7 +123,7 @@ type limitedConn struct {
 	settle  sync.Once
 	key     netip.Prefix
 	keyed   bool
-	refused bool // past the per-client cap: closed, and reads end at once
+	refused bool // past the per-client connection cap: closed, and reads end at once
 	close   sync.Once
 }
 

@@ -121,7 +121,7 @@ func TestFixedWindowSeam(t *testing.T) {
 
 func TestGCRASteps(t *testing.T) {
 	// One token a second, three at once.
-	rule := quota.Rule{Name: "login", Limit: 10, Window: 10 * time.Second, Algorithm: quota.GCRA, Burst: 3}
+	rule := quota.Rule{Name: "login", Limit: 10, Window: 10 * time.Second, Algorithm: quota.TokenBucket, Burst: 3}
 	ok := func(remaining int, retry time.Duration) quota.Decision {
 		return quota.Decision{Allowed: true, Remaining: remaining, RetryAfter: retry, Limit: 10, Window: 10 * time.Second}
 	}
@@ -147,7 +147,7 @@ func TestGCRASteps(t *testing.T) {
 }
 
 func TestGCRABurstThenSteady(t *testing.T) {
-	rule := quota.Rule{Limit: 10, Window: 10 * time.Second, Algorithm: quota.GCRA, Burst: 3}
+	rule := quota.Rule{Limit: 10, Window: 10 * time.Second, Algorithm: quota.TokenBucket, Burst: 3}
 	var m Model
 	var allowedAt []time.Duration
 	for at := time.Duration(0); at < 10*time.Second; at += 100 * time.Millisecond {
@@ -171,7 +171,7 @@ func TestGCRABurstThenSteady(t *testing.T) {
 }
 
 func TestGCRADecisionTAT(t *testing.T) {
-	rule := quota.Rule{Limit: 10, Window: 10 * time.Second, Algorithm: quota.GCRA, Burst: 2}
+	rule := quota.Rule{Limit: 10, Window: 10 * time.Second, Algorithm: quota.TokenBucket, Burst: 2}
 	now := t0
 	tests := []struct {
 		name    string
@@ -203,7 +203,7 @@ func TestGCRADecisionTAT(t *testing.T) {
 // TestGCRAFullBucketDecidesLikeNew checks what lets a store forget a bucket:
 // once its tat is reached, it decides exactly like a bucket never seen.
 func TestGCRAFullBucketDecidesLikeNew(t *testing.T) {
-	rule := quota.Rule{Limit: 5, Window: time.Second, Algorithm: quota.GCRA}
+	rule := quota.Rule{Limit: 5, Window: time.Second, Algorithm: quota.TokenBucket}
 	tests := []struct {
 		name string
 		tat  time.Time
@@ -235,10 +235,10 @@ func TestDecisionInvariants(t *testing.T) {
 	rules := []quota.Rule{
 		{Limit: 1, Window: time.Second},
 		{Limit: 7, Window: 3 * time.Second},
-		{Limit: 1, Window: time.Second, Algorithm: quota.GCRA},
-		{Limit: 7, Window: 3 * time.Second, Algorithm: quota.GCRA},
-		{Limit: 7, Window: 3 * time.Second, Algorithm: quota.GCRA, Burst: 2},
-		{Limit: 3, Window: time.Second, Algorithm: quota.GCRA, Burst: 9},
+		{Limit: 1, Window: time.Second, Algorithm: quota.TokenBucket},
+		{Limit: 7, Window: 3 * time.Second, Algorithm: quota.TokenBucket},
+		{Limit: 7, Window: 3 * time.Second, Algorithm: quota.TokenBucket, Burst: 2},
+		{Limit: 3, Window: time.Second, Algorithm: quota.TokenBucket, Burst: 9},
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, rule := range rules {
@@ -248,7 +248,7 @@ func TestDecisionInvariants(t *testing.T) {
 			now = now.Add(time.Duration(r.Int64N(int64(rule.Window / 4))))
 			n := r.IntN(4)
 			var d quota.Decision
-			if rule.Algorithm == quota.GCRA {
+			if rule.Algorithm == quota.TokenBucket {
 				before := m.TAT
 				d = m.AllowN(rule, now, n)
 				if (n == 0 || !d.Allowed) && !m.TAT.Equal(before) {
@@ -272,7 +272,7 @@ func TestDecisionInvariants(t *testing.T) {
 			if d.RetryAfter < 0 {
 				t.Fatalf("%v step %d: RetryAfter %v is negative", rule, i, d.RetryAfter)
 			}
-			if !d.Allowed && d.Remaining >= max(n, 1) && rule.Algorithm == quota.GCRA {
+			if !d.Allowed && d.Remaining >= max(n, 1) && rule.Algorithm == quota.TokenBucket {
 				t.Fatalf("%v step %d: refused n=%d with %d remaining", rule, i, n, d.Remaining)
 			}
 			if d.Limit != rule.Limit || d.Window != rule.Window {
@@ -285,7 +285,7 @@ func TestDecisionInvariants(t *testing.T) {
 // TestLookAgreesWithCall checks that a look (n = 0) predicts whether a call of
 // cost 1 at the same instant would pass.
 func TestLookAgreesWithCall(t *testing.T) {
-	for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.GCRA} {
+	for _, alg := range []quota.Algorithm{quota.FixedWindow, quota.TokenBucket} {
 		t.Run(alg.String(), func(t *testing.T) {
 			rule := quota.Rule{Limit: 4, Window: time.Second, Algorithm: alg, Burst: 2}
 			var m Model

@@ -20,7 +20,7 @@ type Model struct {
 
 // AllowN decides a call of cost n at now, as a store would.
 func (m *Model) AllowN(rule quota.Rule, now time.Time, n int) quota.Decision {
-	if rule.Algorithm == quota.GCRA {
+	if rule.Algorithm == quota.TokenBucket {
 		d, tat := GCRADecision(rule, now, m.TAT, n)
 		m.TAT = tat
 		return d

@@ -11,6 +11,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/admitgo/admit"
+	"github.com/admitgo/admit/internal/algorithm"
+	"github.com/admitgo/admit/quota"
 )
 
 // budgetField is one field of a group's budget as the config file spells
@@ -54,8 +56,6 @@ const (
 	// The delay mode's keys, which explain and the status page print.
 	FieldQueue      = "queue"
 	FieldMaxWaiting = "max_waiting"
-	TokenBucket     = "token-bucket"
-	FixedWindow     = "fixed-window"
 	syncExact       = "exact"
 	syncAsync       = "async"
 	// The fields admit auth refuses, since they need the app's answer,
@@ -72,12 +72,7 @@ const (
 
 var budgetFields = []budgetField{
 	{"like", readLike, func(v budgetView) (any, bool) { return v.like, v.like != "" && v.like != v.name }},
-	{"algorithm", readAlgorithm, func(v budgetView) (any, bool) {
-		if v.b.Algorithm == admit.FixedWindow {
-			return FixedWindow, true
-		}
-		return TokenBucket, true
-	}},
+	{"algorithm", readAlgorithm, func(v budgetView) (any, bool) { return AlgorithmText(v.b.Algorithm), true }},
 	{"limit", readCount(func(b *admit.Budget) *int { return &b.Limit }), fixedOnly(func(b admit.Budget) any { return b.Limit })},
 	{"window", readWith(parsePositive, func(b *admit.Budget) *time.Duration { return &b.Window }), fixedOnly(func(b admit.Budget) any { return fileDuration(b.Window) })},
 	{"rate", readWith(ParseRate, func(b *admit.Budget) *rate.Limit { return &b.Rate }), bucketOnly(func(b admit.Budget) any { return fileRate(b.Rate) })},
@@ -206,17 +201,20 @@ func readLike(d *budgetDraft, v string) error {
 	return nil
 }
 
+// readAlgorithm reads the algorithm with quota's one parser, which also
+// takes its older spellings (gcra, fixed_window).
 func readAlgorithm(d *budgetDraft, v string) error {
-	switch v {
-	case TokenBucket:
-		d.b.Algorithm = admit.TokenBucket
-	case FixedWindow:
-		d.b.Algorithm = admit.FixedWindow
-	default:
-		return fmt.Errorf("unknown algorithm %q: want %s or %s", v, TokenBucket, FixedWindow)
+	a, err := quota.ParseAlgorithm(v)
+	if err != nil {
+		return fmt.Errorf("unknown algorithm %q: want %v or %v", v, quota.TokenBucket, quota.FixedWindow)
 	}
+	d.b.Algorithm = algorithm.Door[admit.Algorithm](a)
 	return nil
 }
+
+// AlgorithmText is the door's algorithm as the file spells it: quota's
+// text of quota's algorithm of the same name.
+func AlgorithmText(a admit.Algorithm) string { return algorithm.Quota(a).String() }
 
 func readOnMissing(d *budgetDraft, v string) error {
 	switch v {
@@ -274,13 +272,13 @@ func readSyncInterval(d *budgetDraft, v string) (err error) {
 // that each check of a budget or a route is written once, in the door.
 var doorWords = map[string]string{
 	"Limit": "limit", "Window": "window", "Rate": "rate", "Burst": "burst", "SharedRate": "shared_rate", "Like": "like",
-	"FixedWindow":    "algorithm: " + FixedWindow,
+	"FixedWindow":    "algorithm: " + AlgorithmText(admit.FixedWindow),
 	"Key.IPv4Prefix": "ipv4_prefix", "Key.IPv6Prefix": "ipv6_prefix",
 	"Key.RejectMissing": "on_missing", "Key.Authenticated": "key_authenticated",
 	"Key.Header": "header:NAME", "Key.PathValue": "path:NAME", "Key.Global": "global",
 	"ClientKey": "key: peer", "Inf": ".inf", "SharedBurst": "shared_burst", "PerClient": "per_client", "Inflight": "inflight",
 	"MaxClients": "max_clients", "Charge": "charge_on_failure", "ChargeAlways": "false", "ChargeOnFailure": "true",
-	"Algorithm": "algorithm", "TokenBucket": TokenBucket, "Store": "--store", "Replicas": "--replicas", "Failure": "--store-fail", "RefusalStatus": "refusal_status",
+	"Algorithm": "algorithm", "TokenBucket": AlgorithmText(admit.TokenBucket), "Store": "--store", "Replicas": "--replicas", "Failure": "--store-fail", "RefusalStatus": "refusal_status",
 	"RefusalBody": fieldRefusalBody, "RefusalType": fieldRefusalType, "RefusalProblemType": fieldRefusalProblemType, "RefusalHeaders": fieldRefusalHeaders,
 	"MinBodyRate": "min_body_rate", "BodyRateGrace": "body_rate_grace", "None": "0 (none)",
 	"Cost": fieldCost, "Groups": FieldGroup, "Peer": "the peer", "Authenticated": "key_authenticated: true",

@@ -515,6 +515,10 @@ func TestBudgetFields(t *testing.T) {
 		{"charge_on_failure: maybe", admit.Budget{}, "line 3: budgets.link.charge_on_failure: not a boolean (use true or false)"},
 		{"burst: [1, 2]", admit.Budget{}, "line 3: budgets.link.burst: want a single value"},
 		{"burst: 5\n    burst: 6", admit.Budget{}, "line 4: budgets.link.burst: given twice (first on line 3)"},
+		{"algorithm: fixed-window\n    limit: 5\n    window: 1m", admit.Budget{Algorithm: admit.FixedWindow, Limit: 5, Window: time.Minute}, ""},
+		{"algorithm: fixed_window\n    limit: 5\n    window: 1m", admit.Budget{Algorithm: admit.FixedWindow, Limit: 5, Window: time.Minute}, ""},
+		{"algorithm: gcra", admit.Budget{Algorithm: admit.TokenBucket}, ""},
+		{"algorithm: leaky", admit.Budget{}, `line 3: budgets.link.algorithm: unknown algorithm "leaky": want token-bucket or fixed-window`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.yaml, func(t *testing.T) {

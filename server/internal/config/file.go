@@ -13,6 +13,7 @@ import (
 
 	"github.com/admitgo/admit"
 	"github.com/admitgo/admit/internal/canon"
+	"github.com/admitgo/admit/internal/yamlmap"
 	"github.com/admitgo/admit/server/routes"
 )
 
@@ -50,6 +51,9 @@ func (c *Config) readFile(path string) error {
 	}
 	if err := dec.Decode(new(yaml.Node)); err != io.EOF {
 		return errors.New("more than one YAML document")
+	}
+	if err := yamlmap.CheckAliases(&doc); err != nil {
+		return aliasError(err)
 	}
 	root := doc.Content[0]
 	if isNull(root) {
@@ -113,6 +117,19 @@ func syntaxError(data []byte, err error) error {
 		}
 	}
 	return fmt.Errorf("not valid YAML: %s%s", problem, hint)
+}
+
+// aliasError words yamlmap.CheckAliases's refusal as a syntax error is
+// worded, in yaml's words for an excessive document.
+func aliasError(err error) error {
+	e, ok := err.(*yamlmap.Error)
+	switch {
+	case !ok:
+		return err
+	case e.Problem == yamlmap.Recursive:
+		return fmt.Errorf("line %d: not valid YAML: alias *%s is inside the value it names", e.Node.Line, e.Node.Value)
+	}
+	return errors.New("not valid YAML: document contains excessive aliasing")
 }
 
 // readAllowSpellings reads the classes of spellings to let through: a list
@@ -225,45 +242,38 @@ func readGroups(n *yaml.Node, where string, dst *[]admit.Group) error {
 
 // readBudgets reads each group's budget fields onto an admit.Budget.
 func (c *Config) readBudgets(m *yaml.Node) error {
-	if m.Kind != yaml.MappingNode {
-		return at(m, fieldBudgets, "want a map from group names to their budgets")
-	}
-	fields := make(map[string]func(*yaml.Node) error)
-	for i := 0; i < len(m.Content); i += 2 {
-		name := m.Content[i].Value
-		fields[name] = func(n *yaml.Node) error {
-			if err := checkGroupName(name); err != nil {
-				return at(m.Content[i], fieldBudgets, "%v", err)
-			}
-			d, err := readBudget(n, "budgets."+name, admit.Group(name), c.getenv)
-			if err != nil {
-				return err
-			}
-			if d.exemptFrom != "" {
-				if c.ExemptFrom == nil {
-					c.ExemptFrom = make(map[admit.Group]string)
-				}
-				c.ExemptFrom[admit.Group(name)] = d.exemptFrom
-			}
-			if d.interval > 0 {
-				if c.Async == nil {
-					c.Async = make(map[admit.Group]time.Duration)
-				}
-				c.Async[admit.Group(name)] = d.interval
-			}
-			if c.Budgets == nil {
-				c.Budgets, c.Likes = make(map[admit.Group]admit.Budget), make(map[admit.Group]admit.Group)
-			}
-			c.Budgets[admit.Group(name)] = d.b
-			c.Likes[admit.Group(name)] = d.like
-			if c.budgetLines == nil {
-				c.budgetLines = make(map[admit.Group]int)
-			}
-			c.budgetLines[admit.Group(name)] = m.Content[i].Line
-			return nil
+	return walk(m, fieldBudgets, "want a map from group names to their budgets", nil, func(k, n *yaml.Node) error {
+		name := k.Value
+		if err := checkGroupName(name); err != nil {
+			return at(k, fieldBudgets, "%v", err)
 		}
-	}
-	return eachField(m, fieldBudgets, fields)
+		d, err := readBudget(n, "budgets."+name, admit.Group(name), c.getenv)
+		if err != nil {
+			return err
+		}
+		if d.exemptFrom != "" {
+			if c.ExemptFrom == nil {
+				c.ExemptFrom = make(map[admit.Group]string)
+			}
+			c.ExemptFrom[admit.Group(name)] = d.exemptFrom
+		}
+		if d.interval > 0 {
+			if c.Async == nil {
+				c.Async = make(map[admit.Group]time.Duration)
+			}
+			c.Async[admit.Group(name)] = d.interval
+		}
+		if c.Budgets == nil {
+			c.Budgets, c.Likes = make(map[admit.Group]admit.Budget), make(map[admit.Group]admit.Group)
+		}
+		c.Budgets[admit.Group(name)] = d.b
+		c.Likes[admit.Group(name)] = d.like
+		if c.budgetLines == nil {
+			c.budgetLines = make(map[admit.Group]int)
+		}
+		c.budgetLines[admit.Group(name)] = k.Line
+		return nil
+	})
 }
 
 // checkGroupName refuses a group name a metric attribute or a route could

@@ -8,35 +8,40 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/admitgo/admit/internal/yamlmap"
 )
 
-// The config file's fields: walking a mapping, reading one value, and
-// errors that name the line and the field as the file spells them, and
-// the parsers of its values.
+// The config file's fields: walking a mapping (internal/yamlmap's walk,
+// in the file's words), reading one value, and errors that name the line
+// and the field as the file spells them, and the parsers of its values.
 
 // eachField walks mapping n, calling the reader of each key; an unknown or
 // repeated key is an error naming its line and where names the mapping.
 func eachField(n *yaml.Node, where string, readers map[string]func(*yaml.Node) error) error {
-	if n.Kind != yaml.MappingNode {
-		return at(n, orTop(where), "want a map of fields")
+	return walk(n, where, "want a map of fields", readers, func(k, v *yaml.Node) error { return readers[k.Value](v) })
+}
+
+// walk calls each with every key and value of mapping n at where, wording
+// the mapping's problems in the file's terms: want says what n should be,
+// and readers, when not nil, are the keys it takes.
+func walk(n *yaml.Node, where, want string, readers map[string]func(*yaml.Node) error, each func(k, v *yaml.Node) error) error {
+	var known func(*yaml.Node) bool
+	if readers != nil {
+		known = func(k *yaml.Node) bool { _, ok := readers[k.Value]; return ok }
 	}
-	seen := make(map[string]int)
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		name := dotted(where, k.Value)
-		if line, dup := seen[k.Value]; dup {
-			return at(k, name, "given twice (first on line %d)", line)
-		}
-		seen[k.Value] = k.Line
-		read, ok := readers[k.Value]
-		if !ok {
-			return at(k, orTop(where), "unknown field %q (want %s)", k.Value, knownFields(readers))
-		}
-		if err := read(v); err != nil {
-			return err
-		}
+	err := yamlmap.Walk(n, known, each)
+	e, ok := err.(*yamlmap.Error)
+	if !ok {
+		return err
 	}
-	return nil
+	switch e.Problem {
+	case yamlmap.NotMapping:
+		return at(e.Node, orTop(where), "%s", want)
+	case yamlmap.Repeated:
+		return at(e.Node, dotted(where, e.Node.Value), "given twice (first on line %d)", e.First.Line)
+	}
+	return at(e.Node, orTop(where), "unknown field %q (want %s)", e.Node.Value, knownFields(readers))
 }
 
 // scalar returns a reader of a single value at where, which set parses.

@@ -50,23 +50,15 @@ func showRefusalType(v budgetView) (any, bool) {
 // single values; the door holds the names to its rule.
 func readRefusalHeaders(d *budgetDraft, where string) func(*yaml.Node) error {
 	return func(n *yaml.Node) error {
-		if n.Kind != yaml.MappingNode {
-			return at(n, where, "want a map of header names to values")
-		}
 		if d.b.RefusalHeaders == nil {
 			d.b.RefusalHeaders = http.Header{}
 		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			name := n.Content[i].Value
-			err := scalar(dotted(where, name), func(v string) error {
-				d.b.RefusalHeaders.Add(name, v)
+		return walk(n, where, "want a map of header names to values", nil, func(k, v *yaml.Node) error {
+			return scalar(dotted(where, k.Value), func(s string) error {
+				d.b.RefusalHeaders.Add(k.Value, s)
 				return nil
-			})(n.Content[i+1])
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+			})(v)
+		})
 	}
 }
 
