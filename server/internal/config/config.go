@@ -140,6 +140,14 @@ func (r Route) Spec() string {
 func (r Route) Spend() int { return max(r.Cost, 1) }
 
 // Options are the server's settings, in the order of its usage.
+// The operations listener's connection caps, the same for every front.
+const (
+	defaultMetricsMaxConns  = "64"
+	defaultMetricsPerClient = "8"
+	usageMetricsMaxConns    = "connections the metrics listener keeps open at most; newer ones are closed on arrival"
+	usageMetricsPerClient   = "connections one client (an IPv4 address or IPv6 /64, loopback included) keeps open on the metrics listener at most; the default leaves a scraper and a probe on one address room; 0: no cap"
+)
+
 var Options = []Option{
 	{Name: "listen", arg: "ADDR", Def: ":8080", Usage: "address of the proxy; port 0 picks a free port",
 		Set:     func(c *Config, v string) (err error) { c.Listen, err = ParseAddr(v); return err },
@@ -216,10 +224,10 @@ var Options = []Option{
 	{Name: "metrics-listen", arg: "ADDR", Def: "127.0.0.1:9464", Usage: "address of /metrics (and of a /healthz that no budget limits)",
 		Set:     func(c *Config, v string) (err error) { c.MetricsListen, err = ParseAddr(v); return err },
 		running: func(c Config) any { return c.MetricsListen }},
-	{Name: "metrics-max-conns", arg: "N", Def: "64", Usage: "connections the metrics listener keeps open at most; newer ones are closed on arrival",
+	{Name: "metrics-max-conns", arg: "N", Def: defaultMetricsMaxConns, Usage: usageMetricsMaxConns,
 		Set:     func(c *Config, v string) (err error) { c.MetricsMaxConns, err = parseCount(v, 1); return err },
 		running: func(c Config) any { return c.MetricsMaxConns }},
-	{Name: "metrics-max-conns-per-client", arg: "N", Def: "8", Usage: "connections one client (an IPv4 address or IPv6 /64, loopback included) keeps open on the metrics listener at most; the default leaves a scraper and a probe on one address room; 0: no cap",
+	{Name: "metrics-max-conns-per-client", arg: "N", Def: defaultMetricsPerClient, Usage: usageMetricsPerClient,
 		Set:     func(c *Config, v string) (err error) { c.MetricsPerClient, err = parseCount(v, 0); return err },
 		running: func(c Config) any { return c.MetricsPerClient }},
 	{Name: "tls-cert", arg: "FILE", Usage: "TLS certificate (PEM); with --tls-key, serves HTTPS and HTTP/2",

@@ -27,6 +27,8 @@ type RLS struct {
 	Env                       string // EnvAdmit or EnvReference
 	GRPCListen                string // address of the gRPC service, host:port
 	MetricsListen             string // address of /metrics and the health and /rlconfig pages
+	MetricsMaxConns           int    // open connections on the metrics listener; at least 1
+	MetricsPerClient          int    // open connections per client on the metrics listener; 0: no cap
 	HTTPListen                string // address of /healthcheck and /json; empty: none
 	MaxConns                  int    // open connections on the gRPC listener; at least 1
 	MaxConnsPerClient         int    // open connections per client key; 0: no cap
@@ -69,6 +71,10 @@ var RLSOptions = []OptionFor[RLS]{
 		Set: func(c *RLS, v string) (err error) { c.GRPCListen, err = ParseAddr(v); return err }},
 	{Name: "metrics-listen", arg: "ADDR", Def: "127.0.0.1:9464", Usage: "address of /metrics, /healthz, /healthcheck and /rlconfig (envoyproxy/ratelimit's DEBUG_HOST and DEBUG_PORT)",
 		Set: func(c *RLS, v string) (err error) { c.MetricsListen, err = ParseAddr(v); return err }},
+	{Name: "metrics-max-conns", arg: "N", Def: defaultMetricsMaxConns, Usage: usageMetricsMaxConns,
+		Set: func(c *RLS, v string) (err error) { c.MetricsMaxConns, err = parseCount(v, 1); return err }},
+	{Name: "metrics-max-conns-per-client", arg: "N", Def: defaultMetricsPerClient, Usage: usageMetricsPerClient,
+		Set: func(c *RLS, v string) (err error) { c.MetricsPerClient, err = parseCount(v, 0); return err }},
 	{Name: "http-listen", arg: "ADDR", Usage: "address of /healthcheck and /json, ShouldRateLimit over JSON (envoyproxy/ratelimit's HOST and PORT); empty: not served",
 		Set: func(c *RLS, v string) (err error) {
 			if v == "" {

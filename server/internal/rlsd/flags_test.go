@@ -183,3 +183,15 @@ func TestRLSStorePasswordNotShown(t *testing.T) {
 		}
 	}
 }
+
+// TestRLSMetricsCaps: the metrics listener's caps are the proxy's flags,
+// with the proxy's defaults and checks.
+func TestRLSMetricsCaps(t *testing.T) {
+	o, err := parseFlags([]string{"--config", "x"}, func(string) string { return "" }, io.Discard)
+	if err != nil || o.MetricsMaxConns != 64 || o.MetricsPerClient != 8 {
+		t.Errorf("defaults: got %d, %d, %v; want 64, 8", o.MetricsMaxConns, o.MetricsPerClient, err)
+	}
+	if _, err := parseFlags([]string{"--config", "x", "--metrics-max-conns", "0"}, func(string) string { return "" }, io.Discard); err == nil || !strings.Contains(err.Error(), "--metrics-max-conns") {
+		t.Errorf("--metrics-max-conns 0: got %v, want refused naming the flag", err)
+	}
+}

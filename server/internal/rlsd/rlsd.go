@@ -45,13 +45,6 @@ const watchInterval = time.Second
 // name it.
 const serviceName = "envoy.service.ratelimit.v3.RateLimitService"
 
-// The metrics listener keeps the proxy's defaults for its connection caps
-// (--metrics-max-conns, --metrics-max-conns-per-client).
-const (
-	metricsMaxConns  = 64
-	metricsPerClient = 8
-)
-
 // Run is the rls subcommand: Envoy's rate limit service on admit's
 // stores. It serves until ctx ends; SIGHUP and a change of the
 // configuration's files reload it, keeping the old one when the new one is
@@ -236,7 +229,7 @@ func listen(ctx context.Context, o options, tel *ops.Telemetry) (ln, mln, hln ne
 	caps := listener.Caps{Max: o.MaxConns, PerClient: o.MaxConnsPerClient}
 	ln = listener.Limit(ln, caps, counts["rls"])
 	// The metrics listener under the proxy's defaults for its own.
-	mln = listener.Limit(mln, listener.Caps{Max: metricsMaxConns, PerClient: metricsPerClient}, counts["metrics"])
+	mln = listener.Limit(mln, listener.Caps{Max: o.MetricsMaxConns, PerClient: o.MetricsPerClient}, counts["metrics"])
 	if hln != nil {
 		hln = listener.Limit(hln, caps, counts["http"])
 	}
