@@ -14,18 +14,6 @@ import (
 	"github.com/admitgo/admit/server/internal/ops"
 )
 
-// dialFrom opens a connection to addr from local address from.
-func dialFrom(t *testing.T, from, addr string) net.Conn {
-	t.Helper()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: testTimeout}
-	c, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 // served reports whether a request on c is answered; false when the server
 // closed the connection instead.
 func served(t *testing.T, c net.Conn) bool {

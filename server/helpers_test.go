@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/admitgo/admit/internal/testserver"
 	"github.com/admitgo/admit/server/internal/config"
 )
 
@@ -270,17 +271,9 @@ func parse(t *testing.T, args []string, env map[string]string) (config.Config, e
 	return config.Parse(args, func(k string) string { return full[k] }, io.Discard)
 }
 
-// metricValue returns the value of the series of /metrics body that starts
-// with prefix, or -1 when there is none.
-func metricValue(body, prefix string) int {
-	for line := range strings.Lines(body) {
-		if strings.HasPrefix(line, prefix) {
-			n, err := strconv.ParseFloat(strings.TrimSpace(line[strings.LastIndexByte(line, ' ')+1:]), 64)
-			if err != nil {
-				return -1
-			}
-			return int(n)
-		}
-	}
-	return -1
-}
+// The helpers every front's tests share (package testserver).
+var (
+	hostAnswer  = testserver.HostAnswer
+	metricValue = testserver.MetricValue
+	dialFrom    = testserver.DialFrom
+)

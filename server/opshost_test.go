@@ -1,7 +1,6 @@
 package server
 
 import (
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -24,27 +23,6 @@ var opsRoutes = []struct{ method, path string }{
 	{"DELETE", "/admit/groups/link/clients/127.0.0.1"},
 	{"GET", "/nowhere"},
 	{"POST", "/metrics"},
-}
-
-// hostAnswer sends method path to base with Host host and returns the
-// status and the body.
-func hostAnswer(t *testing.T, client *http.Client, base, host, method, path string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, base+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Host = host
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s Host %q: %v", method, path, host, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
 }
 
 // TestOpsListenerHost: a page that rebinds its own name to the metrics

@@ -1,64 +1,13 @@
 package rlsd
 
 import (
-	"io"
-	"net"
-	"net/http"
-	"strconv"
 	"strings"
-	"testing"
 	"time"
+
+	"github.com/admitgo/admit/internal/testserver"
 )
 
 const testTimeout = 10 * time.Second
-
-// hostAnswer sends method path to base with Host host and returns the
-// status and the body.
-func hostAnswer(t *testing.T, client *http.Client, base, host, method, path string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, base+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Host = host
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s Host %q: %v", method, path, host, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
-}
-
-// metricValue returns the value of the series of /metrics body that starts
-// with prefix, or -1 when there is none.
-func metricValue(body, prefix string) int {
-	for line := range strings.Lines(body) {
-		if strings.HasPrefix(line, prefix) {
-			n, err := strconv.ParseFloat(strings.TrimSpace(line[strings.LastIndexByte(line, ' ')+1:]), 64)
-			if err != nil {
-				return -1
-			}
-			return int(n)
-		}
-	}
-	return -1
-}
-
-// dialFrom opens a connection to addr from local address from.
-func dialFrom(t *testing.T, from, addr string) net.Conn {
-	t.Helper()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: testTimeout}
-	c, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
 
 // withQuery returns raw with the query parameter kv added.
 func withQuery(raw, kv string) string {
@@ -67,3 +16,10 @@ func withQuery(raw, kv string) string {
 	}
 	return raw + "?" + kv
 }
+
+// The helpers every front's tests share (package testserver).
+var (
+	hostAnswer  = testserver.HostAnswer
+	metricValue = testserver.MetricValue
+	dialFrom    = testserver.DialFrom
+)
