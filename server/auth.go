@@ -270,8 +270,10 @@ func readTelling(h http.Header) (t telling) {
 	return t
 }
 
-// dropHopFields removes from h the fields about the hop from the front to
-// admit, which the app never receives from the front.
+// dropHopFields removes from h the fields about one hop, hop-by-hop and
+// Content-Length: those of the front's request to admit, which the app
+// never receives from the front, and those of admit's answer, which the
+// front's own answer sets.
 func dropHopFields(h http.Header) {
 	for name := range h {
 		if hop.Header(name) || name == "Content-Length" {

@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/admitgo/admit/internal/answer"
-	"github.com/admitgo/admit/internal/hop"
 )
 
 // authAnswer is admit auth's decision on one original request, in the
@@ -148,11 +147,7 @@ func (w *authRecorder) fields(outcome string) []byte {
 	if len(w.header) == 0 {
 		return statusField(outcome)
 	}
-	for name := range w.header {
-		if hop.Header(name) || name == "Content-Length" {
-			delete(w.header, name)
-		}
-	}
+	dropHopFields(w.header)
 	return insertStatusField(appendHeader(make([]byte, 0, 256), w.header), outcome)
 }
 
