@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -22,11 +23,16 @@ var outcomes = [...]string{"allowed", "refused", "failed_open", "failed_closed"}
 // admit.quota.latency histogram in seconds (attribute admit.quota.store).
 // Caller errors are not decisions and are not counted. A nil *Metrics records
 // nothing. It is safe for concurrent use.
+//
+// The counter is observable: a decision adds to one atomic count, and the
+// SDK reads the counts when it collects. A synchronous counter cost each
+// decision the SDK's look-up of its attribute set and of the context's span
+// for an exemplar, about as much as the histogram's whole record.
 type Metrics struct {
-	decisions metric.Int64Counter
-	latency   metric.Float64Histogram
+	counts  [len(outcomes)]atomic.Int64
+	latency metric.Float64Histogram
 	// Attribute options are built once so recording does not allocate.
-	outcomeOpts [len(outcomes)][]metric.AddOption
+	outcomeOpts [len(outcomes)][]metric.ObserveOption
 	storeOpts   []metric.RecordOption
 }
 
@@ -37,24 +43,41 @@ func NewMetrics(mp metric.MeterProvider, store string) (*Metrics, error) {
 		mp = otel.GetMeterProvider()
 	}
 	m := mp.Meter(meter.Name)
-	decisions, err := m.Int64Counter("admit.quota.decisions",
+	decisions, err := m.Int64ObservableCounter("admit.quota.decisions",
 		metric.WithDescription("Shared-quota decisions by store and outcome."),
 		metric.WithUnit("{decision}"))
 	if err != nil {
 		return nil, err
 	}
-	latency, err := m.Float64Histogram("admit.quota.latency",
+	ms := &Metrics{}
+	// Each store registers a callback of its own: the SDK keeps only the
+	// first instrument's, and two stores of one kind (admit rls's main and
+	// per-second stores) add into the same series, as they did with a
+	// synchronous counter. The callback is never unregistered, so that a
+	// closed store's decisions stay in the series and it never goes down.
+	// A series appears with its first decision, as a synchronous counter's
+	// did.
+	if _, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		for i := range ms.counts {
+			if n := ms.counts[i].Load(); n > 0 {
+				o.ObserveInt64(decisions, n, ms.outcomeOpts[i]...)
+			}
+		}
+		return nil
+	}, decisions); err != nil {
+		return nil, err
+	}
+	ms.latency, err = m.Float64Histogram("admit.quota.latency",
 		metric.WithDescription("Time a store took to decide, failures included."),
 		metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1))
 	if err != nil {
 		return nil, err
 	}
-	ms := &Metrics{decisions: decisions, latency: latency}
 	storeAttr := attribute.String("admit.quota.store", store)
 	for i, o := range outcomes {
 		set := attribute.NewSet(storeAttr, attribute.String("admit.quota.outcome", o))
-		ms.outcomeOpts[i] = []metric.AddOption{metric.WithAttributeSet(set)}
+		ms.outcomeOpts[i] = []metric.ObserveOption{metric.WithAttributeSet(set)}
 	}
 	ms.storeOpts = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(storeAttr))}
 	return ms, nil
@@ -77,6 +100,6 @@ func (m *Metrics) Record(ctx context.Context, d quota.Decision, err error, elaps
 	default:
 		i = 3
 	}
-	m.decisions.Add(ctx, 1, m.outcomeOpts[i]...)
+	m.counts[i].Add(1)
 	m.latency.Record(ctx, elapsed.Seconds(), m.storeOpts...)
 }
