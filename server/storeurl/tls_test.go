@@ -47,6 +47,7 @@ func TestRedisTLSFiles(t *testing.T) {
 		"rediss+cluster://a:7000?addr=b:7001&" + files,
 		"rediss+sentinel://s1:26379?master_name=m&" + files,
 		"rediss://cache:6380?SSLCERT=" + q(cert) + "&ssl%6Bey=" + q(key) + "&SslRootCert=" + q(ca.File),
+		"rediss://cache:6380?sslcert=" + cert + "&sslkey=" + key + "&sslrootcert=" + ca.File, // paths as written
 	} {
 		c := tlsOf(t, raw)
 		if c == nil || c.RootCAs == nil || len(c.Certificates) != 1 || c.InsecureSkipVerify {
