@@ -3,12 +3,17 @@ package testserver
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/admitgo/admit/internal/testcert"
 )
 
 // Redis starts a private redis-server for t with persistence off and returns
@@ -33,17 +38,67 @@ func Redis(t testing.TB) *Server {
 			"--save", "", "--appendonly", "no",
 			"--dir", s.dir, "--daemonize", "no")
 	}
-	s.ready = func(ctx context.Context) error { return ping(ctx, s.Addr) }
+	s.ready = func(ctx context.Context) error { return ping(ctx, s.Addr, nil) }
+	return newServer(t, s)
+}
+
+// RedisTLS starts a private redis-server for t that speaks only TLS, as
+// [Redis] does: its certificate, for 127.0.0.1, is one ca issued, and it
+// refuses a client without a certificate ca issued (tls-auth-clients yes).
+// Its URL is rediss://127.0.0.1:port/0, naming no certificate: a client
+// brings its own.
+func RedisTLS(t testing.TB, ca *testcert.CA) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		missing(t, "redis-server", "install Redis 7 or later built with TLS (Debian: apt-get install redis-server)")
+	}
+	certFile, keyFile := ca.Server(t)
+	clientCert, clientKey := ca.Client(t)
+	pair, err := tls.LoadX509KeyPair(clientCert, clientKey)
+	if err != nil {
+		t.Fatalf("testserver: %v", err)
+	}
+	roots := x509.NewCertPool()
+	if pem, err := os.ReadFile(ca.File); err != nil || !roots.AppendCertsFromPEM(pem) {
+		t.Fatalf("testserver: CA %s: %v", ca.File, err)
+	}
+	client := &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{pair}}
+	port := freePort(t)
+	s := &Server{
+		Addr: hostPort(port),
+		name: "redis",
+		dir:  tempDir(t, "redis"),
+		stop: syscall.SIGTERM,
+	}
+	s.URL = "rediss://" + s.Addr + "/0"
+	s.command = func() *exec.Cmd {
+		return command(s.dir, nil, bin,
+			"--port", "0", "--tls-port", fmt.Sprint(port), "--bind", "127.0.0.1",
+			"--tls-cert-file", certFile, "--tls-key-file", keyFile,
+			"--tls-ca-cert-file", ca.File, "--tls-auth-clients", "yes",
+			"--save", "", "--appendonly", "no",
+			"--dir", s.dir, "--daemonize", "no")
+	}
+	s.ready = func(ctx context.Context) error { return ping(ctx, s.Addr, client) }
 	return newServer(t, s)
 }
 
 // ping sends PING and wants PONG, speaking RESP directly so that readiness
-// does not depend on a client's pool or retries.
-func ping(ctx context.Context, addr string) error {
+// does not depend on a client's pool or retries; over TLS when tlsConfig
+// is not nil.
+func ping(ctx context.Context, addr string, tlsConfig *tls.Config) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	var conn net.Conn
+	var err error
+	if tlsConfig != nil {
+		d := tls.Dialer{Config: tlsConfig}
+		conn, err = d.DialContext(ctx, "tcp", addr)
+	} else {
+		var d net.Dialer
+		conn, err = d.DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ func redisNode(t testing.TB, name, dir string, port int, args ...string) *Server
 	}
 	s.URL = "redis://" + s.Addr + "/0"
 	s.command = func() *exec.Cmd { return command(dir, nil, bin, args...) }
-	s.ready = func(ctx context.Context) error { return ping(ctx, s.Addr) }
+	s.ready = func(ctx context.Context) error { return ping(ctx, s.Addr, nil) }
 	return newServer(t, s)
 }
 

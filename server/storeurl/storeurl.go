@@ -135,14 +135,17 @@ func (s Store) Check() error {
 	switch s.Kind {
 	case Postgres:
 		if _, query, _ := strings.Cut(s.URL, "?"); query != "" {
-			if _, _, seen, err := cutBatchScript("?" + query); seen || err != nil {
+			if _, own, err := cutOwn("?" + query); err != nil || own[batchScriptParam] != nil {
 				return errors.New("batch_script is a Redis URL's parameter: PostgreSQL would refuse it as unknown")
 			}
 		}
 		_, err := pgxpool.ParseConfig(s.URL)
 		return clean(s.URL, err)
 	case Redis:
-		_, err := parseRedis(s.URL)
+		o, err := parseRedis(s.URL)
+		if err == nil {
+			err = o.loadTLS()
+		}
 		return clean(s.URL, err)
 	}
 	return nil
@@ -254,6 +257,9 @@ func offlineCmd(ctx context.Context) *redis.Cmd {
 // deadlines, so the store's timeout bounds a decision.
 func RedisClient(raw string) (redis.UniversalClient, error) {
 	o, err := parseRedis(raw)
+	if err == nil {
+		err = o.loadTLS()
+	}
 	if err != nil {
 		return nil, clean(raw, err)
 	}
@@ -286,23 +292,31 @@ type redisOptions struct {
 	// oneServer is the URL's batch_script=on: the URL reaches a Redis
 	// server itself, not a proxy that routes commands by key.
 	oneServer bool
+	// files are the TLS files the URL names, which loadTLS reads.
+	files tlsFiles
 }
 
 // parseRedis parses a Redis store URL by the rules of go-redis's parser
 // for its topology, the +cluster or +sentinel suffix of the scheme removed,
-// once admit's own batch_script parameter is taken out.
+// once admit's own parameters (batch_script and the TLS files) are taken
+// out. It reads no file: loadTLS does.
 func parseRedis(raw string) (redisOptions, error) {
 	scheme, rest, _ := strings.Cut(raw, "://")
 	base, topology, _ := strings.Cut(scheme, "+")
 	var o redisOptions
-	rest, one, seen, err := cutBatchScript(rest)
+	rest, own, err := cutOwn(rest)
 	if err != nil {
 		return o, err
 	}
-	if seen && topology == "cluster" {
+	if o.oneServer, err = batchScript(own[batchScriptParam]); err != nil {
+		return o, err
+	}
+	if own[batchScriptParam] != nil && topology == "cluster" {
 		return o, errors.New("batch_script is for one server: a cluster's buckets live on several")
 	}
-	o.oneServer = one
+	if o.files, err = readTLSFiles(scheme, base == "rediss", own); err != nil {
+		return o, err
+	}
 	plain := base + "://" + rest
 	switch topology {
 	case "cluster":

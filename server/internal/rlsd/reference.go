@@ -112,18 +112,33 @@ func refPerSecondStore(get func(string) string) (string, error) {
 // REDIS_SOCKET_TYPE other than redis and tcp are refused by their rows.
 func refStore(prefix string) func(get func(string) string) (string, error) {
 	return func(get func(string) string) (string, error) {
-		return redisURL(func(name string) string { return get(prefix + name) }, prefix)
+		return redisURL(func(name string) string { return get(prefix + name) }, prefix, refTLSFiles(get))
 	}
 }
 
+// refTLSFiles are the store URL parameters of the TLS files the reference
+// reads for both of its Redis, each used with TLS only: the client
+// certificate and key (which the reference ignores unless both are set,
+// and admit refuses one without the other) and the certificate authority.
+func refTLSFiles(get func(string) string) url.Values {
+	q := url.Values{}
+	for param, name := range map[string]string{"sslcert": "REDIS_TLS_CLIENT_CERT", "sslkey": "REDIS_TLS_CLIENT_KEY", "sslrootcert": "REDIS_TLS_CACERT"} {
+		if v := get(name); v != "" {
+			q.Set(param, v)
+		}
+	}
+	return q
+}
+
 // redisURL is refStore's URL, get reading the variables without their
-// prefix.
-func redisURL(get func(string) string, prefix string) (string, error) {
+// prefix; files are its TLS parameters, added when its TLS is on.
+func redisURL(get func(string) string, prefix string, files url.Values) (string, error) {
 	u := url.URL{Scheme: "redis"}
+	q := url.Values{}
 	if on, _ := strconv.ParseBool(get("TLS")); on {
 		u.Scheme = "rediss"
+		maps.Copy(q, files)
 	}
-	q := url.Values{}
 	q.Set("pool_size", get("POOL_SIZE"))
 	q.Set("dial_timeout", get("TIMEOUT"))
 	userinfo := func(auth string) *url.Userinfo {
@@ -186,6 +201,11 @@ func applyReference(given func(flag string) (spelling string, ok bool), getenv f
 		spelling, set := "", false
 		if r.flag != "" {
 			spelling, set = given(r.flag)
+		}
+		if r.also != "" {
+			_, alsoSet := given(r.also)
+			set = set && alsoSet // read while either flag is not given
+			names[r.also] = append(names[r.also], r.name)
 		}
 		switch {
 		case set:

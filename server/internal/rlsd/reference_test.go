@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/admitgo/admit/internal/testcert"
 	"github.com/admitgo/admit/internal/testredis"
+	"github.com/admitgo/admit/internal/testserver"
 	"github.com/admitgo/admit/server/internal/config"
 	"github.com/admitgo/admit/server/storeurl"
 )
@@ -68,7 +70,7 @@ func TestRLSReferenceRefused(t *testing.T) {
 		{"USE_STATSD", "true", `USE_STATSD "true": asks for statsd`},
 		{"USE_PROMETHEUS", "1", `USE_PROMETHEUS "1": asks for the reference's Prometheus`},
 		{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "yes", `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT "yes": not a boolean`},
-		{"REDIS_TLS_CACERT", "ca.pem", `REDIS_TLS_CACERT "ca.pem": asks for`},
+		{"REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", "true", `REDIS_TLS_SKIP_HOSTNAME_VERIFICATION "true": asks for Redis TLS without hostname verification`},
 		{"GRPC_CLIENT_TLS_CACERT", "ca.pem", `GRPC_CLIENT_TLS_CACERT "ca.pem": asks for verifying`},
 		{"REDIS_SOCKET_TYPE", "unix", `REDIS_SOCKET_TYPE "unix": asks for Redis over a Unix socket`},
 		{"REDIS_TYPE", "ring", `REDIS_TYPE "ring": asks for`},
@@ -246,6 +248,82 @@ func TestRLSReferenceStore(t *testing.T) {
 		if err != nil || o.PerSecondStore.URL != tc.want || o.Store.URL != "redis://main:6379?dial_timeout=10s&pool_size=10" {
 			t.Errorf("%v: got %q beside %q, %v; want %q beside the main Redis", perSecond, o.PerSecondStore.URL, o.Store.URL, err, tc.want)
 		}
+	}
+}
+
+// TestRLSReferenceRedisTLSFiles maps REDIS_TLS_CLIENT_CERT, _KEY and
+// _CACERT onto the TLS parameters of each store whose TLS variable is
+// true: the reference builds one TLS configuration of them for both of
+// its Redis, and uses it for the one whose TLS is on.
+func TestRLSReferenceRedisTLSFiles(t *testing.T) {
+	const (
+		files = "&sslcert=%2Fetc%2Fr%2Fc.pem&sslkey=%2Fetc%2Fr%2Fk.pem&sslrootcert=%2Fetc%2Fr%2Fca.pem"
+		main  = "main:6380?dial_timeout=10s&pool_size=10"
+		ps    = "ps:6380?dial_timeout=10s&pool_size=10"
+	)
+	for _, tc := range []struct{ tls, perSecondTLS, store, perSecond string }{
+		{"true", "true", "rediss://" + main + files, "rediss://" + ps + files},
+		{"true", "false", "rediss://" + main + files, "redis://" + ps},
+		{"false", "true", "redis://" + main, "rediss://" + ps + files},
+		{"false", "false", "redis://" + main, "redis://" + ps},
+	} {
+		env := map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "main:6380", "REDIS_TLS": tc.tls,
+			"REDIS_PERSECOND": "true", "REDIS_PERSECOND_SOCKET_TYPE": "tcp", "REDIS_PERSECOND_URL": "ps:6380", "REDIS_PERSECOND_TLS": tc.perSecondTLS,
+			"REDIS_TLS_CLIENT_CERT": "/etc/r/c.pem", "REDIS_TLS_CLIENT_KEY": "/etc/r/k.pem", "REDIS_TLS_CACERT": "/etc/r/ca.pem"}
+		o, err := parseFlags(nil, referenceEnv(env), io.Discard)
+		if err != nil || o.Store.URL != tc.store || o.PerSecondStore.URL != tc.perSecond {
+			t.Errorf("REDIS_TLS=%s, REDIS_PERSECOND_TLS=%s: got %q and %q, %v; want %q and %q",
+				tc.tls, tc.perSecondTLS, o.Store.URL, o.PerSecondStore.URL, err, tc.store, tc.perSecond)
+		}
+		if want := "REDIS_TLS_CACERT"; !strings.Contains(o.storeFrom[0], want) || !strings.Contains(o.storeFrom[1], want) {
+			t.Errorf("stores from %q and %q: want each to name %s", o.storeFrom[0], o.storeFrom[1], want)
+		}
+	}
+	// The CA alone verifies the server, with no client certificate.
+	o, err := parseFlags(nil, referenceEnv(map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "main:6380", "REDIS_TLS": "true", "REDIS_TLS_CACERT": "/etc/r/ca.pem"}), io.Discard)
+	if want := "rediss://" + main + "&sslrootcert=%2Fetc%2Fr%2Fca.pem"; err != nil || o.Store.URL != want {
+		t.Errorf("REDIS_TLS_CACERT alone: got %q, %v; want %q", o.Store.URL, err, want)
+	}
+}
+
+// TestRLSReferenceRedisTLSServes starts admit rls in reference mode on a
+// Redis that speaks only TLS and wants a client certificate, named by the
+// reference's variables; a file that cannot be read stops startup with
+// exit 2, naming the variables and the parameter.
+func TestRLSReferenceRedisTLSServes(t *testing.T) {
+	ca := testcert.NewCA(t)
+	srv := testserver.RedisTLS(t, ca)
+	cert, key := ca.Client(t)
+	root := t.TempDir()
+	dir := filepath.Join(root, "current", "ratelimit", "config")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "edge.yaml"), []byte(rlsTestConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"RUNTIME_ROOT": filepath.Join(root, "current"), "RUNTIME_SUBDIRECTORY": "ratelimit",
+		"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": srv.Addr, "REDIS_TLS": "true",
+		"REDIS_TLS_CLIENT_CERT": cert, "REDIS_TLS_CLIENT_KEY": key, "REDIS_TLS_CACERT": ca.File,
+		"USE_STATSD": "false", "GRPC_HOST": "127.0.0.1", "GRPC_PORT": "0", "HOST": "127.0.0.1", "PORT": "0",
+		"DEBUG_HOST": "127.0.0.1", "DEBUG_PORT": "0"}
+	o, err := parseFlags(nil, referenceEnv(env), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := serveWith(t, o).client(t, nil)
+	wantCodes(t, codesOf(t, c, "192.0.2.1", 3), ok, ok, over)
+
+	missing := filepath.Join(t.TempDir(), "missing.pem")
+	env["REDIS_TLS_CLIENT_KEY"] = missing
+	err = Run(context.Background(), nil, referenceEnv(env), io.Discard, io.Discard)
+	if code := config.ExitCode(err); code != 2 || !strings.Contains(err.Error(), "REDIS_TLS_CLIENT_KEY") || !strings.Contains(err.Error(), "sslkey: open "+missing) {
+		t.Errorf("REDIS_TLS_CLIENT_KEY missing: exit %d, %v; want exit 2 naming it and sslkey", code, err)
+	}
+	env["REDIS_TLS_CLIENT_KEY"] = ""
+	err = Run(context.Background(), nil, referenceEnv(env), io.Discard, io.Discard)
+	if code := config.ExitCode(err); code != 2 || !strings.Contains(err.Error(), "sslcert is given without sslkey") {
+		t.Errorf("REDIS_TLS_CLIENT_CERT without its key: exit %d, %v; want exit 2", code, err)
 	}
 }
 

@@ -15,6 +15,9 @@ type refVar struct {
 	// flag is the admit rls flag the variable sets (through refFlags):
 	// honoured. "": it sets none.
 	flag string
+	// also is a second flag the variable sets, for a setting the
+	// reference shares between its two Redis (REDIS_TLS_CACERT). "": none.
+	also string
 	// refuse is the values that ask for something admit lacks: such a
 	// value, set, stops startup. The same value as the reference's default,
 	// unset, passes with an info line, so that a deployment that never
@@ -149,9 +152,15 @@ var refVars = []refVar{
 	{name: "REDIS_POOL_SIZE", def: "10", kind: refInt, flag: "store"},
 	{name: "REDIS_AUTH", flag: "store"},
 	{name: "REDIS_TLS", def: "false", kind: refBool, flag: "store"},
-	{name: "REDIS_TLS_CLIENT_CERT", refuse: whenSet("Redis client certificates")},
-	{name: "REDIS_TLS_CLIENT_KEY", refuse: whenSet("Redis client certificates")},
-	{name: "REDIS_TLS_CACERT", refuse: whenSet("a Redis certificate authority other than the system's")},
+	{name: "REDIS_TLS_CLIENT_CERT", flag: "store", also: "per-second-store"},
+	{name: "REDIS_TLS_CLIENT_KEY", flag: "store", also: "per-second-store"},
+	{name: "REDIS_TLS_CACERT", flag: "store", also: "per-second-store"},
+	// Refused, not followed: the reference then checks the server's
+	// certificate against the CA (the system's roots without
+	// REDIS_TLS_CACERT) and not against the name Redis is dialled by, so
+	// that any certificate the CA issued to anyone, for any host, passes
+	// for the Redis server, and whoever holds one can stand in for it. The
+	// remedy is a server certificate that names that host or address.
 	{name: "REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", def: "false", kind: refBool, refuse: whenTrue("Redis TLS without hostname verification")},
 	{name: "REDIS_PIPELINE_WINDOW", def: "0", kind: refDuration, note: "admit batches the calls that arrive together by itself"},
 	{name: "REDIS_PIPELINE_LIMIT", def: "0", kind: refInt, note: "admit batches the calls that arrive together by itself"},
@@ -241,6 +250,8 @@ var kindWords = map[refKind]string{refInt: "a whole number", refBool: "a boolean
 func (r refVar) effect() string {
 	var s string
 	switch {
+	case r.also != "":
+		s = "honoured: `--" + r.flag + "`, `--" + r.also + "`"
 	case r.flag != "":
 		s = "honoured: `--" + r.flag + "`"
 	case r.refuse == nil:
