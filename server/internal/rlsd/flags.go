@@ -16,11 +16,12 @@ import (
 // options are the settings of admit rls, and what reading them found.
 type options struct {
 	config.RLS
-	fromEnv      []string      // admit rls's own variables read
-	storeFrom    [2]string     // the flag or variables --store and --per-second-store came from
-	referenceEnv []string      // the reference's variables set, outside reference mode
-	infos        []string      // in reference mode, the reference's variables that change nothing
-	watchEvery   time.Duration // tests shorten it
+	fromEnv      []string         // admit rls's own variables read
+	storeFrom    [2]string        // the flag or variables --store and --per-second-store came from
+	referenceEnv []string         // the reference's variables set, outside reference mode
+	infos        []string         // in reference mode, the reference's variables that change nothing
+	watchEvery   time.Duration    // tests shorten it
+	now          func() time.Time // the clock of the certificate's reloads; nil: time.Now; tests set it
 	ready        func(addresses)
 }
 
