@@ -154,7 +154,8 @@ func serve(ctx context.Context, o options, hangups <-chan os.Signal, log *slog.L
 }
 
 // serverTLS is the gRPC listener's TLS: nil without --tls-cert; else its
-// certificate, reloaded when the files change.
+// certificate, reloaded when the files change, and with --client-ca the
+// check of the clients' certificates.
 func serverTLS(o options, tel *ops.Telemetry, log *slog.Logger) (*tls.Config, error) {
 	if o.TLSCert == "" {
 		return nil, nil
@@ -164,7 +165,13 @@ func serverTLS(o options, tel *ops.Telemetry, log *slog.Logger) (*tls.Config, er
 	if err != nil {
 		return nil, err
 	}
-	return certs.TLSConfig(), nil
+	c := certs.TLSConfig()
+	if o.ClientCA != "" {
+		if err := servertls.VerifyClients(c, o.ClientCA, o.ClientSAN); err != nil {
+			return nil, fmt.Errorf("admit rls: %s %q: %w", o.caFrom, o.ClientCA, err)
+		}
+	}
+	return c, nil
 }
 
 // addresses are the addresses admit rls listens on, once it serves; http
