@@ -18,7 +18,7 @@ import (
 // srv, or nil when srv serves it alone: with TLS, which the engine does
 // not speak, or with --http-engine net/http.
 func (s *server) h1Engine(srv *http.Server) *h1.Server {
-	if s.tlsCert != nil || s.cfg.HTTPEngine == config.EngineNetHTTP {
+	if s.tls != nil || s.cfg.HTTPEngine == config.EngineNetHTTP {
 		return nil
 	}
 	return &h1.Server{HTTP: srv}

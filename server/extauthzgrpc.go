@@ -33,8 +33,8 @@ func (s *server) serveGRPC(wg *sync.WaitGroup, failed chan<- error) grpcServing 
 		return grpcServing{}
 	}
 	var tlsConfig *tls.Config
-	if s.tlsCert != nil {
-		tlsConfig = &tls.Config{Certificates: []tls.Certificate{*s.tlsCert}, MinVersion: tls.VersionTLS12}
+	if s.tls != nil {
+		tlsConfig = s.tls.TLSConfig()
 	}
 	g := grpcServing{srv: grpc.NewServer(grpcserver.Options(tlsConfig)...), health: health.NewServer(), ln: s.grpcLn.Addr().String()}
 	authv3.RegisterAuthorizationServer(g.srv, &extAuthz{a: s.auth})

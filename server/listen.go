@@ -1,7 +1,6 @@
 package server
 
 import (
-	"crypto/tls"
 	"fmt"
 	"log"
 	"net"
@@ -70,8 +69,8 @@ func (s *server) proxyServer(errorLog *log.Logger) *http.Server {
 		ErrorLog:          errorLog,
 	}
 	srv.RegisterOnShutdown(func() { close(s.listenerClosed) }) // runs once the listener is closed
-	if s.tlsCert != nil {
-		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{*s.tlsCert}, MinVersion: tls.VersionTLS12}
+	if s.tls != nil {
+		srv.TLSConfig = s.tls.TLSConfig()
 	}
 	if s.cfg.H2C {
 		// HTTP/2 with prior knowledge beside HTTP/1.1, under the same

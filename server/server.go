@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +26,7 @@ import (
 	"github.com/admitgo/admit/server/internal/demo"
 	"github.com/admitgo/admit/server/internal/drain"
 	"github.com/admitgo/admit/server/internal/ops"
+	"github.com/admitgo/admit/server/internal/servertls"
 	"github.com/admitgo/admit/server/listener"
 	"github.com/admitgo/admit/server/storeurl"
 )
@@ -85,7 +85,7 @@ type server struct {
 	metricsConns listener.Counts // the metrics listener's
 	grpcConns    listener.Counts // --grpc-listen's, in admit auth
 	connsReg     metric.Registration
-	tlsCert      *tls.Certificate
+	tls          *servertls.Reloader // nil without --tls-cert
 
 	ln, metricsLn, grpcLn net.Listener // set by listen; grpcLn with --grpc-listen only
 
@@ -118,15 +118,19 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *ser
 			return nil, usageError{Err: err}
 		}
 	}
-	if cfg.TLSCert != "" {
-		cert, err := config.LoadKeyPair("admit", cfg.TLSCert, cfg.TLSKey)
-		if err != nil {
-			return nil, err
-		}
-		s.tlsCert = &cert
-	}
 	if s.tel, err = ops.NewTelemetry(); err != nil {
 		return nil, err
+	}
+	if cfg.TLSCert != "" {
+		front := "admit"
+		if cfg.Auth {
+			front = "admit auth"
+		}
+		s.tls, err = servertls.New(servertls.Config{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey, Front: front,
+			Now: s.clock, Logger: log, MeterProvider: s.tel.Provider})
+		if err != nil {
+			return nil, usageError{Err: err}
+		}
 	}
 	var stderr io.Writer = os.Stderr
 	if cfg.Stderr != nil {
@@ -233,7 +237,7 @@ func (s *server) serve(ctx context.Context) error {
 		switch {
 		case engine != nil:
 			err = engine.Serve(s.ln)
-		case s.tlsCert != nil:
+		case s.tls != nil:
 			err = srv.ServeTLS(s.ln, "", "")
 		default:
 			err = srv.Serve(s.ln)
@@ -249,7 +253,7 @@ func (s *server) serve(ctx context.Context) error {
 	})
 	grpcSrv := s.serveGRPC(&wg, failed)
 	s.log.Info("admit: serving", "addr", s.ln.Addr().String(), "metrics_addr", s.metricsLn.Addr().String(), grpcSrv.logAttr(),
-		"tls", s.tlsCert != nil, "h2c", s.cfg.H2C, config.FieldEngine, s.cfg.HTTPEngine, "proxy_protocol", len(s.cfg.ProxyProtocolFrom) > 0)
+		"tls", s.tls != nil, "h2c", s.cfg.H2C, config.FieldEngine, s.cfg.HTTPEngine, "proxy_protocol", len(s.cfg.ProxyProtocolFrom) > 0)
 
 	var err error
 wait:

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -16,6 +17,8 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/admitgo/admit/internal/testcert"
+	"github.com/admitgo/admit/internal/testclock"
+	"github.com/admitgo/admit/server/internal/config"
 )
 
 // selfSigned is testcert.SelfSigned, under the name the server's tests
@@ -170,5 +173,89 @@ func sendHeaders(t *testing.T, base string, roots *x509.CertPool, extra []hpack.
 			}
 			t.Fatal("an answer without :status")
 		}
+	}
+}
+
+// servedSerial opens a TLS connection to addr, offering HTTP/2 as gRPC and
+// browsers do, trusting roots, and returns the serial of the certificate
+// shown.
+func servedSerial(t *testing.T, addr string, roots *x509.CertPool) int64 {
+	t.Helper()
+	d := &net.Dialer{Timeout: testTimeout}
+	conn, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{RootCAs: roots, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+}
+
+// TestTLSCertReload replaces the certificate's files under the proxy's
+// HTTPS listener and admit auth's gRPC listener: a new connection gets the
+// new certificate once the door's clock has moved a second; a pair that
+// does not load (a new certificate beside the old key) keeps the last good
+// one serving and is counted.
+func TestTLSCertReload(t *testing.T) {
+	for _, front := range []struct {
+		name  string
+		start func(t *testing.T, cert, key string, clk *testclock.Clock) (r *running, addr string)
+	}{
+		{"proxy", func(t *testing.T, cert, key string, clk *testclock.Clock) (*running, string) {
+			cfg := serverConfig(t, append(appRoutes(upstreamApp(t).URL), "--tls-cert", cert, "--tls-key", key)...)
+			cfg.Now = clk.Now
+			r := startConfig(t, cfg)
+			return r, r.s.ln.Addr().String()
+		}},
+		{"auth grpc", func(t *testing.T, cert, key string, clk *testclock.Clock) (*running, string) {
+			cfg, err := config.ParseAuth("admit auth", append(config.AuthOptions, config.Options...),
+				[]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--trusted-proxy", "127.0.0.1/32",
+					"--grpc-listen", "127.0.0.1:0", "--route", "link=GET /l/{id}", "--tls-cert", cert, "--tls-key", key},
+				func(string) string { return "" }, io.Discard, config.PrintAuthUsage)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Now = clk.Now
+			r := startConfig(t, cfg)
+			return r, r.s.grpcLn.Addr().String()
+		}},
+	} {
+		t.Run(front.name, func(t *testing.T) {
+			ca := testcert.NewCA(t, "admit test")
+			cert, key := ca.Server(t, 1)
+			clk := testclock.New(time.Now())
+			r, addr := front.start(t, cert, key, clk)
+			if got := servedSerial(t, addr, ca.Pool); got != 1 {
+				t.Fatalf("at start: serial %d, want 1", got)
+			}
+			next, nextKey := ca.Issue(t, testcert.Leaf{Serial: 2, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
+			testcert.Write(t, cert, next) // the key is not written yet
+			clk.Advance(time.Second)
+			if got := servedSerial(t, addr, ca.Pool); got != 1 {
+				t.Fatalf("with a certificate that is not the key's: serial %d, want 1, the last good one", got)
+			}
+			testcert.Write(t, key, nextKey)
+			clk.Advance(time.Second)
+			if got := servedSerial(t, addr, ca.Pool); got != 2 {
+				t.Fatalf("after the files changed: serial %d, want 2", got)
+			}
+			for _, result := range []string{"failure", "success"} {
+				if got := r.scrapeCount(t, `admit_server_certificate_reloads_total{otel_scope_name="github.com/admitgo/admit",otel_scope_schema_url="",otel_scope_version="",result="`+result+`"}`); got != 1 {
+					t.Errorf("certificate reloads, %s: got %d, want 1", result, got)
+				}
+			}
+		})
+	}
+}
+
+// TestTLSMismatchedPairExits2: a certificate beside another pair's key
+// stops startup with exit 2, naming both flags, as a missing file does.
+func TestTLSMismatchedPairExits2(t *testing.T) {
+	ca := testcert.NewCA(t, "admit test")
+	cert, _ := ca.Server(t, 1)
+	_, key := ca.Server(t, 2)
+	_, err := runArgs(t, nil, "--demo", "--tls-cert", cert, "--tls-key", key)
+	var uerr usageError
+	if !errors.As(err, &uerr) || !strings.HasPrefix(err.Error(), "admit: --tls-cert ") || !strings.Contains(err.Error(), "private key does not match public key") {
+		t.Fatalf("got %v, want a usage error (exit 2) naming --tls-cert and the mismatch", err)
 	}
 }

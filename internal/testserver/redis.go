@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"syscall"
 	"testing"
@@ -53,17 +51,8 @@ func RedisTLS(t testing.TB, ca *testcert.CA) *Server {
 	if err != nil {
 		missing(t, "redis-server", "install Redis 7 or later built with TLS (Debian: apt-get install redis-server)")
 	}
-	certFile, keyFile := ca.Server(t)
-	clientCert, clientKey := ca.Client(t)
-	pair, err := tls.LoadX509KeyPair(clientCert, clientKey)
-	if err != nil {
-		t.Fatalf("testserver: %v", err)
-	}
-	roots := x509.NewCertPool()
-	if pem, err := os.ReadFile(ca.File); err != nil || !roots.AppendCertsFromPEM(pem) {
-		t.Fatalf("testserver: CA %s: %v", ca.File, err)
-	}
-	client := &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{pair}}
+	certFile, keyFile := ca.Server(t, 1)
+	client := &tls.Config{RootCAs: ca.Pool, Certificates: []tls.Certificate{ca.Client(t, testcert.Leaf{Serial: 2})}}
 	port := freePort(t)
 	s := &Server{
 		Addr: hostPort(port),

@@ -37,9 +37,9 @@ func tlsOf(t *testing.T, raw string) *tls.Config {
 // twice, or naming a file that is missing or holds no certificate. Each
 // refusal names the parameter.
 func TestRedisTLSFiles(t *testing.T) {
-	ca := testcert.NewCA(t)
-	cert, key := ca.Client(t)
-	other, _ := testcert.NewCA(t).Client(t)
+	ca := testcert.NewCA(t, "storeurl test CA")
+	cert, key := ca.ClientFiles(t, testcert.Leaf{Serial: 2})
+	other, _ := testcert.NewCA(t, "another CA").ClientFiles(t, testcert.Leaf{Serial: 3})
 	q := func(s string) string { return url.QueryEscape(s) }
 	files := "sslcert=" + q(cert) + "&sslkey=" + q(key) + "&sslrootcert=" + q(ca.File)
 	for _, raw := range []string{

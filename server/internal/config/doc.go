@@ -14,8 +14,8 @@
 // message text. What is checked here is what only the server has: the
 // flags that go together (--store-fail and --replicas), the file's own
 // syntax, and a path key against the route's pattern. It also holds what
-// every front's command shares: UsageError, ExitCode, NewLogger,
-// CheckKeyPair and LoadKeyPair.
+// every front's command shares: UsageError, ExitCode, NewLogger and
+// CheckKeyPair (the certificate itself is package servertls's).
 //
 // It is internal to the server: a program embeds the server through
 // server.Load and server.New, which read the same flags and file.

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"crypto/tls"
 	"fmt"
 	"log/slog"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/quota/pgquota"
 	"github.com/admitgo/admit/quota/redisquota"
+	"github.com/admitgo/admit/server/internal/servertls"
 	"github.com/admitgo/admit/server/storeurl"
 )
 
@@ -20,7 +20,7 @@ import (
 // configuration's, so the process exits 2 on them.
 func (c Config) CheckOffline() error {
 	if c.TLSCert != "" {
-		if _, err := LoadKeyPair("admit", c.TLSCert, c.TLSKey); err != nil {
+		if _, err := servertls.Load("admit", c.TLSCert, c.TLSKey); err != nil {
 			return err
 		}
 	}
@@ -49,16 +49,6 @@ func CheckKeyPair[T Target](set *OptionSetFor[T], cert, key string) error {
 	}
 	from, _ := set.From(given)
 	return fmt.Errorf("%s: %s is set but --%s (%s) is not: give both or neither", frontOf[T](), from, missing, EnvNameOf[T](missing))
-}
-
-// LoadKeyPair loads a front's --tls-cert and --tls-key, naming both in its
-// error, which starts with front ("admit", "admit rls").
-func LoadKeyPair(front, cert, key string) (tls.Certificate, error) {
-	pair, err := tls.LoadX509KeyPair(cert, key)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("%s: --tls-cert %q, --tls-key %q: %w", front, cert, key, err)
-	}
-	return pair, nil
 }
 
 // OfflineStore returns the store --store names, built as startup builds it

@@ -37,6 +37,8 @@ type RLS struct {
 	StoreTable, StorePrefix   string         // empty: the store's default
 	StoreFail                 quota.Failure  // what a call gets while the store cannot count
 	TLSCert, TLSKey           string         // both set or both empty
+	ClientCA                  string         // PEM bundle the gRPC clients' certificates must chain to; "": none asked for; needs TLSCert
+	ClientSAN                 string         // a DNS name or IP address the client's certificate must carry; "": any; needs ClientCA
 	Config                    string         // envoyproxy/ratelimit YAML file, or a directory of them
 	Shadow, QuotaMode         bool
 	StopIncrement             bool    // count none of a request's other descriptors when one passes its limit
@@ -111,6 +113,10 @@ var RLSOptions = []OptionFor[RLS]{
 		Set: func(c *RLS, v string) error { c.TLSCert = v; return nil }},
 	{Name: "tls-key", arg: "FILE", Usage: "TLS private key (PEM)",
 		Set: func(c *RLS, v string) error { c.TLSKey = v; return nil }},
+	{Name: "client-ca", arg: "FILE", Usage: "CA certificates (PEM): a gRPC client must present a certificate for client authentication that one of them signed, or its connection is refused; needs --tls-cert (envoyproxy/ratelimit's GRPC_CLIENT_TLS_CACERT)",
+		Set: func(c *RLS, v string) error { c.ClientCA = v; return nil }},
+	{Name: "client-san", arg: "NAME", Usage: "with --client-ca, a name the client's certificate must carry among its DNS names (a wildcard the CA signed matches as in a server's name), or an IP address among its IP addresses; never its common name or URIs (GRPC_CLIENT_TLS_SAN)",
+		Set: func(c *RLS, v string) error { c.ClientSAN = v; return nil }},
 	{Name: "shadow", Usage: "answer OK overall whatever the limits say (envoyproxy/ratelimit's SHADOW_MODE)",
 		Set: func(c *RLS, v string) (err error) { c.Shadow, err = ParseBool(v); return err }},
 	{Name: "quota-mode", Usage: "answer OK for over-limit descriptors (QUOTA_MODE)",

@@ -16,11 +16,13 @@ import (
 // options are the settings of admit rls, and what reading them found.
 type options struct {
 	config.RLS
-	fromEnv      []string      // admit rls's own variables read
-	storeFrom    [2]string     // the flag or variables --store and --per-second-store came from
-	referenceEnv []string      // the reference's variables set, outside reference mode
-	infos        []string      // in reference mode, the reference's variables that change nothing
-	watchEvery   time.Duration // tests shorten it
+	fromEnv      []string         // admit rls's own variables read
+	storeFrom    [2]string        // the flag or variables --store and --per-second-store came from
+	caFrom       string           // the flag or variable --client-ca came from
+	referenceEnv []string         // the reference's variables set, outside reference mode
+	infos        []string         // in reference mode, the reference's variables that change nothing
+	watchEvery   time.Duration    // tests shorten it
+	now          func() time.Time // the clock of the certificate's reloads; nil: time.Now; tests set it
 	ready        func(addresses)
 }
 
@@ -64,6 +66,10 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (optio
 			o.storeFrom[i] = from
 		}
 	}
+	o.caFrom = "--client-ca"
+	if from, ok := set.From("client-ca"); ok && from != "" {
+		o.caFrom = from
+	}
 	for _, opt := range set.List {
 		if from, ok := set.From(opt.Name); ok && slices.Contains(opt.Envs(), from) {
 			o.fromEnv = append(o.fromEnv, from)
@@ -96,6 +102,15 @@ func check(c config.RLS, set *config.OptionSetFor[config.RLS]) error {
 	}
 	if err := config.CheckKeyPair(set, c.TLSCert, c.TLSKey); err != nil {
 		return err
+	}
+	// Client certificates are asked for in the TLS handshake, and a name
+	// is checked on a certificate the CA verified: without either, the
+	// flag would check nothing, where envoyproxy/ratelimit ignores it.
+	if c.ClientCA != "" && c.TLSCert == "" {
+		return fmt.Errorf("admit rls: %s is set but --tls-cert (%s) is not: client certificates are asked for over TLS only", from("client-ca"), envName("tls-cert"))
+	}
+	if c.ClientSAN != "" && c.ClientCA == "" {
+		return fmt.Errorf("admit rls: %s is set but --client-ca (%s) is not: without it no client certificate is asked for", from("client-san"), envName("client-ca"))
 	}
 	if c.PerSecondStore.Kind == storeurl.Memory {
 		return fmt.Errorf("admit rls: %s \"memory\": want a postgres:// or redis:// URL; leave it empty to count every limit on --store", from("per-second-store"))

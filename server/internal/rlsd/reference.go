@@ -44,8 +44,12 @@ var refFlags = map[string]func(get func(string) string) (string, error){
 		return "text", nil
 	},
 	// The reference reads its certificate only with GRPC_SERVER_USE_TLS.
-	"tls-cert":                  refTLS("GRPC_SERVER_TLS_CERT"),
-	"tls-key":                   refTLS("GRPC_SERVER_TLS_KEY"),
+	"tls-cert": refTLS("GRPC_SERVER_TLS_CERT"),
+	"tls-key":  refTLS("GRPC_SERVER_TLS_KEY"),
+	// Read whether or not GRPC_SERVER_USE_TLS is: without TLS, a CA set
+	// is refused (check) rather than ignored as the reference ignores it.
+	"client-ca":                 refSame("GRPC_CLIENT_TLS_CACERT"),
+	"client-san":                refSame("GRPC_CLIENT_TLS_SAN"),
 	"shadow":                    refSame("SHADOW_MODE"),
 	"quota-mode":                refSame("QUOTA_MODE"),
 	"stop-increment-over-limit": refSame("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT"),

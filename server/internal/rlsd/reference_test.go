@@ -71,7 +71,8 @@ func TestRLSReferenceRefused(t *testing.T) {
 		{"USE_PROMETHEUS", "1", `USE_PROMETHEUS "1": asks for the reference's Prometheus`},
 		{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "yes", `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT "yes": not a boolean`},
 		{"REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", "true", `REDIS_TLS_SKIP_HOSTNAME_VERIFICATION "true": asks for Redis TLS without hostname verification`},
-		{"GRPC_CLIENT_TLS_CACERT", "ca.pem", `GRPC_CLIENT_TLS_CACERT "ca.pem": asks for verifying`},
+		{"GRPC_CLIENT_TLS_CACERT", "ca.pem", `GRPC_CLIENT_TLS_CACERT is set but --tls-cert (ADMIT_RLS_TLS_CERT) is not`},
+		{"GRPC_CLIENT_TLS_SAN", "envoy.mesh", `GRPC_CLIENT_TLS_SAN is set but --client-ca (ADMIT_RLS_CLIENT_CA) is not`},
 		{"REDIS_SOCKET_TYPE", "unix", `REDIS_SOCKET_TYPE "unix": asks for Redis over a Unix socket`},
 		{"REDIS_TYPE", "ring", `REDIS_TYPE "ring": asks for`},
 		{"GRPC_PORT", "http", `GRPC_PORT "http": not a whole number`},
@@ -291,9 +292,9 @@ func TestRLSReferenceRedisTLSFiles(t *testing.T) {
 // reference's variables; a file that cannot be read stops startup with
 // exit 2, naming the variables and the parameter.
 func TestRLSReferenceRedisTLSServes(t *testing.T) {
-	ca := testcert.NewCA(t)
+	ca := testcert.NewCA(t, "admit rls test CA")
 	srv := testserver.RedisTLS(t, ca)
-	cert, key := ca.Client(t)
+	cert, key := ca.ClientFiles(t, testcert.Leaf{Serial: 2})
 	root := t.TempDir()
 	dir := filepath.Join(root, "current", "ratelimit", "config")
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -32,6 +32,7 @@ import (
 	"github.com/admitgo/admit/server/internal/drain"
 	"github.com/admitgo/admit/server/internal/grpcserver"
 	"github.com/admitgo/admit/server/internal/ops"
+	"github.com/admitgo/admit/server/internal/servertls"
 	"github.com/admitgo/admit/server/internal/store"
 	"github.com/admitgo/admit/server/listener"
 	"github.com/admitgo/admit/server/storeurl"
@@ -72,19 +73,15 @@ func serve(ctx context.Context, o options, hangups <-chan os.Signal, log *slog.L
 	if err != nil {
 		return config.UsageError{Err: err}
 	}
-	var tlsConfig *tls.Config
-	if o.TLSCert != "" {
-		cert, err := config.LoadKeyPair("admit rls", o.TLSCert, o.TLSKey)
-		if err != nil {
-			return config.UsageError{Err: err}
-		}
-		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	}
 	tel, err := ops.NewTelemetry()
 	if err != nil {
 		return err
 	}
 	defer tel.Close()
+	tlsConfig, err := serverTLS(o, tel, log)
+	if err != nil {
+		return config.UsageError{Err: err}
+	}
 	st, err := openStore(ctx, o, o.Store, o.storeFrom[0], tel.Provider, log)
 	if err != nil {
 		return err
@@ -154,6 +151,27 @@ func serve(ctx context.Context, o options, hangups <-chan os.Signal, log *slog.L
 		log.Warn("admit rls: drain timed out; cut the calls left", "timeout", o.DrainTimeout)
 	}
 	return err
+}
+
+// serverTLS is the gRPC listener's TLS: nil without --tls-cert; else its
+// certificate, reloaded when the files change, and with --client-ca the
+// check of the clients' certificates.
+func serverTLS(o options, tel *ops.Telemetry, log *slog.Logger) (*tls.Config, error) {
+	if o.TLSCert == "" {
+		return nil, nil
+	}
+	certs, err := servertls.New(servertls.Config{CertFile: o.TLSCert, KeyFile: o.TLSKey, Front: "admit rls",
+		Now: o.now, Logger: log, MeterProvider: tel.Provider})
+	if err != nil {
+		return nil, err
+	}
+	c := certs.TLSConfig()
+	if o.ClientCA != "" {
+		if err := servertls.VerifyClients(c, o.ClientCA, o.ClientSAN); err != nil {
+			return nil, fmt.Errorf("admit rls: %s %q: %w", o.caFrom, o.ClientCA, err)
+		}
+	}
+	return c, nil
 }
 
 // addresses are the addresses admit rls listens on, once it serves; http

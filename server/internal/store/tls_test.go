@@ -56,10 +56,10 @@ func (s *syncBuffer) String() string {
 // by admit: startup goes on, logging the TLS error, and the failure policy
 // decides each call within the store's timeout rather than after a hang.
 func TestOpenRedisTLS(t *testing.T) {
-	ca := testcert.NewCA(t)
+	ca := testcert.NewCA(t, "store test CA")
 	srv := testserver.RedisTLS(t, ca)
-	cert, key := ca.Client(t)
-	stranger := testcert.NewCA(t)
+	cert, key := ca.ClientFiles(t, testcert.Leaf{Serial: 2})
+	stranger := testcert.NewCA(t, "store test CA")
 	rule := quota.Rule{Name: "tls", Limit: 1, Window: time.Hour}
 
 	t.Run("certificate and CA", func(t *testing.T) {
@@ -109,8 +109,8 @@ func TestOpenRedisTLS(t *testing.T) {
 // naming the parameter, when a file the URL names cannot be read, or when
 // a URL without TLS names one.
 func TestOpenRedisTLSFilesRefused(t *testing.T) {
-	ca := testcert.NewCA(t)
-	cert, key := ca.Client(t)
+	ca := testcert.NewCA(t, "store test CA")
+	cert, key := ca.ClientFiles(t, testcert.Leaf{Serial: 2})
 	missing := filepath.Join(t.TempDir(), "missing.pem")
 	unreadable := t.TempDir() // a directory: unreadable as a file, even by root
 	for _, tc := range []struct{ url, want string }{
