@@ -200,6 +200,11 @@ func New(o Options) (*Service, error) {
 		return nil, err
 	}
 	s.config.Store(cfg)
+	if o.Config != nil {
+		// The first load, counted as envoyproxy/ratelimit's
+		// config_load_success counts it.
+		s.metrics.loads.Add(context.Background(), 1, s.metrics.loadOpts[1]...)
+	}
 	return s, nil
 }
 

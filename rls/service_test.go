@@ -353,6 +353,11 @@ func TestReload(t *testing.T) {
 	if got := f.sum(t, "admit.rls.config_loads", "admit.rls.result", "failed"); got != 1 {
 		t.Fatalf("config_loads{failed} = %d, want 1", got)
 	}
+	// The configuration New was given counts, as envoyproxy/ratelimit's
+	// config_load_success counts its first load.
+	if got := f.sum(t, "admit.rls.config_loads", "admit.rls.result", "loaded"); got != 2 {
+		t.Fatalf("config_loads{loaded} = %d, want 2: the first and the reload", got)
+	}
 }
 
 // TestHeaders adds the limit headers of the descriptor closest to its limit.

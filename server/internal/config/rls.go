@@ -48,6 +48,9 @@ type RLS struct {
 	LimitHeader, RemainingHdr string
 	ResetHeader               string
 	DrainTimeout              time.Duration // how long calls in flight may finish after SIGTERM; > 0
+	Statsd                    Statsd        // where the stats are sent; zero: nowhere
+	StatsdInterval            time.Duration // how often they are sent; > 0
+	StatsTags                 StatTags      // the tags in every stat's name
 	LogLevel                  slog.Level
 	LogFormat                 string   // text or json
 	AdminHosts                []string // names the metrics listener answers to beyond addresses and localhost
@@ -137,6 +140,12 @@ var RLSOptions = []OptionFor[RLS]{
 		Set: func(c *RLS, v string) error { c.ResetHeader = v; return nil }},
 	{Name: "drain-timeout", arg: "DURATION", Def: "10s", Usage: "after SIGTERM, how long calls in flight may finish once the listeners close; then they are cut (envoyproxy/ratelimit waits without a bound)",
 		Set: func(c *RLS, v string) (err error) { c.DrainTimeout, err = parseDuration(v, true); return err }},
+	{Name: "statsd", arg: "ADDR", Usage: "send the stats /stats shows, under envoyproxy/ratelimit's names, to a statsd server as counters every --statsd-interval: host:port or tcp://host:port (TCP, as the reference sends), or udp://host:port; empty: none (USE_STATSD, STATSD_HOST, STATSD_PORT)",
+		Set: func(c *RLS, v string) (err error) { c.Statsd, err = ParseStatsd(v); return err }},
+	{Name: "statsd-interval", arg: "DURATION", Def: "10s", Usage: "how often the stats are sent to --statsd (STATS_FLUSH_INTERVAL)",
+		Set: func(c *RLS, v string) (err error) { c.StatsdInterval, err = parseDuration(v, true); return err }},
+	{Name: "stats-tags", arg: "KEY:VALUE,...", Usage: "tags in the name of every stat of /stats and --statsd, as the reference writes them (\".__key=value\"); a value's dots, colons and bars become underscores (EXTRA_TAGS)",
+		Set: func(c *RLS, v string) (err error) { c.StatsTags, err = ParseStatTags(v); return err }},
 	{Name: "log-level", arg: "LEVEL", Def: "info", Usage: "debug, info, warn or error",
 		Set: func(c *RLS, v string) (err error) { c.LogLevel, err = ParseLogLevel(v); return err }},
 	{Name: "log-format", arg: "FORMAT", Def: "text", Usage: "text or json",

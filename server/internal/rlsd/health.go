@@ -66,12 +66,14 @@ func (h *healthState) healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 // metricsMux is the metrics listener's: /metrics, the health pages,
-// and /rlconfig, the configuration in force as envoyproxy/ratelimit's
-// debug listener prints it. No pprof: the reference's debug listener
-// serves it; admit's does not, since a profile is the process's memory.
-func metricsMux(tel *ops.Telemetry, h *healthState, svc *rls.Service) *http.ServeMux {
+// /rlconfig, the configuration in force as envoyproxy/ratelimit's debug
+// listener prints it, and /stats, the counters under the reference's stat
+// names. No pprof: the reference's debug listener serves it; admit's does
+// not, since a profile is the process's memory.
+func metricsMux(tel *ops.Telemetry, h *healthState, svc *rls.Service, stats *refStats) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", tel.Handler)
+	mux.HandleFunc("GET /stats", stats.serveStats)
 	mux.HandleFunc("GET /healthz", h.healthz)
 	mux.HandleFunc("GET /healthcheck", h.healthcheck)
 	mux.HandleFunc("GET /rlconfig", func(w http.ResponseWriter, _ *http.Request) {

@@ -102,7 +102,7 @@ func TestRLSHealthDrains(t *testing.T) {
 	}
 	defer tel.Close()
 	h := newHealthState()
-	mux := metricsMux(tel, h, nil)
+	mux := metricsMux(tel, h, nil, nil)
 	get := func(path string) (int, string) {
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))

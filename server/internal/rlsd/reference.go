@@ -56,6 +56,9 @@ var refFlags = map[string]func(get func(string) string) (string, error){
 	"local-cache-bytes":         refSame("LOCAL_CACHE_SIZE_IN_BYTES"),
 	"near-limit-ratio":          refSame("NEAR_LIMIT_RATIO"),
 	"response-headers":          refSame("LIMIT_RESPONSE_HEADERS_ENABLED"),
+	"statsd":                    refStatsd,
+	"statsd-interval":           refSame("STATS_FLUSH_INTERVAL"),
+	"stats-tags":                refSame("EXTRA_TAGS"),
 	"limit-header":              refSame("LIMIT_LIMIT_HEADER"),
 	"remaining-header":          refSame("LIMIT_REMAINING_HEADER"),
 	"reset-header":              refSame("LIMIT_RESET_HEADER"),
@@ -79,6 +82,18 @@ func refTLS(name string) func(func(string) string) (string, error) {
 		}
 		return get(name), nil
 	}
+}
+
+// refStatsd is where the reference sends its stats: to STATSD_HOST and
+// STATSD_PORT over TCP with USE_STATSD, its default, unless DISABLE_STATS.
+func refStatsd(get func(string) string) (string, error) {
+	if off, _ := strconv.ParseBool(get("DISABLE_STATS")); off {
+		return "", nil
+	}
+	if on, _ := strconv.ParseBool(get("USE_STATSD")); !on {
+		return "", nil
+	}
+	return "tcp://" + net.JoinHostPort(get("STATSD_HOST"), get("STATSD_PORT")), nil
 }
 
 // refLogLevel maps logrus's levels, the reference's, onto slog's.

@@ -67,7 +67,6 @@ func TestRLSReferenceRefused(t *testing.T) {
 		{"LOCAL_CACHE_SIZE_IN_BYTES", "1MB", `LOCAL_CACHE_SIZE_IN_BYTES "1MB": not a whole number`},
 		{"BACKEND_TYPE", "memcache", `BACKEND_TYPE "memcache": asks for a store other than Redis`},
 		{"CONFIG_TYPE", "GRPC_XDS_SOTW", `CONFIG_TYPE "GRPC_XDS_SOTW": asks for configuration from an xDS server`},
-		{"USE_STATSD", "true", `USE_STATSD "true": asks for statsd`},
 		{"USE_PROMETHEUS", "1", `USE_PROMETHEUS "1": asks for the reference's Prometheus`},
 		{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "yes", `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT "yes": not a boolean`},
 		{"REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", "true", `REDIS_TLS_SKIP_HOSTNAME_VERIFICATION "true": asks for Redis TLS without hostname verification`},
@@ -137,16 +136,49 @@ func TestRLSReferenceDefaults(t *testing.T) {
 		{"log-level", o.LogLevel.String(), "WARN"},
 		{"log-format", o.LogFormat, "text"},
 		{"limit-header", o.LimitHeader, "RateLimit-Limit"},
+		// USE_STATSD's default is true: the stats go to STATSD_HOST over TCP.
+		{"statsd", o.Statsd.String(), "tcp://localhost:9125"},
+		{"statsd-interval", o.StatsdInterval.String(), "10s"},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: got %q, want %q", c.name, c.got, c.want)
 		}
 	}
-	infos := strings.Join(o.infos, "\n")
-	for _, want := range []string{"USE_STATSD unset: the reference's default true asks for statsd", "STATSD_PORT has no effect: admit rls sends no statsd"} {
-		if !strings.Contains(infos, want) {
-			t.Errorf("info lines lack %q:\n%s", want, infos)
+	if infos := strings.Join(o.infos, "\n"); strings.Contains(infos, "STATSD") {
+		t.Errorf("info lines pass statsd over, which is honoured:\n%s", infos)
+	}
+}
+
+// TestRLSReferenceStatsd sends the stats where the reference sends them,
+// and nowhere when its variables turn them off; EXTRA_TAGS tags them.
+func TestRLSReferenceStatsd(t *testing.T) {
+	base := map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "redis:6379"}
+	for _, tc := range []struct {
+		env        map[string]string
+		statsd     string
+		tags       config.StatTags
+		intervalIs string
+	}{
+		{map[string]string{}, "tcp://localhost:8125", "", "10s"},
+		{map[string]string{"STATSD_HOST": "stats.internal", "STATSD_PORT": "9125", "STATS_FLUSH_INTERVAL": "1s", "EXTRA_TAGS": "zone:eu.west,app:edge"},
+			"tcp://stats.internal:9125", ".__app=edge.__zone=eu_west", "1s"},
+		{map[string]string{"USE_STATSD": "false"}, "", "", "10s"},
+		{map[string]string{"DISABLE_STATS": "true"}, "", "", "10s"},
+	} {
+		env := maps.Clone(base)
+		maps.Copy(env, tc.env)
+		o, err := parseFlags(nil, referenceEnv(env), io.Discard)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.env, err)
 		}
+		if o.Statsd.String() != tc.statsd || o.StatsTags != tc.tags || o.StatsdInterval.String() != tc.intervalIs {
+			t.Errorf("%v: statsd %q, tags %q, interval %v; want %q, %q, %s", tc.env, o.Statsd, o.StatsTags, o.StatsdInterval, tc.statsd, tc.tags, tc.intervalIs)
+		}
+	}
+	env := maps.Clone(base)
+	env["EXTRA_TAGS"] = "a b:c"
+	if _, err := parseFlags(nil, referenceEnv(env), io.Discard); err == nil || !strings.Contains(err.Error(), "EXTRA_TAGS") {
+		t.Errorf("EXTRA_TAGS with a space in a key: %v, want an error naming EXTRA_TAGS", err)
 	}
 }
 

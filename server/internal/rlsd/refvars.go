@@ -74,7 +74,7 @@ func whenNot(lacks string, fold bool, ok ...string) *refusal {
 
 // Notes shared by families of variables.
 const (
-	noteStats    = "admit rls sends no statsd; its metrics are on /metrics of the metrics listener (DEBUG_HOST:DEBUG_PORT)"
+	noteStats    = "read only with USE_DOG_STATSD or USE_PROMETHEUS, which are refused; admit's metrics are on /metrics of the metrics listener (DEBUG_HOST:DEBUG_PORT)"
 	noteXDS      = "read only with CONFIG_TYPE=GRPC_XDS_SOTW, which is refused"
 	noteMemcache = "read only with BACKEND_TYPE=memcache, which is refused"
 	noteTracing  = "read only with TRACING_ENABLED=true, which is refused"
@@ -120,12 +120,12 @@ var refVars = []refVar{
 	{name: "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", kind: refInt, note: noteXDS},
 	{name: "USE_DOG_STATSD", def: "false", kind: refBool, refuse: whenTrue("DogStatsD")},
 	{name: "USE_DOG_STATSD_MOGRIFIERS", note: noteStats},
-	{name: "USE_STATSD", def: "true", kind: refBool, refuse: whenTrue("statsd")},
-	{name: "STATSD_HOST", def: "localhost", note: noteStats},
-	{name: "STATSD_PORT", def: "8125", kind: refInt, note: noteStats},
-	{name: "EXTRA_TAGS", kind: refPairs, note: noteStats},
-	{name: "STATS_FLUSH_INTERVAL", def: "10s", kind: refDuration, note: noteStats},
-	{name: "DISABLE_STATS", def: "false", kind: refBool, note: noteStats},
+	{name: "USE_STATSD", def: "true", kind: refBool, flag: "statsd"},
+	{name: "STATSD_HOST", def: "localhost", flag: "statsd"},
+	{name: "STATSD_PORT", def: "8125", kind: refInt, flag: "statsd"},
+	{name: "EXTRA_TAGS", kind: refPairs, flag: "stats-tags"},
+	{name: "STATS_FLUSH_INTERVAL", def: "10s", kind: refDuration, flag: "statsd-interval"},
+	{name: "DISABLE_STATS", def: "false", kind: refBool, flag: "statsd"},
 	{name: "USE_PROMETHEUS", def: "false", kind: refBool, refuse: whenTrue("the reference's Prometheus listener and metric names (admit's are on DEBUG_HOST:DEBUG_PORT/metrics)")},
 	{name: "PROMETHEUS_ADDR", def: ":9090", note: noteStats},
 	{name: "PROMETHEUS_PATH", def: "/metrics", note: noteStats},

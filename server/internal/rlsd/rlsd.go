@@ -122,7 +122,8 @@ func serve(ctx context.Context, o options, hangups <-chan os.Signal, log *slog.L
 	}
 	hs := newHealthState()
 	srv := newGRPCServer(svc, tlsConfig, hs)
-	msrv := tel.Server("metrics", o.AdminHosts, metricsMux(tel, hs, svc))
+	stats := &refStats{gatherer: tel.Gatherer, tags: string(o.StatsTags)}
+	msrv := tel.Server("metrics", o.AdminHosts, metricsMux(tel, hs, svc, stats))
 	errs := make(chan error, 3)
 	go func() { errs <- srv.Serve(ln) }()
 	go func() { errs <- msrv.Serve(mln) }()
@@ -135,6 +136,7 @@ func serve(ctx context.Context, o options, hangups <-chan os.Signal, log *slog.L
 	}
 	log.Info("admit rls: serving", "grpc_listen", addrs.grpc, "metrics_listen", addrs.metrics, "http_listen", addrs.http,
 		"store", string(o.Store.Kind), "per_second_store", string(o.PerSecondStore.Kind), "store_fail", o.StoreFail.String(), "domains", cfg.Domains())
+	stopStatsd := startStatsd(o, stats, log)
 	if o.ready != nil {
 		o.ready(addrs)
 	}
@@ -150,7 +152,24 @@ func serve(ctx context.Context, o options, hangups <-chan os.Signal, log *slog.L
 	if drain.Stop(o.DrainTimeout, []drain.Server{drain.GRPC(srv)}, after...) {
 		log.Warn("admit rls: drain timed out; cut the calls left", "timeout", o.DrainTimeout)
 	}
+	stopStatsd()
 	return err
+}
+
+// startStatsd sends the stats to --statsd until the returned function is
+// called, which sends them once more, with what the drained calls
+// counted, and returns once they are sent or could not be.
+func startStatsd(o options, stats *refStats, log *slog.Logger) (stop func()) {
+	if o.Statsd.Addr == "" {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		newStatsdSink(stats, o.Statsd, o.StatsdInterval, log).run(ctx)
+	}()
+	return func() { cancel(); <-done }
 }
 
 // serverTLS is the gRPC listener's TLS: nil without --tls-cert; else its

@@ -1,0 +1,324 @@
+package rlsd
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/admitgo/admit/server/internal/config"
+)
+
+// stats returns what s's /stats shows, by name.
+func (s *rlsServer) stats(t *testing.T) map[string]string {
+	t.Helper()
+	resp, err := http.Get("http://" + s.metrics + "/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		if !statsLine.MatchString(line) {
+			t.Fatalf("/stats line %q is not name: count", line)
+		}
+		name, value, _ := strings.Cut(line, ": ")
+		out[name] = value
+	}
+	return out
+}
+
+// statsLine is a /stats line: a name with no space, control character,
+// ":", "|", "@" or "#", and a count.
+var statsLine = regexp.MustCompile(`^[^\x00-\x20\x7f:|@#]+: [0-9]+$`)
+
+// statsdLine is a statsd counter as admit rls sends it.
+var statsdLine = regexp.MustCompile(`^[^\x00-\x20\x7f:|@#]+:[0-9]+\|c$`)
+
+// TestRLSStatsNames shows the counts under envoyproxy/ratelimit's stat
+// names, tagged as its EXTRA_TAGS tags them.
+func TestRLSStatsNames(t *testing.T) {
+	s := startRLS(t, rlsTestConfig, "--stats-tags", "zone:eu.west,app:edge")
+	wantCodes(t, codesOf(t, s.client(t, nil), "10.0.0.1", 3), ok, ok, over)
+	const tags = ".__app=edge.__zone=eu_west"
+	got := s.stats(t)
+	for name, want := range map[string]string{
+		"ratelimit.service.rate_limit.edge.remote_address.total_hits":   "3",
+		"ratelimit.service.rate_limit.edge.remote_address.within_limit": "2",
+		"ratelimit.service.rate_limit.edge.remote_address.over_limit":   "1",
+		"ratelimit.service.config_load_success":                         "1",
+		"ratelimit_server.ShouldRateLimit.total_requests":               "3",
+	} {
+		if got[name+tags] != want {
+			t.Errorf("%s: got %q, want %q; /stats: %v", name+tags, got[name+tags], want, got)
+		}
+	}
+}
+
+// TestRLSStatsNamesHoldNoRequestValues: a descriptor value that a
+// detailed_metric limit puts in its stat's name cannot end the line or
+// write a stat of its own, on /stats or to statsd; an IPv4 address's dots
+// become underscores, as the reference writes them.
+func TestRLSStatsNamesHoldNoRequestValues(t *testing.T) {
+	statsd := listenStatsd(t, "udp")
+	const config = `domain: edge
+descriptors:
+  - key: user
+    detailed_metric: true
+    rate_limit: {unit: minute, requests_per_unit: 100}
+`
+	s := startRLS(t, config, "--statsd", "udp://"+statsd.addr, "--statsd-interval", "10ms")
+	c := s.client(t, nil)
+	for _, v := range []string{"a\nevil.counter:1000|c", "b evil:1", "c|d@e#f", "10.1.2.3", "x\r\n\x00y"} {
+		req := &pb.RateLimitRequest{Domain: "edge", Descriptors: []*rlv3.RateLimitDescriptor{{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "user", Value: v}}}}}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := c.ShouldRateLimit(ctx, req)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := s.stats(t) // each line is checked against statsLine
+	for name := range got {
+		if strings.Contains(name, "evil") && !strings.HasPrefix(name, "ratelimit.service.rate_limit.edge.user_") {
+			t.Errorf("/stats has a stat a value named: %q", name)
+		}
+	}
+	if got["ratelimit.service.rate_limit.edge.user_10_1_2_3.total_hits"] != "1" {
+		t.Errorf("the address's stat: %v", got)
+	}
+	seen := 0
+	for line := range statsd.lines() {
+		if !statsdLine.MatchString(line) || strings.HasPrefix(line, "evil") {
+			t.Fatalf("statsd line %q", line)
+		}
+		if strings.HasSuffix(line, ".total_hits:1|c") {
+			if seen++; seen == 5 {
+				return
+			}
+		}
+	}
+	t.Errorf("statsd: %d total_hits lines, want 5", seen)
+}
+
+// TestRLSStatsdSendsDeltas sends each flush what grew since the last one,
+// over TCP as the reference does.
+func TestRLSStatsdSendsDeltas(t *testing.T) {
+	statsd := listenStatsd(t, "tcp")
+	s := startRLS(t, rlsTestConfig, "--statsd", statsd.addr, "--statsd-interval", "10ms")
+	c := s.client(t, nil)
+	const hits = "ratelimit.service.rate_limit.edge.remote_address.total_hits:"
+	lines := statsd.lines()
+	waitFor := func(want string) {
+		t.Helper()
+		for line := range lines {
+			if strings.HasPrefix(line, hits) {
+				if line != want {
+					t.Fatalf("got %q, want %q", line, want)
+				}
+				return
+			}
+		}
+		t.Fatalf("no %q", want)
+	}
+	codesOf(t, c, "10.0.0.1", 3)
+	waitFor(hits + "3|c")
+	codesOf(t, c, "10.0.0.1", 2)
+	waitFor(hits + "2|c")
+}
+
+// TestRLSStatsdLastFlushAtShutdown sends what the last calls counted when
+// admit rls stops, however long its interval.
+func TestRLSStatsdLastFlushAtShutdown(t *testing.T) {
+	statsd := listenStatsd(t, "tcp")
+	// Registered first, so it runs after admit rls has stopped.
+	t.Cleanup(func() {
+		for line := range statsd.lines() {
+			if line == "ratelimit.service.rate_limit.edge.remote_address.total_hits:2|c" {
+				return
+			}
+		}
+		t.Error("no total_hits:2 at shutdown")
+	})
+	s := startRLS(t, rlsTestConfig, "--statsd", "tcp://"+statsd.addr, "--statsd-interval", "1h")
+	codesOf(t, s.client(t, nil), "10.0.0.1", 2)
+}
+
+// TestStatsdSinkKeepsWhatItCouldNotSend: while the statsd server is
+// unreachable, flushes fail without losing counts; the first flush that
+// reaches it sends all that grew since the last one sent.
+func TestStatsdSinkKeepsWhatItCouldNotSend(t *testing.T) {
+	var n float64
+	gather := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		return []*dto.MetricFamily{{
+			Name: proto.String("admit_rls_requests_total"), Type: dto.MetricType_COUNTER.Enum(),
+			Metric: []*dto.Metric{{Counter: &dto.Counter{Value: proto.Float64(n)}}},
+		}}, nil
+	})
+	// A port nothing listens on: one taken and closed.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	sink := newStatsdSink(&refStats{gatherer: gather}, config.Statsd{Network: "tcp", Addr: dead}, time.Hour, slog.New(slog.DiscardHandler))
+	n = 4
+	sink.flush()
+	n = 7
+	sink.flush()
+	if !sink.failing || len(sink.sent) != 0 {
+		t.Fatalf("failing %v, sent %v: want failing, nothing sent", sink.failing, sink.sent)
+	}
+	statsd := listenStatsd(t, "tcp")
+	sink.addr = statsd.addr
+	sink.flush()
+	defer sink.close()
+	for line := range statsd.lines() {
+		if line != "ratelimit_server.ShouldRateLimit.total_requests:7|c" {
+			t.Fatalf("got %q, want the 7 counted while the server was down", line)
+		}
+		break
+	}
+	if sink.failing {
+		t.Error("still failing after a flush was sent")
+	}
+}
+
+func TestParseStatsd(t *testing.T) {
+	for v, want := range map[string]string{
+		"":                   "",
+		"stats:8125":         "tcp://stats:8125",
+		"tcp://[::1]:8125":   "tcp://[::1]:8125",
+		"udp://127.0.0.1:99": "udp://127.0.0.1:99",
+	} {
+		s, err := config.ParseStatsd(v)
+		if err != nil || s.String() != want {
+			t.Errorf("%q: %q, %v; want %q", v, s, err, want)
+		}
+	}
+	for v, want := range map[string]string{
+		"http://stats:8125":  `"http://": want tcp:// or udp://`,
+		"stats":              `"stats": want host:port`,
+		":8125":              `":8125": want a host`,
+		"stats:0":            `port "0": want 1 to 65535`,
+		"udp://stats:statsd": `port "statsd": want 1 to 65535`,
+	} {
+		if _, err := config.ParseStatsd(v); err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %q", v, err, want)
+		}
+	}
+	for v, want := range map[string]string{
+		"a":          `"a": want key:value, neither empty`,
+		"a:":         `"a:": want key:value, neither empty`,
+		"a.b:c":      `key "a.b": want letters, digits, _ or -`,
+		"a:b,a:c":    `key "a" is given twice`,
+		"a:b c":      `value "b c": want no spaces, control characters, @ or #`,
+		"a:x\ny:1|c": `value "x\ny:1|c": want no spaces, control characters, @ or #`,
+	} {
+		if _, err := config.ParseStatTags(v); err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %q", v, err, want)
+		}
+	}
+	if _, err := parseFlags([]string{"--config", "x.yaml", "--statsd", "stats"}, func(string) string { return "" }, io.Discard); err == nil || !strings.Contains(err.Error(), "--statsd") {
+		t.Errorf("a bad --statsd: %v, want an error naming it", err)
+	}
+}
+
+// statsdServer is a statsd server of one test, on loopback.
+type statsdServer struct {
+	addr string
+	recv chan string
+}
+
+// listenStatsd starts a statsd server on network (tcp or udp) that hands
+// its lines to lines until t ends.
+func listenStatsd(t *testing.T, network string) *statsdServer {
+	t.Helper()
+	s := &statsdServer{recv: make(chan string, 1024)}
+	put := func(line string) {
+		select {
+		case s.recv <- line:
+		default: // a test that stopped reading
+		}
+	}
+	if network == "udp" {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pc.Close() })
+		s.addr = pc.LocalAddr().String()
+		go func() {
+			buf := make([]byte, 64<<10)
+			for {
+				n, _, err := pc.ReadFrom(buf)
+				if err != nil {
+					return
+				}
+				if n > statsdPacket {
+					put(fmt.Sprintf("a datagram of %d bytes", n))
+				}
+				for _, line := range strings.Split(strings.TrimSuffix(string(buf[:n]), "\n"), "\n") {
+					put(line)
+				}
+			}
+		}()
+		return s
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	s.addr = l.Addr().String()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				sc := bufio.NewScanner(c)
+				for sc.Scan() {
+					put(sc.Text())
+				}
+			}()
+		}
+	}()
+	return s
+}
+
+// lines yields the lines received until none has come for 5 seconds.
+func (s *statsdServer) lines() func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		for {
+			select {
+			case line := <-s.recv:
+				if !yield(line) {
+					return
+				}
+			case <-time.After(5 * time.Second):
+				return
+			}
+		}
+	}
+}
