@@ -3,6 +3,7 @@ package rls
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/admitgo/admit/internal/lru"
@@ -27,6 +28,10 @@ const minLocalCacheBytes = 512 << 10
 type overCache struct {
 	mu    sync.Mutex                // guards table
 	table lru.Table[overKey, int64] // the window's end, Unix seconds
+	// The look-ups that found a hit's counter (and answered it) and that
+	// did not, as freecache's hit and miss counts, the reference's
+	// ratelimit.localcache stats.
+	found, missed atomic.Int64
 }
 
 // overKey names one counter in one window, as the reference's cache key
@@ -58,15 +63,19 @@ func (c *overCache) mark(batch []Hit, sec int64, sent *[]int) {
 		}
 		return
 	}
+	found := int64(0)
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	for i := range batch {
 		place := 0
 		if _, ok := c.table.Lookup(keyAt(&batch[i], sec)); ok {
 			place = -1
+			found++
 		}
 		*sent = append(*sent, place)
 	}
+	c.mu.Unlock()
+	c.found.Add(found)
+	c.missed.Add(int64(len(batch)) - found)
 }
 
 // remember adds the hits whose counts passed their limits, counted at sec

@@ -167,7 +167,7 @@ func New(o Options) (*Service, error) {
 	}
 	s.counters.now, s.counters.log = s.sinceStart, s.log
 	var err error
-	if s.metrics, err = newMetrics(o.MeterProvider); err != nil {
+	if s.metrics, err = newMetrics(o.MeterProvider, s.cache); err != nil {
 		return nil, fmt.Errorf("rls: metrics: %w", err)
 	}
 	if s.counters.main == nil {

@@ -31,10 +31,13 @@ type refStats struct {
 	tags string
 }
 
-// refStat is one stat: its name, tags included, and its count.
+// refStat is one stat: its name, tags included, its count, and whether
+// the reference keeps it as a gauge, sent whole each flush, rather than a
+// counter, sent as what it grew by.
 type refStat struct {
 	name  string
 	value uint64
+	gauge bool
 }
 
 // refStatNames maps a counter of /metrics, by its Prometheus name, to the
@@ -62,7 +65,21 @@ var refStatNames = map[string]func(labels map[string]string) string{
 	// Every ShouldRateLimit call, as its gRPC server's reporter counts
 	// them.
 	"admit_rls_requests_total": func(map[string]string) string { return "ratelimit_server.ShouldRateLimit.total_requests" },
+	// The local over-limit cache's look-ups, as the reference reports
+	// freecache's: gauges (refGauges).
+	"admit_rls_local_cache_lookups_total": func(l map[string]string) string {
+		switch l["admit_rls_result"] {
+		case "hit":
+			return "ratelimit.localcache.hitCount"
+		case "miss":
+			return "ratelimit.localcache.missCount"
+		}
+		return ""
+	},
 }
+
+// refGauges are the stats the reference keeps as gauges.
+var refGauges = map[string]bool{"ratelimit.localcache.hitCount": true, "ratelimit.localcache.missCount": true}
 
 // ipv4 is what the reference writes with underscores for dots in a stat
 // name, so that an address does not split it into more parts.
@@ -89,7 +106,7 @@ func (r *refStats) collect() ([]refStat, error) {
 	if err != nil && len(families) == 0 {
 		return nil, err
 	}
-	sums := map[string]uint64{}
+	sums, gauges := map[string]uint64{}, map[string]bool{}
 	for _, f := range families {
 		name := refStatNames[f.GetName()]
 		if name == nil || f.GetType() != dto.MetricType_COUNTER {
@@ -102,12 +119,13 @@ func (r *refStats) collect() ([]refStat, error) {
 			}
 			if n := name(labels); n != "" {
 				sums[n+r.tags] += uint64(m.GetCounter().GetValue())
+				gauges[n+r.tags] = refGauges[n]
 			}
 		}
 	}
 	stats := make([]refStat, 0, len(sums))
 	for _, n := range slices.Sorted(maps.Keys(sums)) {
-		stats = append(stats, refStat{n, sums[n]})
+		stats = append(stats, refStat{n, sums[n], gauges[n]})
 	}
 	return stats, nil
 }
@@ -137,8 +155,9 @@ const statsdPacket = 1432
 // writes, so that a server that stops reading delays only the next flush.
 const statsdTimeout = time.Second
 
-// statsdSink sends the stats' growth to a statsd server every interval, as
-// counters ("name:delta|c"), over TCP as the reference does, or UDP. A
+// statsdSink sends the stats to a statsd server every interval, a
+// counter as what it grew by ("name:delta|c") and a gauge whole
+// ("name:value|g"), over TCP as the reference does, or UDP. A
 // flush whose writes fail is sent again, added to, at the next: what the
 // server missed while down arrives once it is back. Only its goroutine
 // uses it.
@@ -174,7 +193,8 @@ func (s *statsdSink) run(ctx context.Context) {
 	}
 }
 
-// flush sends each stat that grew since it was last sent.
+// flush sends each counter that grew since it was last sent, and each
+// gauge.
 func (s *statsdSink) flush() {
 	stats, err := s.stats.collect()
 	if err != nil {
@@ -183,7 +203,10 @@ func (s *statsdSink) flush() {
 	}
 	var lines []string
 	for _, st := range stats {
-		if last := s.sent[st.name]; st.value > last {
+		switch last := s.sent[st.name]; {
+		case st.gauge:
+			lines = append(lines, st.name+":"+strconv.FormatUint(st.value, 10)+"|g\n")
+		case st.value > last:
 			lines = append(lines, st.name+":"+strconv.FormatUint(st.value-last, 10)+"|c\n")
 		}
 	}

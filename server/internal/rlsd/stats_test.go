@@ -50,7 +50,7 @@ func (s *rlsServer) stats(t *testing.T) map[string]string {
 var statsLine = regexp.MustCompile(`^[^\x00-\x20\x7f:|@#]+: [0-9]+$`)
 
 // statsdLine is a statsd counter as admit rls sends it.
-var statsdLine = regexp.MustCompile(`^[^\x00-\x20\x7f:|@#]+:[0-9]+\|c$`)
+var statsdLine = regexp.MustCompile(`^[^\x00-\x20\x7f:|@#]+:[0-9]+\|[cg]$`)
 
 // TestRLSStatsNames shows the counts under envoyproxy/ratelimit's stat
 // names, tagged as its EXTRA_TAGS tags them.
@@ -70,6 +70,26 @@ func TestRLSStatsNames(t *testing.T) {
 			t.Errorf("%s: got %q, want %q; /stats: %v", name+tags, got[name+tags], want, got)
 		}
 	}
+}
+
+// TestRLSStatsLocalCache reports the local over-limit cache's look-ups as
+// the reference reports freecache's hits and misses: gauges, sent whole.
+func TestRLSStatsLocalCache(t *testing.T) {
+	statsd := listenStatsd(t, "tcp")
+	s := startRLS(t, rlsTestConfig, "--local-cache-bytes", "1", "--statsd", statsd.addr, "--statsd-interval", "10ms")
+	// The third call passes the limit of 2 and is remembered; the fourth
+	// is answered by the cache.
+	wantCodes(t, codesOf(t, s.client(t, nil), "10.0.0.1", 4), ok, ok, over, over)
+	got := s.stats(t)
+	if got["ratelimit.localcache.hitCount"] != "1" || got["ratelimit.localcache.missCount"] != "3" {
+		t.Errorf("hitCount %q, missCount %q; want 1 and 3", got["ratelimit.localcache.hitCount"], got["ratelimit.localcache.missCount"])
+	}
+	for line := range statsd.lines() {
+		if line == "ratelimit.localcache.missCount:3|g" {
+			return
+		}
+	}
+	t.Error("statsd: no ratelimit.localcache.missCount:3|g")
 }
 
 // TestRLSStatsNamesHoldNoRequestValues: a descriptor value that a
