@@ -24,8 +24,6 @@ const suiteVar = "ADMIT_TEST_REFERENCE_SUITE"
 // that fails and is not listed (a parent's failure is explained by a
 // listed test under it).
 var suiteLeftOut = map[string]string{
-	"TestBasicConfig_ExtraTags": "EXTRA_TAGS has no effect: admit's metrics carry no extra tags (and admit_rls_config_loads_total does not count the load at startup, which the reference's config_load_success does)",
-
 	"TestXdsProviderBasicConfig/WithoutPerSecondRedis":                   "CONFIG_TYPE=GRPC_XDS_SOTW is refused: configuration from an xDS server",
 	"TestXdsProviderBasicConfigReload/ReloadConfigWithXdsServer":         "CONFIG_TYPE=GRPC_XDS_SOTW is refused: configuration from an xDS server",
 	"TestBasicConfigMemcache/Memcache":                                   "BACKEND_TYPE=memcache is refused: memcached",

@@ -8,7 +8,7 @@
 // each named by its envconfig tag on settings.Settings, with
 // ADMIT_RLS_ENV=envoy, and nothing of the test's environment but PATH
 // and SSL_CERT_FILE. The stats store the suite reads is a view of the
-// child's /metrics on the debug listener (see store).
+// child's /stats on the debug listener (see store).
 //
 // It is built inside a copy of the reference's module and is no part of
 // admit's.
@@ -52,11 +52,11 @@ func NewRunner(s settings.Settings) Runner {
 	if host == "" || host == "0.0.0.0" {
 		host = "localhost"
 	}
-	return Runner{settings: s, store: newStore(fmt.Sprintf("http://%s:%d/metrics", host, s.DebugPort), s)}
+	return Runner{settings: s, store: newStore(fmt.Sprintf("http://%s:%d/stats", host, s.DebugPort))}
 }
 
 // GetStatsStore returns the stats the suite reads, from the child's
-// /metrics.
+// /stats.
 func (runner *Runner) GetStatsStore() gostats.Store { return runner.store }
 
 // Run starts admit rls and returns when it exits.
