@@ -127,10 +127,8 @@ func Redact(v string) string {
 		}
 		return "(not shown: not a store URL)"
 	}
-	if scheme == "memcache" {
-		if _, err := ParseMemcache(v); err == nil {
-			return v // holds no secret
-		}
+	if scheme == "memcache" && !strings.Contains(v, "@") {
+		return v // no user part, so no password: memcached has none
 	}
 	if !readAlike(v) {
 		return scheme + "://(not shown: not a valid URL)"
