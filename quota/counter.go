@@ -8,7 +8,9 @@ import (
 // Hit is one addition to a counter, as a [Counter] takes it.
 type Hit struct {
 	// Key names the counter; any bytes a store accepts (quota/redisquota
-	// refuses "{", quota/pgquota NUL bytes and invalid UTF-8). Callers pass
+	// refuses "{", quota/pgquota NUL bytes and invalid UTF-8,
+	// quota/memcachequota anything but printable ASCII without spaces, and
+	// keys past memcached's 250 bytes). Callers pass
 	// a hash of what they count by, such as a [Subject], so that no raw
 	// identifier reaches a store.
 	Key string
@@ -32,7 +34,7 @@ type Hit struct {
 // hit's N in order, sets its Count, and returns the time it counted by; an
 // error means the store could not count or refused a hit, and some hits may
 // still have been counted: a shared store never retries the call. The Counters of quota/memquota,
-// quota/redisquota and quota/pgquota implement it, and admit rls counts
+// quota/redisquota, quota/pgquota and quota/memcachequota implement it, and admit rls counts
 // through it. Implementations are safe for concurrent use.
 type Counter interface {
 	Count(ctx context.Context, hits []Hit) (time.Time, error)

@@ -12,8 +12,8 @@ import (
 type Hit = quota.Hit
 
 // Counter counts the hits of fixed-window limits: [quota.Counter], which
-// the Counters of quota/memquota, quota/redisquota and quota/pgquota
-// implement.
+// the Counters of quota/memquota, quota/redisquota, quota/pgquota and
+// quota/memcachequota implement.
 type Counter = quota.Counter
 
 // Failure is what a descriptor gets while the counter cannot count, or,

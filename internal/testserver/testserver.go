@@ -1,4 +1,4 @@
-// Package testserver runs a private Redis or PostgreSQL server for one test,
+// Package testserver runs a private Redis, PostgreSQL or memcached server for one test,
 // so the test can stop and start it, as an outage would, without disturbing
 // the shared servers other tests use.
 //
@@ -17,7 +17,8 @@
 // The binaries must be installed: redis-server on PATH (and redis-cli, to
 // create a cluster), and PostgreSQL's initdb and postgres (found through
 // pg_config, or the highest version under /usr/lib/postgresql). A missing binary fails the test, saying what to
-// install; it never skips, so a run without them cannot pass by accident.
+// install; it never skips, so a run without them cannot pass by accident
+// (memcached, for [Memcached], likewise).
 // PostgreSQL refuses to run as root, so under root the PostgreSQL server runs
 // as the postgres system user.
 //

@@ -5,6 +5,7 @@
 package storeurl
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net"
@@ -17,6 +18,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/admitgo/admit/quota/memcachequota"
 )
 
 // Kind is the store a URL names.
@@ -26,6 +29,7 @@ const (
 	Memory   Kind = "memory"   // this process's own buckets
 	Postgres Kind = "postgres" // postgres:// and postgresql://
 	Redis    Kind = "redis"    // redis:// and rediss://, +cluster and +sentinel
+	Memcache Kind = "memcache" // memcache://, fixed-window counts only (CountsOnly)
 )
 
 // Store is where token decisions are made. URL is the connection string as
@@ -41,6 +45,7 @@ var schemes = map[string]Kind{
 	"redis": Redis, "rediss": Redis,
 	"redis+cluster": Redis, "rediss+cluster": Redis,
 	"redis+sentinel": Redis, "rediss+sentinel": Redis,
+	"memcache": Memcache,
 }
 
 // errUnparsable refuses a URL that is not one, or that two readers could
@@ -64,7 +69,15 @@ func Parse(v string) (Store, error) {
 	}
 	scheme, _, ok := strings.Cut(v, "://")
 	if !ok || schemes[scheme] == "" {
-		return Store{}, errors.New("want memory or a postgres://, redis://, redis+cluster:// or redis+sentinel:// URL")
+		return Store{}, errors.New("want memory or a postgres://, redis://, redis+cluster://, redis+sentinel:// or memcache:// URL")
+	}
+	if scheme == "memcache" {
+		// Several hosts, comma separated, which net/url refuses; and
+		// nothing secret, so nothing that Redact would mask.
+		if _, err := ParseMemcache(v); err != nil {
+			return Store{}, err
+		}
+		return Store{Kind: Memcache, URL: v}, nil
 	}
 	if !readAlike(v) {
 		return Store{}, errUnparsable
@@ -114,6 +127,9 @@ func Redact(v string) string {
 		}
 		return "(not shown: not a store URL)"
 	}
+	if scheme == "memcache" && !strings.Contains(v, "@") {
+		return v // no user part, so no password: memcached has none
+	}
 	if !readAlike(v) {
 		return scheme + "://(not shown: not a valid URL)"
 	}
@@ -147,6 +163,9 @@ func (s Store) Check() error {
 			err = o.loadTLS()
 		}
 		return clean(s.URL, err)
+	case Memcache:
+		_, err := ParseMemcache(s.URL)
+		return err
 	}
 	return nil
 }
@@ -336,7 +355,8 @@ func parseRedis(raw string) (redisOptions, error) {
 // pool, as its URL sets them or by the driver's defaults: pgxpool's
 // pool_max_conns (the larger of 4 and the CPUs); go-redis's pool_size and
 // pipeline_pool_size for each node the URL names, and a connection to each
-// sentinel. A URL it cannot parse counts nothing: opening the store reports
+// sentinel; memcached's idle connections to each server (a call that finds
+// none dials one, closed after it when the idle ones are enough). A URL it cannot parse counts nothing: opening the store reports
 // it.
 func (s Store) Conns() int {
 	switch s.Kind {
@@ -358,6 +378,12 @@ func (s Store) Conns() int {
 			return redisPool(o.failover.PoolSize, 10, o.failover.PipelinePoolSize) + len(o.failover.SentinelAddrs)
 		}
 		return redisPool(o.single.PoolSize, 10, o.single.PipelinePoolSize)
+	case Memcache:
+		m, err := ParseMemcache(s.URL)
+		if err != nil {
+			return 0
+		}
+		return len(m.Servers) * cmp.Or(m.MaxIdleConns, memcachequota.DefaultMaxIdleConns)
 	}
 	return 0
 }

@@ -91,6 +91,8 @@ func TestConns(t *testing.T) {
 		{"cluster, each node named", Store{Redis, "redis+cluster://a:6379?addr=b:6379&addr=c:6379&pool_size=4"}, 3 * (4 + 10)},
 		{"sentinel and its sentinels", Store{Redis, "redis+sentinel://s1:26379?addr=s2:26379&master_name=m&pool_size=4"}, 4 + 10 + 2},
 		{"unparsable", Store{Redis, "redis://cache:6379/x"}, 0},
+		{"memcache, set", Store{Memcache, "memcache://a:11211,b:11211?max_idle_conns=3"}, 2 * 3},
+		{"memcache, default", Store{Memcache, "memcache://a:11211"}, 16},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,6 +128,17 @@ func TestParse(t *testing.T) {
 		{"postgres://admit@db/admit?password =s3cret", "", "not a valid URL"},
 		{"postgres://admit:p@s3cret@db/admit", "", "not a valid URL"},
 		{"postgres://admit@/admit?host=/run/postgresql", Postgres, ""},
+		{"memcache://a:11211,[::1]:11212?max_idle_conns=4", Memcache, ""},
+		{"memcache://user:s3cret@a:11211", "", "no user, password"},
+		{"memcache://a:11211/0", "", "no user, password, path"},
+		{"memcache://a:11211, b:11211", "", "no user, password, path, space"},
+		{"memcache://a:11211\r\nflush_all", "", "control character"},
+		{"memcache://a", "", "want host:port"},
+		{"memcache://a:11211,", "", "want host:port"},
+		{"memcache://a:0", "", "want host:port"},
+		{"memcache://a:11211?max_idle_conns=0", "", "at least 1"},
+		{"memcache://a:11211?max_idle_conns=2&max_idle_conns=3", "", "want one whole number"},
+		{"memcache://a:11211?timeout=1s", "", `unknown parameter "timeout"`},
 	} {
 		got, err := Parse(tt.in)
 		if tt.err == "" && (err != nil || got.Kind != tt.want) || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
@@ -223,6 +236,25 @@ func TestBatchScriptParameter(t *testing.T) {
 		}
 		if tt.conn != 0 && s.Conns() != tt.conn {
 			t.Errorf("%s: %d connections, want %d", tt.url, s.Conns(), tt.conn)
+		}
+	}
+}
+
+// TestMemcache reads a memcache:// URL's servers and idle connections,
+// shows it whole (it holds no secret), and marks it as counting only, the
+// one kind the proxy refuses.
+func TestMemcache(t *testing.T) {
+	const u = "memcache://a:11211,b:11212?max_idle_conns=5"
+	m, err := ParseMemcache(u)
+	if err != nil || strings.Join(m.Servers, " ") != "a:11211 b:11212" || m.MaxIdleConns != 5 {
+		t.Fatalf("got %+v, %v", m, err)
+	}
+	if got := Redact(u); got != u {
+		t.Errorf("Redact: got %q, want it whole", got)
+	}
+	for _, k := range []Kind{Memory, Postgres, Redis, Memcache} {
+		if got := k.CountsOnly(); got != (k == Memcache) {
+			t.Errorf("%s: CountsOnly %v", k, got)
 		}
 	}
 }

@@ -198,7 +198,12 @@ var Options = []Option{
 		Set:     func(c *Config, v string) error { return parseUpgrades(&c.Upgrades, v) },
 		running: func(c Config) any { return c.Upgrades }},
 	{Name: "store", arg: "STORE", Def: "memory", secret: true, Usage: "memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://... (rediss for TLS): where token decisions are shared",
-		Set:     func(c *Config, v string) (err error) { c.Store, err = storeurl.Parse(v); return err },
+		Set: func(c *Config, v string) (err error) {
+			if c.Store, err = storeurl.Parse(v); err == nil && c.Store.Kind.CountsOnly() {
+				return errors.New("memcache:// counts admit rls's fixed windows only; the proxy decides token buckets, which memcached cannot decide atomically: want memory or a postgres:// or redis:// URL")
+			}
+			return err
+		},
 		running: func(c Config) any { return c.Store }},
 	{Name: "store-prefix", arg: "PREFIX", Usage: "start of every Redis key; give each deployment sharing a Redis its own (default \"admit:quota:\")",
 		Set:     func(c *Config, v string) error { c.StorePrefix = v; return nil },

@@ -95,9 +95,9 @@ var RLSOptions = []OptionFor[RLS]{
 		Set: func(c *RLS, v string) (err error) { c.MaxConns, err = parseWhole(v); return err }},
 	{Name: "max-conns-per-client", arg: "N", Def: "0", Usage: "connections one client (an IPv4 address or IPv6 /64) keeps open on the gRPC listener at most; 0: no cap, since a mesh's sidecar may carry every Envoy's connections from one address",
 		Set: func(c *RLS, v string) (err error) { c.MaxConnsPerClient, err = parseWhole(v); return err }},
-	{Name: "store", arg: "STORE", Def: "memory", secret: true, Usage: "memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://... (rediss for TLS): where the counts live",
+	{Name: "store", arg: "STORE", Def: "memory", secret: true, Usage: "memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://... (rediss for TLS), or memcache://host:port[,host:port...] (fixed windows only: a token bucket is refused): where the counts live",
 		Set: func(c *RLS, v string) (err error) { c.Store, err = storeurl.Parse(v); return err }},
-	{Name: "per-second-store", arg: "URL", secret: true, Usage: "a store of their own for the fixed-window limits whose unit is a second (token buckets stay on --store), as envoyproxy/ratelimit's REDIS_PERSECOND: postgres://... or redis://... (the forms of --store but memory), under --store-table and --store-prefix; empty: --store counts them",
+	{Name: "per-second-store", arg: "URL", secret: true, Usage: "a store of their own for the fixed-window limits whose unit is a second (token buckets stay on --store), as envoyproxy/ratelimit's REDIS_PERSECOND: postgres://..., redis://... or memcache://... (the forms of --store but memory), under --store-table and --store-prefix; empty: --store counts them",
 		Set: func(c *RLS, v string) (err error) {
 			if v == "" {
 				c.PerSecondStore = storeurl.Store{}
@@ -108,7 +108,7 @@ var RLSOptions = []OptionFor[RLS]{
 		}},
 	{Name: "store-table", arg: "TABLE", Usage: "PostgreSQL table, optionally schema-qualified (default \"admit_quota\")",
 		Set: func(c *RLS, v string) error { c.StoreTable = v; return nil }},
-	{Name: "store-prefix", arg: "PREFIX", Usage: "start of every Redis key (default \"admit:count:\"; envoyproxy/ratelimit's CACHE_KEY_PREFIX)",
+	{Name: "store-prefix", arg: "PREFIX", Usage: "start of every Redis or memcached key (default \"admit:count:\"; envoyproxy/ratelimit's CACHE_KEY_PREFIX)",
 		Set: func(c *RLS, v string) error { c.StorePrefix = v; return nil }},
 	{Name: "store-fail", arg: "POLICY", Def: "error", Usage: "what a request gets while the store cannot count: error (gRPC UNAVAILABLE, so Envoy's failure_mode_deny decides), closed (OVER_LIMIT), open (OK) or local (counted in this process's memory)",
 		Set: func(c *RLS, v string) (err error) { c.StoreFail, err = parseStoreFail(v, true); return err }},

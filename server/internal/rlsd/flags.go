@@ -113,7 +113,7 @@ func check(c config.RLS, set *config.OptionSetFor[config.RLS]) error {
 		return fmt.Errorf("admit rls: %s is set but --client-ca (%s) is not: without it no client certificate is asked for", from("client-san"), envName("client-ca"))
 	}
 	if c.PerSecondStore.Kind == storeurl.Memory {
-		return fmt.Errorf("admit rls: %s \"memory\": want a postgres:// or redis:// URL; leave it empty to count every limit on --store", from("per-second-store"))
+		return fmt.Errorf("admit rls: %s \"memory\": want a postgres://, redis:// or memcache:// URL; leave it empty to count every limit on --store", from("per-second-store"))
 	}
 	if c.Config == "" {
 		return fmt.Errorf("admit rls: --config is required (or %s): an envoyproxy/ratelimit YAML file or a directory of them", envName("config"))

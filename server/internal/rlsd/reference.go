@@ -33,7 +33,7 @@ var refFlags = map[string]func(get func(string) string) (string, error){
 	"config": func(get func(string) string) (string, error) {
 		return filepath.Join(get("RUNTIME_ROOT"), get("RUNTIME_SUBDIRECTORY"), get("RUNTIME_APPDIRECTORY")), nil
 	},
-	"store":            refStore("REDIS_"),
+	"store":            refMainStore,
 	"per-second-store": refPerSecondStore,
 	"store-prefix":     refSame("CACHE_KEY_PREFIX"),
 	"log-level":        refLogLevel,
@@ -117,10 +117,29 @@ func refLogLevel(get func(string) string) (string, error) {
 // REDIS_PERSECOND is true; else none. Their rows refuse, with
 // REDIS_PERSECOND on, what refStore's rows refuse for the main Redis.
 func refPerSecondStore(get func(string) string) (string, error) {
-	if on, _ := strconv.ParseBool(get("REDIS_PERSECOND")); !on {
+	if on, _ := strconv.ParseBool(get("REDIS_PERSECOND")); !on || get("BACKEND_TYPE") == "memcache" {
 		return "", nil
 	}
 	return refStore("REDIS_PERSECOND_")(get)
+}
+
+// refMainStore is the store URL of BACKEND_TYPE: with memcache, the
+// memcached servers of MEMCACHE_HOST_PORT (comma separated host:port) and
+// MEMCACHE_MAX_IDLE_CONNS (0 or less: the client's default, 2 there);
+// else the Redis of refStore.
+func refMainStore(get func(string) string) (string, error) {
+	if get("BACKEND_TYPE") != "memcache" {
+		return refStore("REDIS_")(get)
+	}
+	hosts := get("MEMCACHE_HOST_PORT")
+	if hosts == "" {
+		return "", fmt.Errorf("admit rls: BACKEND_TYPE %q needs MEMCACHE_HOST_PORT, the memcached servers as host:port, comma separated (MEMCACHE_SRV is refused)", get("BACKEND_TYPE"))
+	}
+	u := "memcache://" + hosts
+	if n, _ := strconv.Atoi(get("MEMCACHE_MAX_IDLE_CONNS")); n > 0 {
+		u += "?max_idle_conns=" + strconv.Itoa(n)
+	}
+	return u, nil
 }
 
 // refStore is the store URL of the reference's Redis settings of prefix

@@ -65,7 +65,10 @@ func TestRLSReferenceRefused(t *testing.T) {
 		{"REDIS_PERSECOND", "true", `REDIS_PERSECOND_SOCKET_TYPE unset: the reference's default "unix" asks for Redis over a Unix socket`},
 		{"LOCAL_CACHE_SIZE_IN_BYTES", "-1", `LOCAL_CACHE_SIZE_IN_BYTES "-1": must be at least 0`},
 		{"LOCAL_CACHE_SIZE_IN_BYTES", "1MB", `LOCAL_CACHE_SIZE_IN_BYTES "1MB": not a whole number`},
-		{"BACKEND_TYPE", "memcache", `BACKEND_TYPE "memcache": asks for a store other than Redis`},
+		{"BACKEND_TYPE", "memcached", `BACKEND_TYPE "memcached": asks for a store other than Redis or memcached`},
+		{"BACKEND_TYPE", "memcache", `BACKEND_TYPE "memcache" needs MEMCACHE_HOST_PORT`},
+		{"MEMCACHE_SRV", "_memcache._tcp.example", `MEMCACHE_SRV "_memcache._tcp.example": asks for memcached servers found by DNS SRV records`},
+		{"MEMCACHE_TLS", "true", `MEMCACHE_TLS "true": asks for memcached over TLS`},
 		{"CONFIG_TYPE", "GRPC_XDS_SOTW", `CONFIG_TYPE "GRPC_XDS_SOTW": asks for configuration from an xDS server`},
 		{"USE_PROMETHEUS", "1", `USE_PROMETHEUS "1": asks for the reference's Prometheus`},
 		{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "yes", `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT "yes": not a boolean`},
@@ -281,6 +284,32 @@ func TestRLSReferenceStore(t *testing.T) {
 		if err != nil || o.PerSecondStore.URL != tc.want || o.Store.URL != "redis://main:6379?dial_timeout=10s&pool_size=10" {
 			t.Errorf("%v: got %q beside %q, %v; want %q beside the main Redis", perSecond, o.PerSecondStore.URL, o.Store.URL, err, tc.want)
 		}
+	}
+}
+
+// TestRLSReferenceMemcache maps BACKEND_TYPE=memcache onto a memcache://
+// store URL of MEMCACHE_HOST_PORT and MEMCACHE_MAX_IDLE_CONNS; the Redis
+// store's variables, unread there, refuse nothing, not even the default
+// REDIS_SOCKET_TYPE unix.
+func TestRLSReferenceMemcache(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"MEMCACHE_HOST_PORT": "a:11211,b:11212"}, "memcache://a:11211,b:11212?max_idle_conns=2"},
+		{map[string]string{"MEMCACHE_HOST_PORT": "a:11211", "MEMCACHE_MAX_IDLE_CONNS": "8", "REDIS_TYPE": "ring"}, "memcache://a:11211?max_idle_conns=8"},
+		{map[string]string{"MEMCACHE_HOST_PORT": "a:11211", "MEMCACHE_MAX_IDLE_CONNS": "0"}, "memcache://a:11211"},
+	} {
+		tc.env["BACKEND_TYPE"] = "memcache"
+		o, err := parseFlags(nil, referenceEnv(tc.env), io.Discard)
+		if err != nil || o.Store.URL != tc.want || o.Store.Kind != storeurl.Memcache || o.PerSecondStore.Kind != "" {
+			t.Errorf("%v: got %q, per-second %q, %v; want %q alone", tc.env, o.Store.URL, o.PerSecondStore.URL, err, tc.want)
+		}
+	}
+	// A host the URL cannot take is refused in the variables' words.
+	_, err := parseFlags(nil, referenceEnv(map[string]string{"BACKEND_TYPE": "memcache", "MEMCACHE_HOST_PORT": "a:11211 b:11212"}), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `MEMCACHE_HOST_PORT, MEMCACHE_MAX_IDLE_CONNS "memcache://a:11211 b:11212?max_idle_conns=2": want`) {
+		t.Errorf("a space in MEMCACHE_HOST_PORT: got %v, want refused naming the variables", err)
 	}
 }
 

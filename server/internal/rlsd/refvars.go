@@ -28,7 +28,8 @@ type refVar struct {
 	note string
 	// only names the boolean variable without which the reference does
 	// not use this one (REDIS_PERSECOND): its values are refused only
-	// when that one is true. "": always.
+	// when that one is true; or, as NAME=VALUE, the value it must have, or
+	// have by default (BACKEND_TYPE=redis). "": always.
 	only string
 }
 
@@ -76,7 +77,7 @@ func whenNot(lacks string, fold bool, ok ...string) *refusal {
 const (
 	noteStats    = "read only with USE_DOG_STATSD or USE_PROMETHEUS, which are refused; admit's metrics are on /metrics of the metrics listener (DEBUG_HOST:DEBUG_PORT)"
 	noteXDS      = "read only with CONFIG_TYPE=GRPC_XDS_SOTW, which is refused"
-	noteMemcache = "read only with BACKEND_TYPE=memcache, which is refused"
+	noteMemcache = "read only with MEMCACHE_TLS=true, which is refused"
 	noteTracing  = "read only with TRACING_ENABLED=true, which is refused"
 )
 
@@ -139,15 +140,15 @@ var refVars = []refVar{
 	{name: "LOCAL_CACHE_SIZE_IN_BYTES", def: "0", kind: refInt, flag: "local-cache-bytes"},
 	{name: "NEAR_LIMIT_RATIO", def: "0.8", kind: refFloat, flag: "near-limit-ratio"},
 	{name: "CACHE_KEY_PREFIX", flag: "store-prefix"},
-	{name: "BACKEND_TYPE", def: "redis", flag: "store", refuse: whenNot("a store other than Redis (memcached)", false, "redis")},
+	{name: "BACKEND_TYPE", def: "redis", flag: "store", refuse: whenNot("a store other than Redis or memcached", false, "redis", "memcache")},
 	{name: "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", def: "false", kind: refBool, flag: "stop-increment-over-limit"},
 	{name: "LIMIT_RESPONSE_HEADERS_ENABLED", def: "false", kind: refBool, flag: "response-headers"},
 	{name: "LIMIT_LIMIT_HEADER", def: "RateLimit-Limit", flag: "limit-header"},
 	{name: "LIMIT_REMAINING_HEADER", def: "RateLimit-Remaining", flag: "remaining-header"},
 	{name: "LIMIT_RESET_HEADER", def: "RateLimit-Reset", flag: "reset-header"},
 	{name: "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", def: "false", kind: refBool, note: "admit rls serves only once its configuration is loaded"},
-	{name: "REDIS_SOCKET_TYPE", def: "unix", flag: "store", refuse: whenNot("Redis over a Unix socket", false, "tcp")},
-	{name: "REDIS_TYPE", def: "SINGLE", flag: "store", refuse: whenNot("a Redis topology other than single, cluster or sentinel", true, "single", "cluster", "sentinel")},
+	{name: "REDIS_SOCKET_TYPE", def: "unix", flag: "store", only: "BACKEND_TYPE=redis", refuse: whenNot("Redis over a Unix socket", false, "tcp")},
+	{name: "REDIS_TYPE", def: "SINGLE", flag: "store", only: "BACKEND_TYPE=redis", refuse: whenNot("a Redis topology other than single, cluster or sentinel", true, "single", "cluster", "sentinel")},
 	{name: "REDIS_URL", def: "/var/run/nutcracker/ratelimit.sock", flag: "store"},
 	{name: "REDIS_POOL_SIZE", def: "10", kind: refInt, flag: "store"},
 	{name: "REDIS_AUTH", flag: "store"},
@@ -180,11 +181,11 @@ var refVars = []refVar{
 	{name: "REDIS_PERSECOND_TIMEOUT", def: "10s", kind: refDuration, flag: "per-second-store"},
 	{name: "REDIS_POOL_ON_EMPTY_BEHAVIOR", def: "WAIT", note: "a call waits for a pooled connection, as with WAIT"},
 	{name: "REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR", def: "WAIT", note: "a call waits for a pooled connection, as with WAIT"},
-	{name: "MEMCACHE_HOST_PORT", note: noteMemcache},
-	{name: "MEMCACHE_MAX_IDLE_CONNS", def: "2", kind: refInt, note: noteMemcache},
-	{name: "MEMCACHE_SRV", note: noteMemcache},
-	{name: "MEMCACHE_SRV_REFRESH", def: "0", kind: refDuration, note: noteMemcache},
-	{name: "MEMCACHE_TLS", def: "false", kind: refBool, note: noteMemcache},
+	{name: "MEMCACHE_HOST_PORT", flag: "store"},
+	{name: "MEMCACHE_MAX_IDLE_CONNS", def: "2", kind: refInt, flag: "store"},
+	{name: "MEMCACHE_SRV", refuse: whenSet("memcached servers found by DNS SRV records")},
+	{name: "MEMCACHE_SRV_REFRESH", def: "0", kind: refDuration, note: "read only with MEMCACHE_SRV, which is refused"},
+	{name: "MEMCACHE_TLS", def: "false", kind: refBool, refuse: whenTrue("memcached over TLS")},
 	{name: "MEMCACHE_TLS_CLIENT_CERT", note: noteMemcache},
 	{name: "MEMCACHE_TLS_CLIENT_KEY", note: noteMemcache},
 	{name: "MEMCACHE_TLS_CACERT", note: noteMemcache},
@@ -239,8 +240,25 @@ func (r refVar) refuses(v string, getenv func(string) string) bool {
 	if r.refuse == nil || !r.refuse.test(v) {
 		return false
 	}
+	if name, want, ok := strings.Cut(r.only, "="); ok {
+		return refValue(name, getenv) == want
+	}
 	on, _ := strconv.ParseBool(getenv(r.only))
 	return r.only == "" || on
+}
+
+// refValue is the reference's variable name as it reads it: its value,
+// else its default.
+func refValue(name string, getenv func(string) string) string {
+	if v := getenv(name); v != "" {
+		return v
+	}
+	for _, r := range refVars {
+		if r.name == name {
+			return r.def
+		}
+	}
+	return ""
 }
 
 var kindWords = map[refKind]string{refInt: "a whole number", refBool: "a boolean (true or false)",
@@ -261,7 +279,10 @@ func (r refVar) effect() string {
 		if s != "" {
 			s += "; "
 		}
-		if r.only != "" {
+		switch {
+		case strings.Contains(r.only, "="):
+			s += "with " + r.only + ", "
+		case r.only != "":
 			s += "with " + r.only + "=true, "
 		}
 		s += "refused when " + r.refuse.when + ": " + r.refuse.lacks

@@ -109,6 +109,9 @@ func serve(ctx context.Context, o options, hangups <-chan os.Signal, log *slog.L
 		StopIncrementOverLimit: o.StopIncrement, LocalCacheBytes: o.LocalCacheBytes, NearLimitRatio: o.NearLimitRatio,
 		Headers: o.headers(), MeterProvider: tel.Provider, Logger: log,
 	})
+	if errors.Is(err, quota.ErrRule) {
+		return config.UsageError{Err: err} // a rule the store cannot enforce: a token bucket on memcached
+	}
 	if err != nil {
 		return err
 	}

@@ -494,7 +494,7 @@ func TestRLSPerSecondStoreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ store, want string }{
-		{"memory", `admit rls: --per-second-store "memory": want a postgres:// or redis:// URL`},
+		{"memory", `admit rls: --per-second-store "memory": want a postgres://, redis:// or memcache:// URL`},
 		{"redis://" + testredis.Options(t).Addr + "/99", `admit rls: --per-second-store "redis://` + testredis.Options(t).Addr + `/99": Redis refuses the connection`},
 	} {
 		err := Run(context.Background(), []string{"--config", file, "--grpc-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--per-second-store", tc.store},

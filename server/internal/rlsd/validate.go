@@ -5,8 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/admitgo/admit/quota/memcachequota"
 	"github.com/admitgo/admit/rls"
 	"github.com/admitgo/admit/server/internal/config"
 )
@@ -27,6 +31,14 @@ func validate(args []string, getenv func(string) string, stdout io.Writer) error
 	cfg, err := rls.Load(o.Config)
 	if err != nil {
 		return config.UsageError{Err: err}
+	}
+	if o.Store.Kind.CountsOnly() {
+		// The store's refusal of a token bucket, as startup meets it,
+		// without connecting.
+		if _, err := rls.New(rls.Options{Config: cfg, Limiter: memcachequota.NoBuckets{}, MeterProvider: noop.NewMeterProvider(),
+			Logger: slog.New(slog.DiscardHandler)}); err != nil {
+			return config.UsageError{Err: err}
+		}
 	}
 	for _, info := range o.infos {
 		fmt.Fprintln(stdout, "info  "+info)

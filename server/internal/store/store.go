@@ -65,6 +65,8 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 		return openPostgres(ctx, cfg)
 	case storeurl.Redis:
 		return openRedis(ctx, cfg)
+	case storeurl.Memcache:
+		return openMemcache(cfg)
 	}
 	return nil, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/admitgo/admit/internal/testpg"
 	"github.com/admitgo/admit/internal/testredis"
+	"github.com/admitgo/admit/internal/testserver"
 	"github.com/admitgo/admit/quota"
 	"github.com/admitgo/admit/server/internal/config"
 	"github.com/admitgo/admit/server/internal/store"
@@ -61,6 +62,9 @@ func TestOpenCounts(t *testing.T) {
 		}},
 		{"postgres", func(t *testing.T) store.Config {
 			return store.Config{Store: parse(t, testpg.URL()), Table: testpg.New(t).Schema + ".admit_quota", Migrate: true}
+		}},
+		{"memcache", func(t *testing.T) store.Config {
+			return store.Config{Store: parse(t, testserver.Memcached(t).URL)}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
