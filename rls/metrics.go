@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"math"
 	"sync"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -153,14 +154,20 @@ func (m *metrics) limit(key, fallback string) *limitStats {
 // each of MaxMetricLimits series.
 const maxMetricName = 128
 
-// boundedName returns name, or past maxMetricName its first 96 bytes and a
-// hash of the whole, so that distinct long names stay distinct.
+// boundedName returns name, or past maxMetricName its first 96 bytes at
+// most, cut before a character, and a hash of the whole, so that distinct
+// long names stay distinct. A cut inside a character would make the label
+// invalid UTF-8, which the Prometheus exporter drops, with the series.
 func boundedName(name string) string {
 	if len(name) <= maxMetricName {
 		return name
 	}
+	cut := 96
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
 	sum := sha256.Sum256([]byte(name))
-	return name[:96] + "~" + hex.EncodeToString(sum[:8])
+	return name[:cut] + "~" + hex.EncodeToString(sum[:8])
 }
 
 // record counts one descriptor's hits, o, as envoyproxy/ratelimit's base

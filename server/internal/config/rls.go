@@ -74,7 +74,7 @@ var RLSOptions = []OptionFor[RLS]{
 		}},
 	{Name: "grpc-listen", aliases: []string{"listen"}, arg: "ADDR", Def: ":8081", Usage: "address of the gRPC service (envoyproxy/ratelimit's GRPC_HOST and GRPC_PORT); cleartext HTTP/2 (h2c) unless --tls-cert",
 		Set: func(c *RLS, v string) (err error) { c.GRPCListen, err = ParseAddr(v); return err }},
-	{Name: "metrics-listen", arg: "ADDR", Def: "127.0.0.1:9464", Usage: "address of /metrics, /healthz, /healthcheck and /rlconfig (envoyproxy/ratelimit's DEBUG_HOST and DEBUG_PORT)",
+	{Name: "metrics-listen", arg: "ADDR", Def: "127.0.0.1:9464", Usage: "address of /metrics, /healthz, /healthcheck, /rlconfig and /stats (envoyproxy/ratelimit's DEBUG_HOST and DEBUG_PORT)",
 		Set: func(c *RLS, v string) (err error) { c.MetricsListen, err = ParseAddr(v); return err }},
 	{Name: "metrics-max-conns", arg: "N", Def: defaultMetricsMaxConns, Usage: usageMetricsMaxConns,
 		Set: func(c *RLS, v string) (err error) { c.MetricsMaxConns, err = parseCount(v, 1); return err }},
@@ -140,10 +140,15 @@ var RLSOptions = []OptionFor[RLS]{
 		Set: func(c *RLS, v string) error { c.ResetHeader = v; return nil }},
 	{Name: "drain-timeout", arg: "DURATION", Def: "10s", Usage: "after SIGTERM, how long calls in flight may finish once the listeners close; then they are cut (envoyproxy/ratelimit waits without a bound)",
 		Set: func(c *RLS, v string) (err error) { c.DrainTimeout, err = parseDuration(v, true); return err }},
-	{Name: "statsd", arg: "ADDR", Usage: "send the stats /stats shows, under envoyproxy/ratelimit's names, to a statsd server as counters every --statsd-interval: host:port or tcp://host:port (TCP, as the reference sends), or udp://host:port; empty: none (USE_STATSD, STATSD_HOST, STATSD_PORT)",
+	{Name: "statsd", arg: "ADDR", Usage: "send the stats /stats shows, under envoyproxy/ratelimit's names, to a statsd server every --statsd-interval (counters as what they grew by, gauges whole): host:port or tcp://host:port (TCP, as the reference sends), or udp://host:port; empty: none (USE_STATSD, STATSD_HOST, STATSD_PORT)",
 		Set: func(c *RLS, v string) (err error) { c.Statsd, err = ParseStatsd(v); return err }},
-	{Name: "statsd-interval", arg: "DURATION", Def: "10s", Usage: "how often the stats are sent to --statsd (STATS_FLUSH_INTERVAL)",
-		Set: func(c *RLS, v string) (err error) { c.StatsdInterval, err = parseDuration(v, true); return err }},
+	{Name: "statsd-interval", arg: "DURATION", Def: "10s", Usage: "how often the stats are sent to --statsd, at least 10ms (STATS_FLUSH_INTERVAL)",
+		Set: func(c *RLS, v string) (err error) {
+			if c.StatsdInterval, err = parseDuration(v, true); err == nil && c.StatsdInterval < minStatsdInterval {
+				err = fmt.Errorf("%v is under %v: each flush reads every counter", c.StatsdInterval, minStatsdInterval)
+			}
+			return err
+		}},
 	{Name: "stats-tags", arg: "KEY:VALUE,...", Usage: "tags in the name of every stat of /stats and --statsd, as the reference writes them (\".__key=value\"); a value's dots, colons and bars become underscores (EXTRA_TAGS)",
 		Set: func(c *RLS, v string) (err error) { c.StatsTags, err = ParseStatTags(v); return err }},
 	{Name: "log-level", arg: "LEVEL", Def: "info", Usage: "debug, info, warn or error",

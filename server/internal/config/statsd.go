@@ -7,7 +7,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
+
+// minStatsdInterval is the shortest --statsd-interval: each flush reads
+// every counter, so a shorter one would keep a core busy.
+const minStatsdInterval = 10 * time.Millisecond
 
 // Statsd is admit rls's --statsd: where its stats go, by statsd's text
 // protocol; a zero Statsd sends none.

@@ -3,6 +3,7 @@ package rlsd
 import (
 	"bufio"
 	"context"
+	"errors"
 	"log/slog"
 	"maps"
 	"net"
@@ -12,9 +13,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"golang.org/x/time/rate"
 
 	"github.com/admitgo/admit/server/internal/config"
 )
@@ -85,20 +88,27 @@ var refGauges = map[string]bool{"ratelimit.localcache.hitCount": true, "ratelimi
 // name, so that an address does not split it into more parts.
 var ipv4 = regexp.MustCompile(`\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}`)
 
-// statName is a limit's path as the reference names its stats (":" and
-// "|" become "_", and an IPv4 address's dots), and further any byte that
-// would end or split a statsd line or a /stats line (controls, spaces) and
-// statsd's "@" and "#": a descriptor's value is the client's, and must not
-// write a stat of its own.
+// statName is a limit's path as a stat's name: each character a statsd
+// server reads as the line's, a tag's or a field's end, and any other
+// outside statNameRunes, becomes "_", as the reference writes ":" and
+// "|"; and, as the reference writes them, an IPv4 address's dots. A
+// descriptor's value is the client's, and must neither end the line nor
+// add a tag (",k=v" of InfluxDB's form, "[k=v]" of SignalFx's, ".__k=v"
+// of the reference's) to a stat.
 func statName(path string) string {
-	b := []byte(path)
-	for i, c := range b {
-		if c <= ' ' || c == 0x7f || c == ':' || c == '|' || c == '@' || c == '#' {
-			b[i] = '_'
+	safe := strings.Map(func(r rune) rune {
+		if r < utf8.RuneSelf && strings.IndexByte(statNameRunes, byte(r)) >= 0 {
+			return r
 		}
-	}
-	return ipv4.ReplaceAllStringFunc(string(b), func(ip string) string { return strings.ReplaceAll(ip, ".", "_") })
+		return '_'
+	}, path)
+	return ipv4.ReplaceAllStringFunc(safe, func(ip string) string { return strings.ReplaceAll(ip, ".", "_") })
 }
+
+// statNameRunes are the characters a stat's name keeps from a limit's
+// path: letters, digits, and punctuation no statsd dialect gives a
+// meaning to.
+const statNameRunes = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./~+%?&*!$"
 
 // collect returns the stats, by name.
 func (r *refStats) collect() ([]refStat, error) {
@@ -157,10 +167,12 @@ const statsdTimeout = time.Second
 
 // statsdSink sends the stats to a statsd server every interval, a
 // counter as what it grew by ("name:delta|c") and a gauge whole
-// ("name:value|g"), over TCP as the reference does, or UDP. A
-// flush whose writes fail is sent again, added to, at the next: what the
-// server missed while down arrives once it is back. Only its goroutine
-// uses it.
+// ("name:value|g"), over TCP as the reference does, or UDP. A flush whose
+// writes fail is sent again, added to, at the next, and a TCP connection
+// the server closed is dialled again before a flush is written to it; a
+// flush written just before the server goes away may still be lost, as
+// with any statsd client, and over UDP nothing tells a lost datagram.
+// Only its goroutine uses it.
 type statsdSink struct {
 	stats    *refStats
 	network  string // tcp or udp
@@ -168,12 +180,14 @@ type statsdSink struct {
 	interval time.Duration
 	log      *slog.Logger
 	conn     net.Conn
-	sent     map[string]uint64 // each stat's count as last sent
-	failing  bool              // the last flush failed; logged once until one succeeds
+	sent     map[string]uint64 // each counter's count as last sent
+	failing  bool              // a flush failed, and none was sent over a new TCP connection since
+	warn     rate.Sometimes    // throttles the failures' log
 }
 
 func newStatsdSink(stats *refStats, target config.Statsd, interval time.Duration, log *slog.Logger) *statsdSink {
-	return &statsdSink{stats: stats, network: target.Network, addr: target.Addr, interval: interval, log: log, sent: map[string]uint64{}}
+	return &statsdSink{stats: stats, network: target.Network, addr: target.Addr, interval: interval, log: log, sent: map[string]uint64{},
+		warn: rate.Sometimes{Interval: time.Minute}}
 }
 
 // run flushes every interval until ctx ends, then once more, so that a
@@ -213,7 +227,8 @@ func (s *statsdSink) flush() {
 	if len(lines) == 0 {
 		return
 	}
-	if err := s.send(lines); err != nil {
+	redialled, err := s.send(lines)
+	if err != nil {
 		s.close()
 		s.failed(err)
 		return
@@ -221,23 +236,27 @@ func (s *statsdSink) flush() {
 	for _, st := range stats {
 		s.sent[st.name] = st.value
 	}
-	if s.failing {
+	if s.failing && redialled {
 		s.failing = false
 		s.log.Info("admit rls: statsd: sending again", "statsd", s.network+"://"+s.addr)
 	}
 }
 
-// send writes lines, in datagrams of at most statsdPacket bytes over UDP.
-func (s *statsdSink) send(lines []string) error {
+// send writes lines, in datagrams of at most statsdPacket bytes over UDP,
+// and reports whether it dialled a new TCP connection for them.
+func (s *statsdSink) send(lines []string) (redialled bool, err error) {
+	if s.conn != nil && s.network == "tcp" && !open(s.conn) {
+		s.close()
+	}
 	if s.conn == nil {
 		c, err := net.DialTimeout(s.network, s.addr, statsdTimeout)
 		if err != nil {
-			return err
+			return false, err
 		}
-		s.conn = c
+		s.conn, redialled = c, s.network == "tcp"
 	}
 	if err := s.conn.SetWriteDeadline(time.Now().Add(statsdTimeout)); err != nil {
-		return err
+		return redialled, err
 	}
 	limit := statsdPacket
 	if s.network == "tcp" {
@@ -247,21 +266,36 @@ func (s *statsdSink) send(lines []string) error {
 	for _, l := range lines {
 		if len(buf) > 0 && len(buf)+len(l) > limit {
 			if _, err := s.conn.Write(buf); err != nil {
-				return err
+				return redialled, err
 			}
 			buf = buf[:0]
 		}
 		buf = append(buf, l...)
 	}
-	_, err := s.conn.Write(buf)
-	return err
+	_, err = s.conn.Write(buf)
+	return redialled, err
+}
+
+// open reports whether a statsd server's TCP connection is still open: a
+// server sends nothing, so a read finds the end of the stream, or an
+// error, once it has closed its side, where a write would still pass into
+// the kernel's buffer and be lost. The read waits a millisecond at most:
+// with a deadline already passed, Go would not read at all.
+func open(c net.Conn) bool {
+	if err := c.SetReadDeadline(time.Now().Add(time.Millisecond)); err != nil {
+		return false
+	}
+	var b [1]byte
+	_, err := c.Read(b[:])
+	var ne net.Error
+	return err == nil || errors.As(err, &ne) && ne.Timeout()
 }
 
 func (s *statsdSink) failed(err error) {
-	if !s.failing {
-		s.failing = true
+	s.failing = true
+	s.warn.Do(func() {
 		s.log.Warn("admit rls: statsd: not sent; the counts are sent again at the next flush", "statsd", s.network+"://"+s.addr, "error", err)
-	}
+	})
 }
 
 func (s *statsdSink) close() {

@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,12 +47,12 @@ func (s *rlsServer) stats(t *testing.T) map[string]string {
 	return out
 }
 
-// statsLine is a /stats line: a name with no space, control character,
-// ":", "|", "@" or "#", and a count.
-var statsLine = regexp.MustCompile(`^[^\x00-\x20\x7f:|@#]+: [0-9]+$`)
+// statsLine is a /stats line: a name of the characters a stat's name
+// keeps, with the tags' "=" only after "__", and a count.
+var statsLine = regexp.MustCompile(`^[A-Za-z0-9_./~+%?&*!$-]+(\.__[A-Za-z0-9_-]+=[A-Za-z0-9_./~+%?&*!$-]+)*: [0-9]+$`)
 
-// statsdLine is a statsd counter as admit rls sends it.
-var statsdLine = regexp.MustCompile(`^[^\x00-\x20\x7f:|@#]+:[0-9]+\|[cg]$`)
+// statsdLine is a statsd counter or gauge as admit rls sends it.
+var statsdLine = regexp.MustCompile(`^[A-Za-z0-9_./~+%?&*!$-]+(\.__[A-Za-z0-9_-]+=[A-Za-z0-9_./~+%?&*!$-]+)*:[0-9]+\|[cg]$`)
 
 // TestRLSStatsNames shows the counts under envoyproxy/ratelimit's stat
 // names, tagged as its EXTRA_TAGS tags them.
@@ -106,7 +108,8 @@ descriptors:
 `
 	s := startRLS(t, config, "--statsd", "udp://"+statsd.addr, "--statsd-interval", "10ms")
 	c := s.client(t, nil)
-	for _, v := range []string{"a\nevil.counter:1000|c", "b evil:1", "c|d@e#f", "10.1.2.3", "x\r\n\x00y"} {
+	for _, v := range []string{"a\nevil.counter:1000|c", "b evil:1", "c|d@e#f", "10.1.2.3", "x\r\n\x00y",
+		"d,limit=victim", "e[zone=us]", "f.__zone=us-east", "g=h", "é\u2028"} {
 		req := &pb.RateLimitRequest{Domain: "edge", Descriptors: []*rlv3.RateLimitDescriptor{{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "user", Value: v}}}}}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_, err := c.ShouldRateLimit(ctx, req)
@@ -117,8 +120,9 @@ descriptors:
 	}
 	got := s.stats(t) // each line is checked against statsLine
 	for name := range got {
-		if strings.Contains(name, "evil") && !strings.HasPrefix(name, "ratelimit.service.rate_limit.edge.user_") {
-			t.Errorf("/stats has a stat a value named: %q", name)
+		if strings.Contains(name, "evil") && !strings.HasPrefix(name, "ratelimit.service.rate_limit.edge.user_") ||
+			strings.Contains(name, "=") || strings.Contains(name, ",") || strings.Contains(name, "[") {
+			t.Errorf("/stats has a stat or a tag a value named: %q", name)
 		}
 	}
 	if got["ratelimit.service.rate_limit.edge.user_10_1_2_3.total_hits"] != "1" {
@@ -130,38 +134,101 @@ descriptors:
 			t.Fatalf("statsd line %q", line)
 		}
 		if strings.HasSuffix(line, ".total_hits:1|c") {
-			if seen++; seen == 5 {
+			if seen++; seen == 10 {
 				return
 			}
 		}
 	}
-	t.Errorf("statsd: %d total_hits lines, want 5", seen)
+	t.Errorf("statsd: %d total_hits lines, want 10", seen)
 }
 
-// TestRLSStatsdSendsDeltas sends each flush what grew since the last one,
-// over TCP as the reference does.
-func TestRLSStatsdSendsDeltas(t *testing.T) {
+// TestStatsdSinkSendsDeltas sends each flush what grew since the last
+// one, and a gauge whole each time.
+func TestStatsdSinkSendsDeltas(t *testing.T) {
+	var n float64
 	statsd := listenStatsd(t, "tcp")
-	s := startRLS(t, rlsTestConfig, "--statsd", statsd.addr, "--statsd-interval", "10ms")
-	c := s.client(t, nil)
-	const hits = "ratelimit.service.rate_limit.edge.remote_address.total_hits:"
+	sink := newStatsdSink(&refStats{gatherer: fakeGatherer(&n)}, config.Statsd{Network: "tcp", Addr: statsd.addr}, time.Hour, slog.New(slog.DiscardHandler))
+	defer sink.close()
 	lines := statsd.lines()
-	waitFor := func(want string) {
-		t.Helper()
+	for _, step := range []struct {
+		total float64
+		want  []string
+	}{
+		{3, []string{"ratelimit.localcache.hitCount:3|g", "ratelimit_server.ShouldRateLimit.total_requests:3|c"}},
+		{5, []string{"ratelimit.localcache.hitCount:5|g", "ratelimit_server.ShouldRateLimit.total_requests:2|c"}},
+		{5, []string{"ratelimit.localcache.hitCount:5|g"}}, // nothing grew
+	} {
+		n = step.total
+		sink.flush()
+		var got []string
 		for line := range lines {
-			if strings.HasPrefix(line, hits) {
-				if line != want {
-					t.Fatalf("got %q, want %q", line, want)
-				}
-				return
+			got = append(got, line)
+			if len(got) == len(step.want) {
+				break
 			}
 		}
-		t.Fatalf("no %q", want)
+		if strings.Join(got, " ") != strings.Join(step.want, " ") {
+			t.Fatalf("at %v: got %q, want %q", step.total, got, step.want)
+		}
 	}
-	codesOf(t, c, "10.0.0.1", 3)
-	waitFor(hits + "3|c")
-	codesOf(t, c, "10.0.0.1", 2)
-	waitFor(hits + "2|c")
+}
+
+// TestStatsdSinkAcrossARestart: a statsd server that closes its
+// connections and comes back on the same port gets all that was counted,
+// the flush made while it was away included, none lost into the closed
+// connection.
+func TestStatsdSinkAcrossARestart(t *testing.T) {
+	var n float64
+	first := listenStatsd(t, "tcp")
+	sink := newStatsdSink(&refStats{gatherer: fakeGatherer(&n)}, config.Statsd{Network: "tcp", Addr: first.addr}, time.Hour, slog.New(slog.DiscardHandler))
+	defer sink.close()
+	const calls = "ratelimit_server.ShouldRateLimit.total_requests:"
+	n = 5
+	sink.flush()
+	for line := range first.lines() {
+		if strings.HasPrefix(line, calls) {
+			break
+		}
+	}
+	first.stop()
+	// The close reaches the sink's side of the connection on its own
+	// time; there is nothing to wait on but the connection itself.
+	for deadline := time.Now().Add(5 * time.Second); open(sink.conn); runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("the server's close never reached the connection")
+		}
+	}
+	n = 12
+	sink.flush() // the server is away: its connection is closed, and a dial is refused
+	if !sink.failing {
+		t.Fatal("a flush to a server that is away did not fail")
+	}
+	second := listenStatsdAt(t, first.addr)
+	n = 20
+	sink.flush()
+	for line := range second.lines() {
+		if strings.HasPrefix(line, calls) {
+			if line != calls+"15|c" {
+				t.Fatalf("after the restart: %q, want the 15 counted since the last flush sent", line)
+			}
+			return
+		}
+	}
+	t.Fatal("nothing sent after the restart")
+}
+
+// fakeGatherer gathers calls and the local cache's hits, both *n.
+func fakeGatherer(n *float64) prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		return []*dto.MetricFamily{{
+			Name: proto.String("admit_rls_requests_total"), Type: dto.MetricType_COUNTER.Enum(),
+			Metric: []*dto.Metric{{Counter: &dto.Counter{Value: proto.Float64(*n)}}},
+		}, {
+			Name: proto.String("admit_rls_local_cache_lookups_total"), Type: dto.MetricType_COUNTER.Enum(),
+			Metric: []*dto.Metric{{Label: []*dto.LabelPair{{Name: proto.String("admit_rls_result"), Value: proto.String("hit")}},
+				Counter: &dto.Counter{Value: proto.Float64(*n)}}},
+		}}, nil
+	})
 }
 
 // TestRLSStatsdLastFlushAtShutdown sends what the last calls counted when
@@ -260,18 +327,25 @@ func TestParseStatsd(t *testing.T) {
 	if _, err := parseFlags([]string{"--config", "x.yaml", "--statsd", "stats"}, func(string) string { return "" }, io.Discard); err == nil || !strings.Contains(err.Error(), "--statsd") {
 		t.Errorf("a bad --statsd: %v, want an error naming it", err)
 	}
+	if _, err := parseFlags([]string{"--config", "x.yaml", "--statsd-interval", "1ns"}, func(string) string { return "" }, io.Discard); err == nil || !strings.Contains(err.Error(), "--statsd-interval") {
+		t.Errorf("--statsd-interval 1ns: %v, want an error naming it", err)
+	}
 }
 
 // statsdServer is a statsd server of one test, on loopback.
 type statsdServer struct {
 	addr string
 	recv chan string
+	stop func() // closes the listener and every connection
 }
 
 // listenStatsd starts a statsd server on network (tcp or udp) that hands
 // its lines to lines until t ends.
 func listenStatsd(t *testing.T, network string) *statsdServer {
 	t.Helper()
+	if network == "tcp" {
+		return listenStatsdAt(t, "127.0.0.1:0")
+	}
 	s := &statsdServer{recv: make(chan string, 1024)}
 	put := func(line string) {
 		select {
@@ -303,23 +377,47 @@ func listenStatsd(t *testing.T, network string) *statsdServer {
 		}()
 		return s
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	t.Fatalf("network %q", network)
+	return nil
+}
+
+// listenStatsdAt starts a TCP statsd server on addr.
+func listenStatsdAt(t *testing.T, addr string) *statsdServer {
+	t.Helper()
+	s := &statsdServer{recv: make(chan string, 1024)}
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
 	s.addr = l.Addr().String()
+	var mu sync.Mutex
+	var conns []net.Conn
+	s.stop = func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	t.Cleanup(s.stop)
 	go func() {
 		for {
 			c, err := l.Accept()
 			if err != nil {
 				return
 			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
 			go func() {
 				defer c.Close()
 				sc := bufio.NewScanner(c)
 				for sc.Scan() {
-					put(sc.Text())
+					select {
+					case s.recv <- sc.Text():
+					default: // a test that stopped reading
+					}
 				}
 			}()
 		}

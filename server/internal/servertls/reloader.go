@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -52,10 +53,11 @@ type Reloader struct {
 	reloads          metric.Int64Counter
 	success, failure metric.AddOption
 
-	mu   sync.Mutex // guards the following fields
-	cert *tls.Certificate
-	seen pair      // the files as last read
-	last time.Time // when they were last looked at
+	cert atomic.Pointer[tls.Certificate] // what a handshake shows
+
+	mu   sync.Mutex // guards the following fields, and the looks
+	seen pair       // the files as last read
+	last time.Time  // when they were last looked at
 }
 
 // pair is what reading the files found: their bytes, or why they could
@@ -127,27 +129,32 @@ func New(cfg Config) (*Reloader, error) {
 	}
 	r.success = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "success")))
 	r.failure = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "failure")))
-	r.seen, r.cert, err = read(cfg.CertFile, cfg.KeyFile)
+	var cert *tls.Certificate
+	r.seen, cert, err = read(cfg.CertFile, cfg.KeyFile)
 	if err != nil {
 		return nil, loadError(cfg.Front, cfg.CertFile, cfg.KeyFile, err)
 	}
+	r.cert.Store(cert)
 	r.last = r.now()
 	return r, nil
 }
 
 // GetCertificate returns the certificate to show, loading the files again
 // first when they may be looked at and have changed; it is a tls.Config's
-// GetCertificate.
+// GetCertificate. A handshake that finds another looking shows the
+// certificate in force rather than wait: a file slow to read (a network
+// file system) delays one handshake at most.
 func (r *Reloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	// A clock that went back counts as time passed, so that a jump back
-	// does not stop the looks until it catches up.
-	if now := r.now(); now.Sub(r.last) >= r.every || now.Before(r.last) {
-		r.last = now
-		r.lookLocked()
+	if r.mu.TryLock() {
+		// A clock that went back counts as time passed, so that a jump
+		// back does not stop the looks until it catches up.
+		if now := r.now(); now.Sub(r.last) >= r.every || now.Before(r.last) {
+			r.last = now
+			r.lookLocked()
+		}
+		r.mu.Unlock()
 	}
-	return r.cert, nil
+	return r.cert.Load(), nil
 }
 
 // lookLocked reads the files and, when they changed, takes their pair or
@@ -164,7 +171,7 @@ func (r *Reloader) lookLocked() {
 			"tls_cert", r.cfg.CertFile, "tls_key", r.cfg.KeyFile, "error", err)
 		return
 	}
-	r.cert = cert
+	r.cert.Store(cert)
 	r.reloads.Add(context.Background(), 1, r.success)
 	attrs := []any{"tls_cert", r.cfg.CertFile}
 	if leaf := cert.Leaf; leaf != nil { // nil only under GODEBUG x509keypairleaf=0

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	gostats "github.com/lyft/gostats"
-
 )
 
 // store is the stats store the suite reads: each counter and gauge it
