@@ -98,30 +98,18 @@ func newMetrics(mp metric.MeterProvider, cache *overCache) (*metrics, error) {
 		m.loadOpts[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("admit.rls.result", r)))}
 	}
 	if cache != nil {
-		if err := observeCache(mt, cache); err != nil {
+		sets := []attribute.Set{
+			lookupHit:  attribute.NewSet(attribute.String("admit.rls.result", "hit")),
+			lookupMiss: attribute.NewSet(attribute.String("admit.rls.result", "miss")),
+		}
+		// Read from counts a look-up adds to when the metrics are
+		// collected, so that a look-up costs one atomic add.
+		if cache.lookups, err = meter.SharedCounts(mp, "admit.rls.local_cache.lookups", "rls", sets,
+			metric.WithDescription("Look-ups of hits in the local over-limit cache, by result: hit (answered OVER_LIMIT without the store) or miss.")); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
-}
-
-// observeCache counts the local over-limit cache's look-ups, read from
-// its counts when the metrics are collected, so that a look-up costs one
-// atomic add.
-func observeCache(mt metric.Meter, c *overCache) error {
-	lookups, err := mt.Int64ObservableCounter("admit.rls.local_cache.lookups",
-		metric.WithDescription("Look-ups of hits in the local over-limit cache, by result: hit (answered OVER_LIMIT without the store) or miss."))
-	if err != nil {
-		return err
-	}
-	hit := metric.WithAttributeSet(attribute.NewSet(attribute.String("admit.rls.result", "hit")))
-	miss := metric.WithAttributeSet(attribute.NewSet(attribute.String("admit.rls.result", "miss")))
-	_, err = mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		o.ObserveInt64(lookups, c.found.Load(), hit)
-		o.ObserveInt64(lookups, c.missed.Load(), miss)
-		return nil
-	}, lookups)
-	return err
 }
 
 // limit returns the stats of the limit named key, or of fallback once

@@ -3,10 +3,10 @@ package rls
 import (
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/admitgo/admit/internal/lru"
+	"github.com/admitgo/admit/internal/meter"
 )
 
 // LocalCacheEntryBytes is what one entry of the local over-limit cache
@@ -28,11 +28,18 @@ const minLocalCacheBytes = 512 << 10
 type overCache struct {
 	mu    sync.Mutex                // guards table
 	table lru.Table[overKey, int64] // the window's end, Unix seconds
-	// The look-ups that found a hit's counter (and answered it) and that
-	// did not, as freecache's hit and miss counts, the reference's
-	// ratelimit.localcache stats.
-	found, missed atomic.Int64
+	// lookups counts the look-ups that found a hit's counter (and
+	// answered it) and that did not (lookupHit, lookupMiss), as
+	// freecache's hit and miss counts, the reference's ratelimit.localcache
+	// stats; nil counts nothing.
+	lookups *meter.Counts
 }
+
+// The counts of overCache.lookups.
+const (
+	lookupHit = iota
+	lookupMiss
+)
 
 // overKey names one counter in one window, as the reference's cache key
 // holds the window's start: an entry answers only in its own window.
@@ -74,8 +81,10 @@ func (c *overCache) mark(batch []Hit, sec int64, sent *[]int) {
 		*sent = append(*sent, place)
 	}
 	c.mu.Unlock()
-	c.found.Add(found)
-	c.missed.Add(int64(len(batch)) - found)
+	if c.lookups != nil {
+		c.lookups.Add(lookupHit, found)
+		c.lookups.Add(lookupMiss, int64(len(batch))-found)
+	}
 }
 
 // remember adds the hits whose counts passed their limits, counted at sec

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -27,13 +26,16 @@ var outcomes = [...]string{"allowed", "refused", "failed_open", "failed_closed"}
 // The counter is observable: a decision adds to one atomic count, and the
 // SDK reads the counts when it collects. A synchronous counter cost each
 // decision the SDK's look-up of its attribute set and of the context's span
-// for an exemplar, about as much as the histogram's whole record.
+// for an exemplar, about as much as the histogram's whole record. Stores of
+// one kind on one provider share the counts (meter.SharedCounts): two of
+// them (admit rls's main and per-second stores) add into one series, as
+// with a synchronous counter, and a program that makes stores by the
+// thousand keeps one callback.
 type Metrics struct {
-	counts  [len(outcomes)]atomic.Int64
+	counts  *meter.Counts
 	latency metric.Float64Histogram
 	// Attribute options are built once so recording does not allocate.
-	outcomeOpts [len(outcomes)][]metric.ObserveOption
-	storeOpts   []metric.RecordOption
+	storeOpts []metric.RecordOption
 }
 
 // NewMetrics creates the instruments for the store named store ("memory",
@@ -42,42 +44,24 @@ func NewMetrics(mp metric.MeterProvider, store string) (*Metrics, error) {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
-	m := mp.Meter(meter.Name)
-	decisions, err := m.Int64ObservableCounter("admit.quota.decisions",
+	storeAttr := attribute.String("admit.quota.store", store)
+	sets := make([]attribute.Set, len(outcomes))
+	for i, o := range outcomes {
+		sets[i] = attribute.NewSet(storeAttr, attribute.String("admit.quota.outcome", o))
+	}
+	counts, err := meter.SharedCounts(mp, "admit.quota.decisions", store, sets,
 		metric.WithDescription("Shared-quota decisions by store and outcome."),
 		metric.WithUnit("{decision}"))
 	if err != nil {
 		return nil, err
 	}
-	ms := &Metrics{}
-	// Each store registers a callback of its own: the SDK keeps only the
-	// first instrument's, and two stores of one kind (admit rls's main and
-	// per-second stores) add into the same series, as they did with a
-	// synchronous counter. The callback is never unregistered, so that a
-	// closed store's decisions stay in the series and it never goes down.
-	// A series appears with its first decision, as a synchronous counter's
-	// did.
-	if _, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		for i := range ms.counts {
-			if n := ms.counts[i].Load(); n > 0 {
-				o.ObserveInt64(decisions, n, ms.outcomeOpts[i]...)
-			}
-		}
-		return nil
-	}, decisions); err != nil {
-		return nil, err
-	}
-	ms.latency, err = m.Float64Histogram("admit.quota.latency",
+	ms := &Metrics{counts: counts}
+	ms.latency, err = mp.Meter(meter.Name).Float64Histogram("admit.quota.latency",
 		metric.WithDescription("Time a store took to decide, failures included."),
 		metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1))
 	if err != nil {
 		return nil, err
-	}
-	storeAttr := attribute.String("admit.quota.store", store)
-	for i, o := range outcomes {
-		set := attribute.NewSet(storeAttr, attribute.String("admit.quota.outcome", o))
-		ms.outcomeOpts[i] = []metric.ObserveOption{metric.WithAttributeSet(set)}
 	}
 	ms.storeOpts = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(storeAttr))}
 	return ms, nil
@@ -100,6 +84,6 @@ func (m *Metrics) Record(ctx context.Context, d quota.Decision, err error, elaps
 	default:
 		i = 3
 	}
-	m.counts[i].Add(1)
+	m.counts.Add(i, 1)
 	m.latency.Record(ctx, elapsed.Seconds(), m.storeOpts...)
 }

@@ -103,6 +103,33 @@ func TestMetricsTwoStoresOneSeries(t *testing.T) {
 	}
 }
 
+// TestMetricsShareCounts: stores of one kind on one provider share one
+// set of counts and one callback, however many are made; another kind has
+// its own.
+func TestMetricsShareCounts(t *testing.T) {
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	first, err := NewMetrics(mp, "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		m, err := NewMetrics(mp, "postgres")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.counts != first.counts {
+			t.Fatal("a second postgres store has counts of its own")
+		}
+	}
+	other, err := NewMetrics(mp, "redis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.counts == first.counts {
+		t.Error("redis and postgres share counts")
+	}
+}
+
 func TestMetricsNil(t *testing.T) {
 	var m *Metrics
 	m.Record(context.Background(), quota.Decision{Allowed: true}, nil, time.Millisecond) // must not panic
