@@ -469,6 +469,8 @@ func TestRLSValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	none := func(string) string { return "" }
+	cert, key := testcert.NewCA(t, "validate CA").Server(t, 1)
+	missing := filepath.Join(dir, "missing.pem")
 	refArgs := []string{"validate", "--env=envoy"}
 	refEnv := func(k string) string {
 		return map[string]string{"RUNTIME_ROOT": dir, "REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "redis:6379"}[k]
@@ -488,6 +490,18 @@ func TestRLSValidate(t *testing.T) {
 		}, 0, "warn  envoyproxy/ratelimit's variables are set and not read: they are read with --env envoy (ADMIT_RLS_ENV=envoy), or run as ratelimit (see docs/rls.md): PORT,REDIS_URL\nedge."},
 		{"as ratelimit", refArgs, refEnv, 0, "ok\n"},
 		{"as ratelimit, refused", refArgs, func(k string) string { return map[string]string{"REDIS_PERSECOND": "true"}[k] + refEnv(k) }, 2, `REDIS_PERSECOND_SOCKET_TYPE unset: the reference's default "unix"`},
+		// What startup refuses before it connects, validate refuses too.
+		{"a client certificate without its key", []string{"validate", "--config", good, "--store", "rediss://cache:6380?sslcert=" + cert},
+			none, 2, "sslcert is given without sslkey"},
+		{"a per-second store's missing CA", []string{"validate", "--config", good, "--per-second-store", "rediss://cache:6380?sslrootcert=" + missing},
+			none, 2, "--per-second-store"},
+		{"a certificate that does not load", []string{"validate", "--config", good, "--tls-cert", bad, "--tls-key", bad},
+			none, 2, "--tls-cert"},
+		{"a missing client CA", []string{"validate", "--config", good, "--tls-cert", cert, "--tls-key", key, "--client-ca", missing},
+			none, 2, "--client-ca"},
+		{"as ratelimit, a client certificate without its key", refArgs, func(k string) string {
+			return map[string]string{"REDIS_TLS": "true", "REDIS_TLS_CLIENT_CERT": cert}[k] + refEnv(k)
+		}, 2, "sslcert is given without sslkey"},
 	} {
 		var out strings.Builder
 		err := Run(context.Background(), tc.args, tc.getenv, &out, &out)

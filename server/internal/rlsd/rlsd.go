@@ -78,7 +78,7 @@ func serve(ctx context.Context, o options, hangups <-chan os.Signal, log *slog.L
 		return err
 	}
 	defer tel.Close()
-	tlsConfig, err := serverTLS(o, tel, log)
+	tlsConfig, err := serverTLS(o, tel.Provider, log)
 	if err != nil {
 		return config.UsageError{Err: err}
 	}
@@ -178,12 +178,12 @@ func startStatsd(o options, stats *refStats, log *slog.Logger) (stop func()) {
 // serverTLS is the gRPC listener's TLS: nil without --tls-cert; else its
 // certificate, reloaded when the files change, and with --client-ca the
 // check of the clients' certificates.
-func serverTLS(o options, tel *ops.Telemetry, log *slog.Logger) (*tls.Config, error) {
+func serverTLS(o options, mp metric.MeterProvider, log *slog.Logger) (*tls.Config, error) {
 	if o.TLSCert == "" {
 		return nil, nil
 	}
 	certs, err := servertls.New(servertls.Config{CertFile: o.TLSCert, KeyFile: o.TLSKey, Front: "admit rls",
-		Now: o.now, Logger: log, MeterProvider: tel.Provider})
+		Now: o.now, Logger: log, MeterProvider: mp})
 	if err != nil {
 		return nil, err
 	}

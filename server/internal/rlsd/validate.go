@@ -13,6 +13,7 @@ import (
 	"github.com/admitgo/admit/quota/memcachequota"
 	"github.com/admitgo/admit/rls"
 	"github.com/admitgo/admit/server/internal/config"
+	"github.com/admitgo/admit/server/storeurl"
 )
 
 // validate is admit rls validate, and under ratelimit the counterpart
@@ -32,6 +33,9 @@ func validate(args []string, getenv func(string) string, stdout io.Writer) error
 	if err != nil {
 		return config.UsageError{Err: err}
 	}
+	if err := checkOffline(o); err != nil {
+		return config.UsageError{Err: err}
+	}
 	if o.Store.Kind.CountsOnly() {
 		// The store's refusal of a token bucket, as startup meets it,
 		// without connecting.
@@ -49,4 +53,20 @@ func validate(args []string, getenv func(string) string, stdout io.Writer) error
 	fmt.Fprint(stdout, cfg.Dump())
 	fmt.Fprintln(stdout, "ok")
 	return nil
+}
+
+// checkOffline runs what startup refuses before it connects: the stores'
+// URLs with their TLS files, and the gRPC listener's certificate and
+// client CA, in startup's words.
+func checkOffline(o options) error {
+	for i, st := range []storeurl.Store{o.Store, o.PerSecondStore} {
+		if st.Kind == "" {
+			continue
+		}
+		if err := st.Check(); err != nil {
+			return config.StoreURLError("admit rls", o.storeFrom[i], st.URL, err)
+		}
+	}
+	_, err := serverTLS(o, noop.NewMeterProvider(), slog.New(slog.DiscardHandler))
+	return err
 }
