@@ -2,10 +2,11 @@ package storeurl
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/admitgo/admit/internal/pemfile"
 )
 
 // The parameters of a rediss:// URL that name its TLS files, spelled as
@@ -63,13 +64,12 @@ func readTLSFiles(scheme string, tlsOn bool, own map[string][]string) (tlsFiles,
 // the parameter.
 func (f tlsFiles) apply(c *tls.Config) error {
 	if f.rootCert != "" {
-		pem, err := os.ReadFile(f.rootCert)
+		roots, err := pemfile.CertPool(f.rootCert)
+		if errors.Is(err, pemfile.ErrNoCertificate) {
+			err = fmt.Errorf("%s: %w", f.rootCert, err)
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", sslRootCertParam, err)
-		}
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("%s: %s holds no PEM certificate", sslRootCertParam, f.rootCert)
 		}
 		c.RootCAs = roots
 	}

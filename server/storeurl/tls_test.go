@@ -77,7 +77,7 @@ func TestRedisTLSFiles(t *testing.T) {
 		{"rediss://cache:6380?sslrootcert=" + q(ca.File) + "&sslrootcert=" + q(ca.File), "sslrootcert is given twice"},
 		{"rediss://cache:6380?sslrootcert=", "sslrootcert is empty: want a file"},
 		{"rediss://cache:6380?sslrootcert=" + q(missing), "sslrootcert: open " + missing},
-		{"rediss://cache:6380?sslrootcert=" + q(noCert), "sslrootcert: " + noCert + " holds no PEM certificate"},
+		{"rediss://cache:6380?sslrootcert=" + q(noCert), "sslrootcert: " + noCert + ": no PEM certificate in the file"},
 		{"rediss://cache:6380?sslcert=" + q(missing) + "&sslkey=" + q(key), "sslcert: open " + missing},
 		{"rediss://cache:6380?sslcert=" + q(cert) + "&sslkey=" + q(missing), "sslkey: open " + missing},
 		{"rediss://cache:6380?sslcert=" + q(other) + "&sslkey=" + q(key), "sslcert and sslkey: tls: private key does not match public key"},

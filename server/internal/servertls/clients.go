@@ -2,10 +2,10 @@ package servertls
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
+
+	"github.com/admitgo/admit/internal/pemfile"
 )
 
 // VerifyClients makes c ask every client for its certificate and refuse
@@ -18,13 +18,9 @@ import (
 // Only caFile's CAs are trusted, not the system's, which the reference
 // adds to the file's. The file is read once.
 func VerifyClients(c *tls.Config, caFile, san string) error {
-	data, err := os.ReadFile(caFile)
+	pool, err := pemfile.CertPool(caFile)
 	if err != nil {
 		return err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(data) {
-		return errors.New("no PEM certificate in it")
 	}
 	c.ClientCAs = pool
 	c.ClientAuth = tls.RequireAndVerifyClientCert
