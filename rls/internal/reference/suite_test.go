@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -120,6 +121,11 @@ func runSuiteTest(t *testing.T, mod, suite, name, admit, project string, results
 		// The suite's Redis over TLS presents the project's certificate,
 		// which the reference's Makefile adds to the system's roots.
 		"SSL_CERT_FILE="+filepath.Join(project, "cert.pem"))
+	// A process group of its own, killed once the test has ended: a test
+	// that panics (as the suite's do after a refused start) skips its
+	// deferred stops, and would leave its Redis, memcached or admit
+	// running on the suite's fixed ports for every later test.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -127,6 +133,7 @@ func runSuiteTest(t *testing.T, mod, suite, name, admit, project string, results
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	defer syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	output := map[string]*strings.Builder{}
 	sc := bufio.NewScanner(out)
 	sc.Buffer(nil, 1<<20)
