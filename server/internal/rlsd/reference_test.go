@@ -66,7 +66,8 @@ func TestRLSReferenceRefused(t *testing.T) {
 		{"LOCAL_CACHE_SIZE_IN_BYTES", "-1", `LOCAL_CACHE_SIZE_IN_BYTES "-1": must be at least 0`},
 		{"LOCAL_CACHE_SIZE_IN_BYTES", "1MB", `LOCAL_CACHE_SIZE_IN_BYTES "1MB": not a whole number`},
 		{"BACKEND_TYPE", "memcache", `BACKEND_TYPE "memcache": asks for a store other than Redis`},
-		{"CONFIG_TYPE", "GRPC_XDS_SOTW", `CONFIG_TYPE "GRPC_XDS_SOTW": asks for configuration from an xDS server`},
+		{"CONFIG_TYPE", "GRPC_XDS_DELTA", `CONFIG_TYPE "GRPC_XDS_DELTA": asks for configuration from a source other than files and an xDS server`},
+		{"CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "ca.pem", ""}, // read only with CONFIG_TYPE=GRPC_XDS_SOTW: refused below
 		{"USE_PROMETHEUS", "1", `USE_PROMETHEUS "1": asks for the reference's Prometheus`},
 		{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "yes", `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT "yes": not a boolean`},
 		{"REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", "true", `REDIS_TLS_SKIP_HOSTNAME_VERIFICATION "true": asks for Redis TLS without hostname verification`},
@@ -86,6 +87,9 @@ func TestRLSReferenceRefused(t *testing.T) {
 			if _, ok := env[k]; !ok {
 				env[k] = v
 			}
+		}
+		if tc.want == "" {
+			continue
 		}
 		err := Run(context.Background(), nil, referenceEnv(env), io.Discard, io.Discard)
 		if code := config.ExitCode(err); code != 2 || !strings.Contains(err.Error(), "admit rls: "+tc.want) {
