@@ -165,6 +165,13 @@ func (c *Config) add(file string, data []byte) error {
 	if len(doc.Content) > 0 && doc.Content[0].Tag != "!!null" {
 		root = doc.Content[0]
 	}
+	return c.addRoot(r, root)
+}
+
+// addRoot loads one domain, the mapping root, into c: the one check of a
+// domain, whether its nodes came from a file or an xDS resource (xds.go).
+func (c *Config) addRoot(r reader, root *yaml.Node) error {
+	file := r.file
 	m, err := r.fields(root, "")
 	if err != nil {
 		return err

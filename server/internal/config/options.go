@@ -38,6 +38,7 @@ type OptionFor[T Target] struct {
 	multi   bool     // repeatable: each value adds to the others
 	NoEnv   bool     // no environment variable
 	secret  bool     // a store URL, which may hold a password: errors show it through storeurl.Redact
+	hidden  bool     // a value that may be a credential throughout (--xds-headers): errors never show it
 	oldEnv  []string // variables an earlier release read for it, still read after its own
 	Usage   string
 	Set     func(c *T, v string) error
@@ -261,7 +262,10 @@ func (s *OptionSetFor[T]) Apply(getenv func(string) string, c *T) error {
 		}
 		for _, v := range vals {
 			if err := o.Set(c, v); err != nil {
-				if o.secret {
+				switch {
+				case o.hidden:
+					v = "(not shown)"
+				case o.secret:
 					v = storeurl.Redact(v)
 				}
 				return fmt.Errorf("%s: %s %q: %w", frontOf[T](), from, v, err)

@@ -39,7 +39,8 @@ type RLS struct {
 	TLSCert, TLSKey           string         // both set or both empty
 	ClientCA                  string         // PEM bundle the gRPC clients' certificates must chain to; "": none asked for; needs TLSCert
 	ClientSAN                 string         // a DNS name or IP address the client's certificate must carry; "": any; needs ClientCA
-	Config                    string         // envoyproxy/ratelimit YAML file, or a directory of them
+	Config                    string         // envoyproxy/ratelimit YAML file, or a directory of them; "" with XDS.Server
+	XDS                       XDS            // the xDS server the configuration comes from in place of Config
 	Shadow, QuotaMode         bool
 	StopIncrement             bool    // count none of a request's other descriptors when one passes its limit
 	LocalCacheBytes           int     // the local over-limit cache's memory; 0: none
@@ -62,8 +63,39 @@ func (RLS) Front() (string, string) { return "admit rls", "ADMIT_RLS_" }
 
 // RLSOptions are admit rls's settings, in the order of its usage.
 var RLSOptions = []OptionFor[RLS]{
-	{Name: "config", arg: "FILE|DIR", Usage: "envoyproxy/ratelimit YAML file, or a directory of them (one domain each); required",
+	{Name: "config", arg: "FILE|DIR", Usage: "envoyproxy/ratelimit YAML file, or a directory of them (one domain each); required unless --xds-server",
 		Set: func(c *RLS, v string) error { c.Config = v; return nil }},
+	{Name: "xds-server", arg: "ADDR", Usage: "host:port of an xDS server to take the configuration from in place of --config, which is then not given: go-control-plane's RateLimitConfig resources (one domain each) over ADS in state of the world, as envoyproxy/ratelimit's CONFIG_TYPE=GRPC_XDS_SOTW; serves once the first configuration is accepted (see docs/rls.md)",
+		Set: func(c *RLS, v string) (err error) {
+			if v == "" {
+				c.XDS.Server = ""
+				return nil
+			}
+			c.XDS.Server, err = ParseAddr(v)
+			return err
+		}},
+	{Name: "xds-node-id", arg: "ID", Def: "default", Usage: "the node id sent to --xds-server, which it keys its configurations by (CONFIG_GRPC_XDS_NODE_ID)",
+		Set: func(c *RLS, v string) error { c.XDS.NodeID = v; return nil }},
+	{Name: "xds-node-metadata", arg: "KEY=VALUE,...", Usage: "the node's metadata sent to --xds-server, as strings (CONFIG_GRPC_XDS_NODE_METADATA)",
+		Set: func(c *RLS, v string) (err error) { c.XDS.NodeMetadata, err = parsePairs(v, "=", false); return err }},
+	{Name: "xds-headers", arg: "KEY:VALUE,...", hidden: true, Usage: "gRPC metadata sent on the stream to --xds-server, such as a token (CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS)",
+		Set: func(c *RLS, v string) (err error) { c.XDS.Headers, err = parsePairs(v, ":", true); return err }},
+	{Name: "xds-tls", Usage: "connect to --xds-server over TLS, checking its certificate against --xds-ca or the system's roots and its name against --xds-san or the host of --xds-server (CONFIG_GRPC_XDS_SERVER_USE_TLS)",
+		Set: func(c *RLS, v string) (err error) { c.XDS.TLS, err = ParseBool(v); return err }},
+	{Name: "xds-ca", arg: "FILE", Usage: "with --xds-tls, the CA certificates (PEM) the xDS server's certificate must chain to, in place of the system's roots (CONFIG_GRPC_XDS_SERVER_TLS_CACERT)",
+		Set: func(c *RLS, v string) error { c.XDS.CA = v; return nil }},
+	{Name: "xds-san", arg: "NAME", Usage: "with --xds-tls, the DNS name or IP address the xDS server's certificate must carry, in place of the host of --xds-server (CONFIG_GRPC_XDS_SERVER_TLS_SAN)",
+		Set: func(c *RLS, v string) error { c.XDS.SAN = v; return nil }},
+	{Name: "xds-client-cert", arg: "FILE", Usage: "with --xds-tls and --xds-client-key, the certificate (PEM) shown to the xDS server; read again when it changes (CONFIG_GRPC_XDS_CLIENT_TLS_CERT)",
+		Set: func(c *RLS, v string) error { c.XDS.ClientCert = v; return nil }},
+	{Name: "xds-client-key", arg: "FILE", Usage: "its private key (PEM) (CONFIG_GRPC_XDS_CLIENT_TLS_KEY)",
+		Set: func(c *RLS, v string) error { c.XDS.ClientKey = v; return nil }},
+	{Name: "xds-retry", arg: "DURATION", Def: "10s", Usage: "the wait before a new stream to --xds-server once one failed or ended, doubled at each failure up to --xds-retry-max, each wait shortened at random by up to a half; back to this once a stream brings a message (XDS_CLIENT_BACKOFF_INITIAL_INTERVAL)",
+		Set: func(c *RLS, v string) (err error) { c.XDS.Retry, err = parseDuration(v, true); return err }},
+	{Name: "xds-retry-max", arg: "DURATION", Def: "60s", Usage: "the longest wait before a new stream to --xds-server (XDS_CLIENT_BACKOFF_MAX_INTERVAL)",
+		Set: func(c *RLS, v string) (err error) { c.XDS.RetryMax, err = parseDuration(v, true); return err }},
+	{Name: "xds-max-msg-bytes", arg: "N", Def: "4194304", Usage: "the largest message taken from --xds-server, at most 16 MiB, a configuration file's bound; a larger one ends the stream, and the configuration in force stays (XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES)",
+		Set: func(c *RLS, v string) (err error) { c.XDS.MaxMsgBytes, err = parseMsgBytes(v); return err }},
 	{Name: "env", arg: "NAME", Def: EnvAdmit, Usage: "whose environment variables are read beside admit rls's own: admit (none) or envoy (envoyproxy/ratelimit's, below admit's; the default when run as ratelimit; see docs/rls.md)",
 		Set: func(c *RLS, v string) error {
 			if v != EnvAdmit && v != EnvReference {
@@ -174,6 +206,7 @@ func parseRatio(v string) (float64, error) {
 // PrintRLSUsage writes admit rls's usage.
 func PrintRLSUsage(w io.Writer) {
 	fmt.Fprint(w, "Usage: admit rls --config FILE|DIR [flags]\n"+
+		"       admit rls --xds-server ADDR [flags]\n"+
 		"       admit rls validate --config FILE|DIR [flags]   check the flags, environment and files without serving\n\n"+
 		"admit rls is Envoy's rate limit service (ShouldRateLimit) on envoyproxy/ratelimit's\n"+
 		"configuration files and admit's stores.\n"+

@@ -1,6 +1,7 @@
 package rlsd
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,6 +25,9 @@ type options struct {
 	watchEvery   time.Duration    // tests shorten it
 	now          func() time.Time // the clock of the certificate's reloads; nil: time.Now; tests set it
 	ready        func(addresses)
+	// xdsWait replaces the xDS client's wait between streams; nil: a
+	// timer. Tests set it.
+	xdsWait func(ctx context.Context, d time.Duration) bool
 }
 
 // parseFlags reads admit rls's settings with the proxy's option
@@ -115,8 +119,31 @@ func check(c config.RLS, set *config.OptionSetFor[config.RLS]) error {
 	if c.PerSecondStore.Kind == storeurl.Memory {
 		return fmt.Errorf("admit rls: %s \"memory\": want a postgres://, redis:// or memcache:// URL; leave it empty to count every limit on --store", from("per-second-store"))
 	}
-	if c.Config == "" {
-		return fmt.Errorf("admit rls: --config is required (or %s): an envoyproxy/ratelimit YAML file or a directory of them", envName("config"))
+	return checkSource(c, from)
+}
+
+// checkSource checks that the configuration comes from one place, files
+// or an xDS server, and that the xDS settings go together.
+func checkSource(c config.RLS, from func(string) string) error {
+	x := c.XDS
+	switch {
+	case c.Config != "" && x.Server != "":
+		return fmt.Errorf("admit rls: %s and %s are both set: the configuration comes from files or from an xDS server, not both", from("config"), from("xds-server"))
+	case c.Config == "" && x.Server == "":
+		return fmt.Errorf("admit rls: --config is required (or %s): an envoyproxy/ratelimit YAML file or a directory of them; or --xds-server (%s)", envName("config"), envName("xds-server"))
+	case x.Server == "":
+		return nil
+	case x.RetryMax < x.Retry:
+		return fmt.Errorf("admit rls: %s %s is shorter than %s %s", from("xds-retry-max"), x.RetryMax, from("xds-retry"), x.Retry)
+	case (x.ClientCert == "") != (x.ClientKey == ""):
+		return fmt.Errorf("admit rls: %s and %s go together: set both or neither", from("xds-client-cert"), from("xds-client-key"))
+	}
+	// Without TLS these would check nothing, and a server reached in
+	// cleartext where TLS was meant is a server anyone on the path can be.
+	for _, f := range []struct{ name, v string }{{"xds-ca", x.CA}, {"xds-san", x.SAN}, {"xds-client-cert", x.ClientCert}} {
+		if f.v != "" && !x.TLS {
+			return fmt.Errorf("admit rls: %s is set but --xds-tls (%s) is not: it is used over TLS only", from(f.name), envName("xds-tls"))
+		}
 	}
 	return nil
 }

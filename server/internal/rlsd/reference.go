@@ -1,6 +1,7 @@
 package rlsd
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"net"
@@ -31,7 +32,31 @@ var refFlags = map[string]func(get func(string) string) (string, error){
 		return net.JoinHostPort(get("DEBUG_HOST"), get("DEBUG_PORT")), nil
 	},
 	"config": func(get func(string) string) (string, error) {
+		if refXDS(get) {
+			return "", nil
+		}
 		return filepath.Join(get("RUNTIME_ROOT"), get("RUNTIME_SUBDIRECTORY"), get("RUNTIME_APPDIRECTORY")), nil
+	},
+	// The xDS settings, read when CONFIG_TYPE asks for an xDS server; the
+	// TLS files only with CONFIG_GRPC_XDS_SERVER_USE_TLS, as there.
+	"xds-server": func(get func(string) string) (string, error) {
+		if !refXDS(get) {
+			return "", nil
+		}
+		return get("CONFIG_GRPC_XDS_SERVER_URL"), nil
+	},
+	"xds-node-id":       refSame("CONFIG_GRPC_XDS_NODE_ID"),
+	"xds-node-metadata": refSame("CONFIG_GRPC_XDS_NODE_METADATA"),
+	"xds-headers":       refSame("CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS"),
+	"xds-tls":           refSame("CONFIG_GRPC_XDS_SERVER_USE_TLS"),
+	"xds-ca":            refXDSTLS("CONFIG_GRPC_XDS_SERVER_TLS_CACERT"),
+	"xds-san":           refXDSTLS("CONFIG_GRPC_XDS_SERVER_TLS_SAN"),
+	"xds-client-cert":   refXDSTLS("CONFIG_GRPC_XDS_CLIENT_TLS_CERT"),
+	"xds-client-key":    refXDSTLS("CONFIG_GRPC_XDS_CLIENT_TLS_KEY"),
+	"xds-retry":         refSame("XDS_CLIENT_BACKOFF_INITIAL_INTERVAL"),
+	"xds-retry-max":     refSame("XDS_CLIENT_BACKOFF_MAX_INTERVAL"),
+	"xds-max-msg-bytes": func(get func(string) string) (string, error) {
+		return cmp.Or(get("XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES"), "4194304"), nil // unset: gRPC's default there
 	},
 	"store":            refMainStore,
 	"per-second-store": refPerSecondStore,
@@ -62,6 +87,20 @@ var refFlags = map[string]func(get func(string) string) (string, error){
 	"limit-header":              refSame("LIMIT_LIMIT_HEADER"),
 	"remaining-header":          refSame("LIMIT_REMAINING_HEADER"),
 	"reset-header":              refSame("LIMIT_RESET_HEADER"),
+}
+
+// refXDS reports whether CONFIG_TYPE asks for an xDS server.
+func refXDS(get func(string) string) bool { return get("CONFIG_TYPE") == "GRPC_XDS_SOTW" }
+
+// refXDSTLS reads the xDS TLS file or name variable name with
+// CONFIG_GRPC_XDS_SERVER_USE_TLS; without it the reference ignores it.
+func refXDSTLS(name string) func(func(string) string) (string, error) {
+	return func(get func(string) string) (string, error) {
+		if on, _ := strconv.ParseBool(get("CONFIG_GRPC_XDS_SERVER_USE_TLS")); !on {
+			return "", nil
+		}
+		return get(name), nil
+	}
 }
 
 func refSame(name string) func(func(string) string) (string, error) {

@@ -76,7 +76,7 @@ func whenNot(lacks string, fold bool, ok ...string) *refusal {
 // Notes shared by families of variables.
 const (
 	noteStats    = "read only with USE_DOG_STATSD or USE_PROMETHEUS, which are refused; admit's metrics are on /metrics of the metrics listener (DEBUG_HOST:DEBUG_PORT)"
-	noteXDS      = "read only with CONFIG_TYPE=GRPC_XDS_SOTW, which is refused"
+	noteXDSRetry = "admit rls waits --xds-retry before a new stream, doubling up to --xds-retry-max, each wait shortened at random by up to a half"
 	noteMemcache = "read only with MEMCACHE_TLS=true, which is refused"
 	noteTracing  = "read only with TRACING_ENABLED=true, which is refused"
 )
@@ -102,23 +102,23 @@ var refVars = []refVar{
 	{name: "GRPC_CLIENT_TLS_SAN", flag: "client-san"},
 	{name: "LOG_LEVEL", def: "WARN", flag: "log-level"},
 	{name: "LOG_FORMAT", def: "text", flag: "log-format"},
-	{name: "CONFIG_TYPE", def: "FILE", refuse: whenNot("configuration from an xDS server", false, "FILE")},
-	{name: "FORCE_START_WITHOUT_INITIAL_CONFIG", def: "false", kind: refBool, note: "admit rls does not start without its configuration files"},
-	{name: "CONFIG_GRPC_XDS_NODE_ID", def: "default", note: noteXDS},
-	{name: "CONFIG_GRPC_XDS_NODE_METADATA", note: noteXDS},
-	{name: "CONFIG_GRPC_XDS_SERVER_URL", def: "localhost:18000", note: noteXDS},
-	{name: "CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", def: "3s", kind: refDuration, note: noteXDS},
-	{name: "CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", kind: refPairs, note: noteXDS},
-	{name: "CONFIG_GRPC_XDS_SERVER_USE_TLS", def: "false", kind: refBool, note: noteXDS},
-	{name: "CONFIG_GRPC_XDS_CLIENT_TLS_CERT", note: noteXDS},
-	{name: "CONFIG_GRPC_XDS_CLIENT_TLS_KEY", note: noteXDS},
-	{name: "CONFIG_GRPC_XDS_SERVER_TLS_CACERT", note: noteXDS},
-	{name: "CONFIG_GRPC_XDS_SERVER_TLS_SAN", note: noteXDS},
-	{name: "XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", def: "10s", kind: refDuration, note: noteXDS},
-	{name: "XDS_CLIENT_BACKOFF_MAX_INTERVAL", def: "60s", kind: refDuration, note: noteXDS},
-	{name: "XDS_CLIENT_BACKOFF_RANDOM_FACTOR", def: "0.5", kind: refFloat, note: noteXDS},
-	{name: "XDS_CLIENT_BACKOFF_JITTER", def: "true", kind: refBool, note: noteXDS},
-	{name: "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", kind: refInt, note: noteXDS},
+	{name: "CONFIG_TYPE", def: "FILE", flag: "xds-server", refuse: whenNot("configuration from a source other than files and an xDS server", false, "FILE", "GRPC_XDS_SOTW")},
+	{name: "FORCE_START_WITHOUT_INITIAL_CONFIG", def: "false", kind: refBool, note: "admit rls serves only once its configuration is loaded, from its files or the xDS server"},
+	{name: "CONFIG_GRPC_XDS_NODE_ID", def: "default", flag: "xds-node-id"},
+	{name: "CONFIG_GRPC_XDS_NODE_METADATA", flag: "xds-node-metadata"},
+	{name: "CONFIG_GRPC_XDS_SERVER_URL", def: "localhost:18000", flag: "xds-server"},
+	{name: "CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", def: "3s", kind: refDuration, note: noteXDSRetry},
+	{name: "CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", kind: refPairs, flag: "xds-headers"},
+	{name: "CONFIG_GRPC_XDS_SERVER_USE_TLS", def: "false", kind: refBool, flag: "xds-tls"},
+	{name: "CONFIG_GRPC_XDS_CLIENT_TLS_CERT", flag: "xds-client-cert"},
+	{name: "CONFIG_GRPC_XDS_CLIENT_TLS_KEY", flag: "xds-client-key"},
+	{name: "CONFIG_GRPC_XDS_SERVER_TLS_CACERT", flag: "xds-ca"},
+	{name: "CONFIG_GRPC_XDS_SERVER_TLS_SAN", flag: "xds-san"},
+	{name: "XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", def: "10s", kind: refDuration, flag: "xds-retry"},
+	{name: "XDS_CLIENT_BACKOFF_MAX_INTERVAL", def: "60s", kind: refDuration, flag: "xds-retry-max"},
+	{name: "XDS_CLIENT_BACKOFF_RANDOM_FACTOR", def: "0.5", kind: refFloat, note: noteXDSRetry},
+	{name: "XDS_CLIENT_BACKOFF_JITTER", def: "true", kind: refBool, note: noteXDSRetry},
+	{name: "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", kind: refInt, flag: "xds-max-msg-bytes"},
 	{name: "USE_DOG_STATSD", def: "false", kind: refBool, refuse: whenTrue("DogStatsD")},
 	{name: "USE_DOG_STATSD_MOGRIFIERS", note: noteStats},
 	{name: "USE_STATSD", def: "true", kind: refBool, flag: "statsd"},

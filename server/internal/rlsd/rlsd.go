@@ -69,9 +69,12 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 func serve(ctx context.Context, o options, hangups <-chan os.Signal, log *slog.Logger) error {
-	cfg, err := rls.Load(o.Config)
-	if err != nil {
-		return config.UsageError{Err: err}
+	var cfg *rls.Config // nil with --xds-server: none until the server sends one
+	if o.XDS.Server == "" {
+		var err error
+		if cfg, err = rls.Load(o.Config); err != nil {
+			return config.UsageError{Err: err}
+		}
 	}
 	tel, err := ops.NewTelemetry()
 	if err != nil {
@@ -119,6 +122,13 @@ func serve(ctx context.Context, o options, hangups <-chan os.Signal, log *slog.L
 	// to listen; listening before the server is made, since a server made
 	// before a listener failed would leave its stream workers running.
 	logEnv(log, o)
+	if o.XDS.Server != "" {
+		stop, err := startXDS(ctx, o, svc, log)
+		if err != nil || stop == nil {
+			return err
+		}
+		defer stop()
+	}
 	ln, mln, hln, err := listen(ctx, o, tel)
 	if err != nil {
 		return err
@@ -138,7 +148,7 @@ func serve(ctx context.Context, o options, hangups <-chan os.Signal, log *slog.L
 		addrs.http = hln.Addr().String()
 	}
 	log.Info("admit rls: serving", "grpc_listen", addrs.grpc, "metrics_listen", addrs.metrics, "http_listen", addrs.http,
-		"store", string(o.Store.Kind), "per_second_store", string(o.PerSecondStore.Kind), "store_fail", o.StoreFail.String(), "domains", cfg.Domains())
+		"store", string(o.Store.Kind), "per_second_store", string(o.PerSecondStore.Kind), "store_fail", o.StoreFail.String(), "domains", svc.Config().Domains())
 	stopStatsd := startStatsd(o, stats, log)
 	if o.ready != nil {
 		o.ready(addrs)
@@ -281,8 +291,15 @@ func listen(ctx context.Context, o options, tel *ops.Telemetry) (ln, mln, hln ne
 func watch(ctx context.Context, o options, svc *rls.Service, hangups <-chan os.Signal, errs <-chan error, log *slog.Logger) error {
 	tick := time.NewTicker(o.watchEvery)
 	defer tick.Stop()
-	seen := fingerprint(o.Config)
+	var seen string
+	if o.Config != "" {
+		seen = fingerprint(o.Config)
+	}
 	reload := func(why string) {
+		if o.Config == "" {
+			log.Info("admit rls: no files to reload: the configuration comes from the xDS server", "trigger", why, "xds_server", o.XDS.Server)
+			return
+		}
 		if err := svc.LoadFile(o.Config); err != nil {
 			log.Error("admit rls: configuration refused; keeping the previous one", "trigger", why, "err", err)
 			return
@@ -296,9 +313,14 @@ func watch(ctx context.Context, o options, svc *rls.Service, hangups <-chan os.S
 		case err := <-errs:
 			return err
 		case <-hangups:
-			seen = fingerprint(o.Config)
+			if o.Config != "" {
+				seen = fingerprint(o.Config)
+			}
 			reload("SIGHUP")
 		case <-tick.C:
+			if o.Config == "" {
+				continue
+			}
 			if f := fingerprint(o.Config); f != seen {
 				seen = f
 				reload("file change")
@@ -321,6 +343,32 @@ func fingerprint(path string) string {
 		return nil
 	})
 	return b.String()
+}
+
+// startXDS starts the client of --xds-server and waits for the first
+// configuration it accepts, as envoyproxy/ratelimit waits for its first
+// configuration before it serves; stop ends the client. It returns a nil
+// stop and no error when ctx ends first.
+func startXDS(ctx context.Context, o options, svc *rls.Service, log *slog.Logger) (stop func(), err error) {
+	xc, err := newXDSClient(o, svc, log)
+	if err != nil {
+		return nil, config.UsageError{Err: err}
+	}
+	if o.xdsWait != nil {
+		xc.wait = o.xdsWait
+	}
+	xctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); xc.run(xctx) }()
+	stop = func() { cancel(); <-done }
+	log.Info("admit rls: waiting for the first configuration from the xDS server", "xds_server", o.XDS.Server, "node_id", o.XDS.NodeID)
+	select {
+	case <-xc.loaded:
+		return stop, nil
+	case <-ctx.Done():
+		stop()
+		return nil, nil
+	}
 }
 
 // openStore opens where, --store or --per-second-store, as the proxy opens

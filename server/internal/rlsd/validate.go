@@ -29,8 +29,12 @@ func validate(args []string, getenv func(string) string, stdout io.Writer) error
 	if err != nil {
 		return config.UsageError{Err: err}
 	}
-	cfg, err := rls.Load(o.Config)
-	if err != nil {
+	var cfg *rls.Config
+	if o.XDS.Server == "" {
+		if cfg, err = rls.Load(o.Config); err != nil {
+			return config.UsageError{Err: err}
+		}
+	} else if _, err := xdsCredentials(o); err != nil {
 		return config.UsageError{Err: err}
 	}
 	if err := checkOffline(o); err != nil {
@@ -50,7 +54,11 @@ func validate(args []string, getenv func(string) string, stdout io.Writer) error
 	if len(o.referenceEnv) > 0 {
 		fmt.Fprintf(stdout, "warn  %s: %s\n", referenceUnread, strings.Join(o.referenceEnv, ","))
 	}
-	fmt.Fprint(stdout, cfg.Dump())
+	if cfg != nil {
+		fmt.Fprint(stdout, cfg.Dump())
+	} else {
+		fmt.Fprintf(stdout, "info  the configuration comes from the xDS server at %s when admit rls runs; not fetched\n", o.XDS.Server)
+	}
 	fmt.Fprintln(stdout, "ok")
 	return nil
 }
