@@ -24,13 +24,7 @@ const suiteVar = "ADMIT_TEST_REFERENCE_SUITE"
 // A test listed here that passes fails TestReferenceSuite, as does one
 // that fails and is not listed (a parent's failure is explained by a
 // listed test under it).
-var suiteLeftOut = map[string]string{
-	"TestXdsProviderBasicConfig/WithoutPerSecondRedis":                   "CONFIG_TYPE=GRPC_XDS_SOTW is refused: configuration from an xDS server",
-	"TestXdsProviderBasicConfigReload/ReloadConfigWithXdsServer":         "CONFIG_TYPE=GRPC_XDS_SOTW is refused: configuration from an xDS server",
-	"TestBasicConfigMemcache/Memcache":                                   "BACKEND_TYPE=memcache is refused: memcached",
-	"TestConfigMemcacheWithMaxIdleConns/MemcacheWithDefaultMaxIdleConns": "BACKEND_TYPE=memcache is refused: memcached",
-	"TestMultiNodeMemcache/MemcacheMultipleNodes":                        "BACKEND_TYPE=memcache is refused: memcached",
-}
+var suiteLeftOut = map[string]string{}
 
 // TestCheckSuite holds checkSuite to its rules: the list explains every
 // failure and nothing else.

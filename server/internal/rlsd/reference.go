@@ -1,7 +1,6 @@
 package rlsd
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"net"
@@ -56,7 +55,11 @@ var refFlags = map[string]func(get func(string) string) (string, error){
 	"xds-retry":         refSame("XDS_CLIENT_BACKOFF_INITIAL_INTERVAL"),
 	"xds-retry-max":     refSame("XDS_CLIENT_BACKOFF_MAX_INTERVAL"),
 	"xds-max-msg-bytes": func(get func(string) string) (string, error) {
-		return cmp.Or(get("XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES"), "4194304"), nil // unset: gRPC's default there
+		// Unset or 0: gRPC's default there.
+		if v := get("XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES"); v != "" && v != "0" {
+			return v, nil
+		}
+		return "4194304", nil
 	},
 	"store":            refMainStore,
 	"per-second-store": refPerSecondStore,

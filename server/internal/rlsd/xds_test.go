@@ -351,6 +351,12 @@ func TestRLSXDSReference(t *testing.T) {
 	if o, err = parseFlags(nil, referenceEnv(env), io.Discard); err != nil || o.XDS.CA != "" || o.XDS.MaxMsgBytes != 4<<20 {
 		t.Fatalf("without TLS: %+v, %v; want the TLS files not read, gRPC's default message bound", o.XDS, err)
 	}
+	// 0 is the reference's "gRPC's default", which every environment made
+	// from its settings struct holds.
+	env["XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES"] = "0"
+	if o, err = parseFlags(nil, referenceEnv(env), io.Discard); err != nil || o.XDS.MaxMsgBytes != 4<<20 {
+		t.Fatalf("XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES=0: %+v, %v; want gRPC's default message bound", o.XDS, err)
+	}
 	env["CONFIG_TYPE"] = "FILE"
 	if o, err = parseFlags(nil, referenceEnv(env), io.Discard); err != nil || o.XDS.Server != "" || o.Config == "" {
 		t.Fatalf("CONFIG_TYPE=FILE: %+v, %v; want files", o.XDS, err)
