@@ -3,13 +3,11 @@ package rlsd
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
-	"os"
 	"time"
 
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -23,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/admitgo/admit/internal/pemfile"
 	"github.com/admitgo/admit/rls"
 	"github.com/admitgo/admit/server/internal/config"
 	"github.com/admitgo/admit/server/internal/servertls"
@@ -79,13 +78,9 @@ func xdsCredentials(o options) (credentials.TransportCredentials, error) {
 		c.ServerName, _, _ = net.SplitHostPort(x.Server)
 	}
 	if x.CA != "" {
-		data, err := os.ReadFile(x.CA)
-		if err != nil {
-			return nil, fmt.Errorf("admit rls: --xds-ca: %w", err)
-		}
-		c.RootCAs = x509.NewCertPool()
-		if !c.RootCAs.AppendCertsFromPEM(data) {
-			return nil, fmt.Errorf("admit rls: --xds-ca %q: no PEM certificate in it", x.CA)
+		var err error
+		if c.RootCAs, err = pemfile.CertPool(x.CA); err != nil {
+			return nil, fmt.Errorf("admit rls: --xds-ca %q: %w", x.CA, err)
 		}
 	}
 	if x.ClientCert != "" {

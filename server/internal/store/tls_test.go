@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -73,10 +74,15 @@ func TestOpenRedisTLS(t *testing.T) {
 	})
 
 	for _, tc := range []struct {
-		name, query, want string
+		name, query string
+		want        []string // one of them
 	}{
-		{"no client certificate", files("", "", ca.File), "certificate required"},
-		{"server from another CA", files(cert, key, stranger.File), "certificate signed by unknown authority"},
+		// Under TLS 1.3 the client's handshake ends before the server
+		// checks its certificate: the server's alert is read, or, when the
+		// client writes first, the reset of the connection the server
+		// closed.
+		{"no client certificate", files("", "", ca.File), []string{"certificate required", "connection reset by peer"}},
+		{"server from another CA", files(cert, key, stranger.File), []string{"certificate signed by unknown authority"}},
 	} {
 		for _, failure := range []quota.Failure{quota.FailClosed, quota.FailOpen} {
 			t.Run(tc.name+"/"+failure.String(), func(t *testing.T) {
@@ -89,8 +95,8 @@ func TestOpenRedisTLS(t *testing.T) {
 					t.Fatalf("Open: %v; want startup to go on, the failure policy deciding", err)
 				}
 				defer st.Close()
-				if !strings.Contains(log.String(), "starting anyway") || !strings.Contains(log.String(), tc.want) {
-					t.Errorf("startup log %q: want the store logged as not answering, with %q", log.String(), tc.want)
+				if !strings.Contains(log.String(), "starting anyway") || !slices.ContainsFunc(tc.want, func(w string) bool { return strings.Contains(log.String(), w) }) {
+					t.Errorf("startup log %q: want the store logged as not answering, with one of %q", log.String(), tc.want)
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
