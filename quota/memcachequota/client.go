@@ -24,7 +24,8 @@ var errProtocol = errors.New("memcachequota: answer outside memcached's protocol
 // client speaks memcached's text protocol, only the three commands a
 // counter needs: incr, add and get. Each call runs on one connection under
 // its context's deadline, and a connection goes back to the idle pool only
-// once its answer ended exactly at its framing; any error closes it. Keys
+// when no byte past its answer had arrived as it was read (see the
+// package's doc for later ones); any error closes it. Keys
 // are spread over servers by the CRC-32 of the key, as
 // github.com/bradfitz/gomemcache spreads them. It is safe for concurrent
 // use.

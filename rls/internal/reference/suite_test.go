@@ -19,6 +19,10 @@ import (
 // suiteVar runs TestReferenceSuite outside CI.
 const suiteVar = "ADMIT_TEST_REFERENCE_SUITE"
 
+// suiteTests is how many tests (subtests, and tests without any) the
+// pinned suite runs.
+const suiteTests = 47
+
 // suiteLeftOut is every test of the reference's integration suite that
 // fails against admit rls, with the reason; docs/rls.md lists them too.
 // A test listed here that passes fails TestReferenceSuite, as does one
@@ -100,6 +104,11 @@ func TestReferenceSuite(t *testing.T) {
 	for _, p := range problems {
 		t.Error(p)
 	}
+	// A suite that listed or ran fewer tests (a moved package, a build tag
+	// that no longer matches) would pass with nothing checked.
+	if leaves < suiteTests {
+		t.Errorf("%d tests ran; the pinned suite has %d", leaves, suiteTests)
+	}
 	t.Logf("%d of the %d tests that ran (subtests, and tests without any) passed; %d are listed as failing", passed, leaves, len(suiteLeftOut))
 }
 
@@ -149,7 +158,16 @@ func runSuiteTest(t *testing.T, mod, suite, name, admit, project string, results
 			}
 		}
 	}
-	cmd.Wait() // a failing test exits 1; the events say which
+	if err := sc.Err(); err != nil {
+		t.Errorf("%s: reading its events: %v", name, err)
+	}
+	// A failing test exits 1 and the events say which; an exit that is
+	// not explained by one (a TestMain failing after the tests) is a
+	// failure of its own.
+	if err := cmd.Wait(); err != nil && results[name] != "fail" {
+		results[name] = "fail"
+		t.Errorf("%s: %v, with no failing test", name, err)
+	}
 	if _, ok := results[name]; !ok {
 		results[name] = "fail"
 		t.Errorf("%s: no result", name)

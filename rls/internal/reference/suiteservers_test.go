@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -105,6 +106,10 @@ func startSuiteServers(t *testing.T, project, conf string) {
 func startServer(t *testing.T, port int, name string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(name, args...)
+	// Killed with the test's process too, should it end without its
+	// cleanups: a server left on one of the suite's fixed ports would
+	// fail the next run.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}

@@ -200,7 +200,7 @@ var Options = []Option{
 	{Name: "store", arg: "STORE", Def: "memory", secret: true, Usage: "memory, postgres://..., redis://..., redis+cluster://... or redis+sentinel://... (rediss for TLS): where token decisions are shared",
 		Set: func(c *Config, v string) (err error) {
 			if c.Store, err = storeurl.Parse(v); err == nil && c.Store.Kind.CountsOnly() {
-				return errors.New("memcache:// counts admit rls's fixed windows only; the proxy decides token buckets, which memcached cannot decide atomically: want memory or a postgres:// or redis:// URL")
+				return errors.New("memcache:// counts admit rls's fixed windows only; admit and admit auth decide token buckets, which memcached cannot decide atomically: want memory or a postgres:// or redis:// URL")
 			}
 			return err
 		},

@@ -389,7 +389,7 @@ func TestParseConfigErrors(t *testing.T) {
 
 		{"store unknown scheme", []string{"--store", "mysql://db/admit"}, nil, `admit: --store "mysql://db/admit": want memory or a postgres://, redis://, redis+cluster://, redis+sentinel:// or memcache:// URL`},
 		{"store bare word", nil, map[string]string{"ADMIT_STORE": "postgres"}, `admit: ADMIT_STORE "postgres": want memory or a postgres://, redis://, redis+cluster://, redis+sentinel:// or memcache:// URL`},
-		{"store memcache", []string{"--store", "memcache://cache:11211"}, nil, `admit: --store "memcache://cache:11211": memcache:// counts admit rls's fixed windows only; the proxy decides token buckets, which memcached cannot decide atomically: want memory or a postgres:// or redis:// URL`},
+		{"store memcache", []string{"--store", "memcache://cache:11211"}, nil, `admit: --store "memcache://cache:11211": memcache:// counts admit rls's fixed windows only; admit and admit auth decide token buckets, which memcached cannot decide atomically: want memory or a postgres:// or redis:// URL`},
 		{"store password hidden", []string{"--store", "mysql://admit:s3cret@db/admit"}, nil, `admit: --store "mysql://admit:xxxxx@db/admit": want memory or a postgres://, redis://, redis+cluster://, redis+sentinel:// or memcache:// URL`},
 		{"store unparsable password hidden", []string{"--store", "postgres://admit:s3cret@db:5432x/admit"}, nil, `admit: --store "postgres://(not shown: not a valid URL)": not a valid URL: percent-encode any '/', '?', '#', '@', ';' or space in the user name, the password and the parameters`},
 

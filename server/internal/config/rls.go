@@ -71,7 +71,7 @@ var RLSOptions = []OptionFor[RLS]{
 				c.XDS.Server = ""
 				return nil
 			}
-			c.XDS.Server, err = ParseAddr(v)
+			c.XDS.Server, err = ParseDialAddr(v)
 			return err
 		}},
 	{Name: "xds-node-id", arg: "ID", Def: "default", Usage: "the node id sent to --xds-server, which it keys its configurations by (CONFIG_GRPC_XDS_NODE_ID)",
@@ -207,7 +207,8 @@ func parseRatio(v string) (float64, error) {
 func PrintRLSUsage(w io.Writer) {
 	fmt.Fprint(w, "Usage: admit rls --config FILE|DIR [flags]\n"+
 		"       admit rls --xds-server ADDR [flags]\n"+
-		"       admit rls validate --config FILE|DIR [flags]   check the flags, environment and files without serving\n\n"+
+		"       admit rls validate --config FILE|DIR [flags]   check the flags, environment and files without serving\n"+
+		"       admit rls validate --xds-server ADDR [flags]   the same, the configuration not fetched\n\n"+
 		"admit rls is Envoy's rate limit service (ShouldRateLimit) on envoyproxy/ratelimit's\n"+
 		"configuration files and admit's stores.\n"+
 		"Each flag may also be set by the environment variable shown; the flag wins.\n\n")

@@ -3,9 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
-	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -42,15 +40,8 @@ func ParseStatsd(v string) (Statsd, error) {
 		}
 		s = Statsd{Network: scheme, Addr: rest}
 	}
-	host, port, err := net.SplitHostPort(s.Addr)
-	switch {
-	case err != nil:
-		return Statsd{}, fmt.Errorf("%q: want host:port", s.Addr)
-	case host == "":
-		return Statsd{}, fmt.Errorf("%q: want a host", s.Addr)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return Statsd{}, fmt.Errorf("port %q: want 1 to 65535", port)
+	if _, err := ParseDialAddr(s.Addr); err != nil {
+		return Statsd{}, fmt.Errorf("%q: %w", s.Addr, err)
 	}
 	return s, nil
 }

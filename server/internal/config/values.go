@@ -50,6 +50,23 @@ func ParseAddr(v string) (string, error) {
 	return v, nil
 }
 
+// ParseDialAddr reads the host:port of a server admit connects to (a
+// statsd or xDS server): where ParseAddr takes a listener's, with an empty
+// host and port 0, this wants both, which a dial needs.
+func ParseDialAddr(v string) (string, error) {
+	host, port, err := net.SplitHostPort(v)
+	switch {
+	case err != nil:
+		return "", errors.New("want host:port")
+	case host == "":
+		return "", errors.New("want a host")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("port %q: want 1 to 65535", port)
+	}
+	return v, nil
+}
+
 // appendHosts adds the names of --admin-host to list.
 func appendHosts(list *[]string, v string) error {
 	names, err := opshost.ParseNames(v)

@@ -73,6 +73,8 @@ func TestRLSReferenceRefused(t *testing.T) {
 		{"CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "ca.pem", ""}, // read only with CONFIG_TYPE=GRPC_XDS_SOTW: refused below
 		{"USE_PROMETHEUS", "1", `USE_PROMETHEUS "1": asks for the reference's Prometheus`},
 		{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "yes", `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT "yes": not a boolean`},
+		// A list of pairs may hold a token: named, not shown.
+		{"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "authorization:Bearer SECRET1,bad", "CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS (not shown): not a list of key:value pairs"},
 		{"REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", "true", `REDIS_TLS_SKIP_HOSTNAME_VERIFICATION "true": asks for Redis TLS without hostname verification`},
 		{"GRPC_CLIENT_TLS_CACERT", "ca.pem", `GRPC_CLIENT_TLS_CACERT is set but --tls-cert (ADMIT_RLS_TLS_CERT) is not`},
 		{"GRPC_CLIENT_TLS_SAN", "envoy.mesh", `GRPC_CLIENT_TLS_SAN is set but --client-ca (ADMIT_RLS_CLIENT_CA) is not`},
@@ -97,6 +99,9 @@ func TestRLSReferenceRefused(t *testing.T) {
 		err := Run(context.Background(), nil, referenceEnv(env), io.Discard, io.Discard)
 		if code := config.ExitCode(err); code != 2 || !strings.Contains(err.Error(), "admit rls: "+tc.want) {
 			t.Errorf("%s=%s: exit %d, %v; want exit 2 and %q", tc.name, tc.value, code, err, tc.want)
+		}
+		if strings.Contains(tc.value, "SECRET") && strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("%s: the error shows the value: %v", tc.name, err)
 		}
 	}
 	// The per-second Redis's variables are read, and refused, only with

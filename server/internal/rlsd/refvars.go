@@ -225,6 +225,11 @@ func (r refVar) check(v string, getenv func(string) string) error {
 			}
 		}
 	}
+	if err != nil && r.kind == refPairs {
+		// A list of pairs may carry a credential (the xDS stream's
+		// headers): it is named, never shown.
+		return fmt.Errorf("admit rls: %s (not shown): not %s", r.name, kindWords[r.kind])
+	}
 	if err != nil {
 		return fmt.Errorf("admit rls: %s %q: not %s", r.name, v, kindWords[r.kind])
 	}

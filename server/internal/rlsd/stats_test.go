@@ -305,8 +305,8 @@ func TestParseStatsd(t *testing.T) {
 		"http://stats:8125":  `"http://": want tcp:// or udp://`,
 		"stats":              `"stats": want host:port`,
 		":8125":              `":8125": want a host`,
-		"stats:0":            `port "0": want 1 to 65535`,
-		"udp://stats:statsd": `port "statsd": want 1 to 65535`,
+		"stats:0":            `"stats:0": port "0": want 1 to 65535`,
+		"udp://stats:statsd": `"stats:statsd": port "statsd": want 1 to 65535`,
 	} {
 		if _, err := config.ParseStatsd(v); err == nil || err.Error() != want {
 			t.Errorf("%q: %v, want %q", v, err, want)

@@ -310,6 +310,9 @@ func TestRLSXDSFlags(t *testing.T) {
 		{[]string{"--xds-server", "127.0.0.1:1", "--config", "x"}, "--config and --xds-server are both set"},
 		{[]string{}, "or --xds-server (ADMIT_RLS_XDS_SERVER)"},
 		{[]string{"--xds-server", "127.0.0.1:1", "--xds-ca", "ca.pem"}, "--xds-ca is set but --xds-tls (ADMIT_RLS_XDS_TLS) is not"},
+		// A listener's address is no server's to dial.
+		{[]string{"--xds-server", "127.0.0.1:0"}, `--xds-server "127.0.0.1:0": port "0": want 1 to 65535`},
+		{[]string{"--xds-server", ":18000"}, `--xds-server ":18000": want a host`},
 		{[]string{"--xds-server", "127.0.0.1:1", "--xds-san", "x"}, "--xds-san is set but --xds-tls"},
 		{[]string{"--xds-server", "127.0.0.1:1", "--xds-tls", "--xds-client-cert", "c.pem"}, "--xds-client-cert and --xds-client-key go together"},
 		{[]string{"--xds-server", "127.0.0.1:1", "--xds-retry", "5s", "--xds-retry-max", "1s"}, "--xds-retry-max 1s is shorter than --xds-retry 5s"},
