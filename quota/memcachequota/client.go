@@ -33,6 +33,9 @@ type client struct {
 	servers []string
 	maxIdle int
 	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	// slots holds, by server, a place for each call in flight to it, at
+	// most MaxConns: with the idle ones, the connections it may have open.
+	slots map[string]chan struct{}
 
 	mu     sync.Mutex         // guards the following fields
 	idle   map[string][]*conn // by server
@@ -123,7 +126,15 @@ func (c *client) do(ctx context.Context, key string, cmd []byte, read func(*bufi
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	cn, err := c.get(ctx, c.pick(key))
+	server := c.pick(key)
+	slot := c.slots[server]
+	select {
+	case slot <- struct{}{}:
+		defer func() { <-slot }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	cn, err := c.get(ctx, server)
 	if err != nil {
 		return err
 	}

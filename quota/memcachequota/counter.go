@@ -1,6 +1,7 @@
 package memcachequota
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +23,10 @@ const DefaultTimeout = 100 * time.Millisecond
 // DefaultMaxIdleConns is how many idle connections to each server a
 // Counter keeps when [CounterConfig].MaxIdleConns is 0.
 const DefaultMaxIdleConns = 16
+
+// DefaultMaxConns is how many calls a Counter has in flight to each server
+// at most when [CounterConfig].MaxConns is 0.
+const DefaultMaxConns = 128
 
 // maxPrefix is the longest Prefix: with a counter's key, its window and
 // its window's start, a key stays within memcached's 250 bytes.
@@ -56,6 +61,12 @@ type CounterConfig struct {
 	// for later calls; 0 means [DefaultMaxIdleConns]. A call that finds none
 	// dials one.
 	MaxIdleConns int
+	// MaxConns is how many calls are in flight to each server at most, and
+	// so how many connections it has open beyond the idle ones; 0 means
+	// [DefaultMaxConns]. A call past them waits for one within its
+	// Timeout: a memcached that stops answering is not handed a new
+	// connection for every call.
+	MaxConns int
 	// Timeout bounds each Count, dialling and every round trip included;
 	// 0 means [DefaultTimeout].
 	Timeout time.Duration
@@ -100,15 +111,20 @@ func NewCounter(cfg CounterConfig) (*Counter, error) {
 			return nil, fmt.Errorf("%w: server %q, want host:port", ErrConfig, s)
 		}
 	}
-	if cfg.Timeout < 0 || cfg.MaxIdleConns < 0 {
-		return nil, fmt.Errorf("%w: Timeout %v and MaxIdleConns %d, want 0 (the default) or more", ErrConfig, cfg.Timeout, cfg.MaxIdleConns)
+	if cfg.Timeout < 0 || cfg.MaxIdleConns < 0 || cfg.MaxConns < 0 {
+		return nil, fmt.Errorf("%w: Timeout %v, MaxIdleConns %d and MaxConns %d, want 0 (the default) or more", ErrConfig, cfg.Timeout, cfg.MaxIdleConns, cfg.MaxConns)
 	}
 	if len(cfg.Prefix) > maxPrefix || (cfg.Prefix != "" && checkKey(cfg.Prefix) != nil) {
 		return nil, fmt.Errorf("%w: Prefix %q, want printable ASCII without spaces, at most %d bytes", ErrConfig, cfg.Prefix, maxPrefix)
 	}
 	var d net.Dialer
+	maxConns := cmp.Or(cfg.MaxConns, DefaultMaxConns)
+	slots := make(map[string]chan struct{}, len(cfg.Servers))
+	for _, s := range cfg.Servers {
+		slots[s] = make(chan struct{}, maxConns)
+	}
 	c := &Counter{
-		client: &client{servers: cfg.Servers, maxIdle: cfg.MaxIdleConns, dial: d.DialContext, idle: map[string][]*conn{}},
+		client: &client{servers: cfg.Servers, maxIdle: cfg.MaxIdleConns, dial: d.DialContext, idle: map[string][]*conn{}, slots: slots},
 		prefix: cfg.Prefix, timeout: cfg.Timeout, now: cfg.Now,
 	}
 	if c.prefix == "" {

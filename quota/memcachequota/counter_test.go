@@ -272,3 +272,56 @@ func TestNoBuckets(t *testing.T) {
 }
 
 func errorsAs(err error, target **quota.RuleError) bool { return errors.As(err, target) }
+
+// TestCounterBoundsConnections: a memcached that accepts and never answers
+// gets at most MaxConns connections, however many calls are in flight;
+// the calls past them wait for one until their deadline, and every call
+// ends with an error by it.
+func TestCounterBoundsConnections(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	c, err := memcachequota.NewCounter(memcachequota.CounterConfig{Servers: []string{l.Addr().String()}, MaxConns: 4, Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if _, err := c.Count(ctx, []quota.Hit{{Key: quota.Subject(strconv.Itoa(i)), Window: time.Minute, N: 1}}); err == nil {
+				t.Error("a call to a memcached that never answers succeeded")
+			}
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(conns) > 4 {
+		t.Errorf("%d connections to one server, want at most MaxConns 4", len(conns))
+	}
+}
