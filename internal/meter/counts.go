@@ -2,6 +2,7 @@ package meter
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"sync/atomic"
 
@@ -47,11 +48,18 @@ func SharedCounts(mp metric.MeterProvider, name, kind string, sets []attribute.S
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
+	// A provider whose type cannot be a map key (a struct holding a
+	// slice) cannot be shared by: its holders each get counts of their
+	// own, as before the sharing.
+	shared := reflect.TypeOf(mp).Comparable()
 	countsMu.Lock()
 	defer countsMu.Unlock()
-	k := countsKey{mp, name, kind}
-	if c := counts[k]; c != nil {
-		return c, nil
+	k := countsKey{name: name, kind: kind}
+	if shared {
+		k.mp = mp
+		if c := counts[k]; c != nil {
+			return c, nil
+		}
 	}
 	m := mp.Meter(Name)
 	inst, err := m.Int64ObservableCounter(name, opts...)
@@ -76,6 +84,8 @@ func SharedCounts(mp metric.MeterProvider, name, kind string, sets []attribute.S
 	}, inst); err != nil {
 		return nil, err
 	}
-	counts[k] = c
+	if shared {
+		counts[k] = c
+	}
 	return c, nil
 }

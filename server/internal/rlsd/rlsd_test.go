@@ -275,7 +275,13 @@ func TestRLSTokenBucketsShareTheStore(t *testing.T) {
 // scrape returns the metrics admit rls serves.
 func (s *rlsServer) scrape(t *testing.T) string {
 	t.Helper()
-	resp, err := http.Get("http://" + s.metrics + "/metrics")
+	return s.get(t, "/metrics")
+}
+
+// get returns the body of path on the metrics listener.
+func (s *rlsServer) get(t *testing.T, path string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + s.metrics + path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"regexp"
 	"runtime"
 	"strings"
@@ -27,17 +26,9 @@ import (
 // stats returns what s's /stats shows, by name.
 func (s *rlsServer) stats(t *testing.T) map[string]string {
 	t.Helper()
-	resp, err := http.Get("http://" + s.metrics + "/stats")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := s.get(t, "/stats")
 	out := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+	for _, line := range strings.Split(strings.TrimSuffix(b, "\n"), "\n") {
 		if !statsLine.MatchString(line) {
 			t.Fatalf("/stats line %q is not name: count", line)
 		}
