@@ -18,26 +18,9 @@ import (
 // once it answers PING. It stops for good when t ends.
 func Redis(t testing.TB) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		missing(t, "redis-server", "install Redis 7 or later (Debian: apt-get install redis-server)")
-	}
-	port := freePort(t)
-	s := &Server{
-		Addr: hostPort(port),
-		name: "redis",
-		dir:  tempDir(t, "redis"),
-		stop: syscall.SIGTERM,
-	}
-	s.URL = "redis://" + s.Addr + "/0"
-	s.command = func() *exec.Cmd {
-		return command(s.dir, nil, bin,
-			"--port", fmt.Sprint(port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no",
-			"--dir", s.dir, "--daemonize", "no")
-	}
-	s.ready = func(ctx context.Context) error { return ping(ctx, s.Addr, nil) }
-	return newServer(t, s)
+	return redisServer(t, "redis", "install Redis 7 or later (Debian: apt-get install redis-server)", nil, func(port int) []string {
+		return []string{"--port", fmt.Sprint(port)}
+	})
 }
 
 // RedisTLS starts a private redis-server for t that speaks only TLS, as
@@ -47,12 +30,24 @@ func Redis(t testing.TB) *Server {
 // brings its own.
 func RedisTLS(t testing.TB, ca *testcert.CA) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		missing(t, "redis-server", "install Redis 7 or later built with TLS (Debian: apt-get install redis-server)")
-	}
 	certFile, keyFile := ca.Server(t, 1)
 	client := &tls.Config{RootCAs: ca.Pool, Certificates: []tls.Certificate{ca.Client(t, testcert.Leaf{Serial: 2})}}
+	return redisServer(t, "rediss", "install Redis 7 or later built with TLS (Debian: apt-get install redis-server)", client, func(port int) []string {
+		return []string{"--port", "0", "--tls-port", fmt.Sprint(port),
+			"--tls-cert-file", certFile, "--tls-key-file", keyFile,
+			"--tls-ca-cert-file", ca.File, "--tls-auth-clients", "yes"}
+	})
+}
+
+// redisServer starts redis-server on a free port with listen's arguments
+// for it, persistence off, its URL of scheme, ready once it answers PING
+// (over TLS with client when not nil).
+func redisServer(t testing.TB, scheme, install string, client *tls.Config, listen func(port int) []string) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		missing(t, "redis-server", install)
+	}
 	port := freePort(t)
 	s := &Server{
 		Addr: hostPort(port),
@@ -60,15 +55,9 @@ func RedisTLS(t testing.TB, ca *testcert.CA) *Server {
 		dir:  tempDir(t, "redis"),
 		stop: syscall.SIGTERM,
 	}
-	s.URL = "rediss://" + s.Addr + "/0"
-	s.command = func() *exec.Cmd {
-		return command(s.dir, nil, bin,
-			"--port", "0", "--tls-port", fmt.Sprint(port), "--bind", "127.0.0.1",
-			"--tls-cert-file", certFile, "--tls-key-file", keyFile,
-			"--tls-ca-cert-file", ca.File, "--tls-auth-clients", "yes",
-			"--save", "", "--appendonly", "no",
-			"--dir", s.dir, "--daemonize", "no")
-	}
+	s.URL = scheme + "://" + s.Addr + "/0"
+	args := append(listen(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", s.dir, "--daemonize", "no")
+	s.command = func() *exec.Cmd { return command(s.dir, nil, bin, args...) }
 	s.ready = func(ctx context.Context) error { return ping(ctx, s.Addr, client) }
 	return newServer(t, s)
 }
