@@ -48,12 +48,14 @@ func Allowed(host string, names []string) bool {
 	if !ok {
 		return false
 	}
+	// An address with a zone ("%eth0") names no host a client reaches
+	// over HTTP, and a zone may hold any byte, a space or a slash: refused.
 	if inner, bracketed := strings.CutPrefix(h, "["); bracketed {
 		a, err := netip.ParseAddr(strings.TrimSuffix(inner, "]"))
-		return err == nil && a.Is6() && strings.HasSuffix(inner, "]")
+		return err == nil && a.Is6() && a.Zone() == "" && strings.HasSuffix(inner, "]")
 	}
-	if _, err := netip.ParseAddr(h); err == nil {
-		return true
+	if a, err := netip.ParseAddr(h); err == nil {
+		return a.Zone() == ""
 	}
 	h, ok = normalise(h)
 	if !ok {
